@@ -1,0 +1,203 @@
+/**
+ * JSON Schemas of the Environment and Dataset specs. ajv validates manifests with them at start
+ * (data plane) and on reconcile (operator); the CRDs' OpenAPI schemas express the same rules.
+ */
+import { CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, SCALAR_PROPERTY_TYPES } from './types.js';
+
+/** DNS-1123 label: usable as a host label and inside Kubernetes object names. */
+export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+/** `<namespace>.<Name>`, each part an identifier. */
+export const SCHEMA_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+$';
+/** Property names are identifiers, so every physical column name derived from them is too. */
+export const PROPERTY_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
+/** IPv4 or IPv6 CIDR (checked exactly by the `cidr` format; the pattern is for the CRD). */
+export const CIDR_PATTERN = '^([0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/[0-9]{1,3})$';
+
+const cidrList = { type: 'array', items: { type: 'string', format: 'cidr' }, maxItems: 1000 } as const;
+
+export const propertyDefSchema = {
+  $id: 'https://dataaccess.dev/schemas/property.json',
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { enum: [...SCALAR_PROPERTY_TYPES, 'object', 'link'] },
+    description: { type: 'string' },
+    schema: { type: 'string', pattern: SCHEMA_NAME_PATTERN },
+    properties: {
+      type: 'object',
+      propertyNames: { pattern: PROPERTY_NAME_PATTERN },
+      additionalProperties: { $ref: 'property.json' },
+    },
+  },
+  additionalProperties: false,
+  // Which of `schema` / `properties` a type needs is checked in crossCheckDataset, with clearer messages.
+} as const;
+
+export const datasetSpecSchema = {
+  $id: 'https://dataaccess.dev/schemas/dataset-spec.json',
+  type: 'object',
+  required: ['environment', 'location', 'schemas'],
+  additionalProperties: false,
+  properties: {
+    environment: { type: 'string', pattern: NAME_PATTERN, maxLength: 63 },
+    location: {
+      type: 'object',
+      required: ['kind'],
+      additionalProperties: false,
+      properties: {
+        kind: { enum: [...LOCATION_KINDS] },
+        connectionSecretRef: {
+          type: 'object',
+          required: ['name', 'key'],
+          additionalProperties: false,
+          properties: { name: { type: 'string', pattern: NAME_PATTERN }, key: { type: 'string', minLength: 1 } },
+        },
+        databaseSchema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
+        warehouse: { type: 'string', minLength: 1 },
+        database: { type: 'string', minLength: 1 },
+        readOnlyRole: { type: 'string', minLength: 1 },
+        tablePrefix: { type: 'string', pattern: '^[A-Za-z0-9_.-]{0,200}$' },
+        region: { type: 'string', minLength: 1 },
+      },
+    },
+    auth: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        iam: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            principals: { type: 'array', items: { type: 'string', minLength: 1 } },
+            rawSqlEndpointEnabled: { type: 'boolean' },
+          },
+        },
+        public: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            enabled: { type: 'boolean' },
+            subjects: { type: 'array', items: { type: 'string', minLength: 1 } },
+          },
+        },
+      },
+    },
+    caller: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        super: { type: 'array', items: { type: 'string', minLength: 1 } },
+        anon: { type: 'boolean' },
+      },
+    },
+    schemas: {
+      type: 'object',
+      minProperties: 1,
+      propertyNames: { pattern: SCHEMA_NAME_PATTERN },
+      additionalProperties: {
+        type: 'object',
+        required: ['properties'],
+        additionalProperties: false,
+        properties: {
+          description: { type: 'string' },
+          properties: {
+            type: 'object',
+            propertyNames: { pattern: PROPERTY_NAME_PATTERN },
+            additionalProperties: { $ref: 'property.json' },
+          },
+          required: { type: 'array', items: { type: 'string', pattern: PROPERTY_NAME_PATTERN } },
+        },
+      },
+    },
+    deletionPolicy: { enum: ['Retain', 'Delete'] },
+  },
+} as const;
+
+export const environmentSpecSchema = {
+  $id: 'https://dataaccess.dev/schemas/environment-spec.json',
+  type: 'object',
+  required: ['type'],
+  additionalProperties: false,
+  properties: {
+    type: { enum: [...ENVIRONMENT_TYPES] },
+    uri: { type: 'string', minLength: 1 },
+    dataplane: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        image: { type: 'string', minLength: 1 },
+        replicas: { type: 'integer', minimum: 0, maximum: 100 },
+        logLevel: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] },
+      },
+    },
+    gateways: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        api: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            firewall: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                ipAddresses: {
+                  type: 'object',
+                  additionalProperties: false,
+                  properties: { allowed: cidrList, blocked: cidrList },
+                },
+                managedRules: { type: 'array', uniqueItems: true, items: { enum: [...MANAGED_RULE_SETS] } },
+                trustedProxies: cidrList,
+              },
+            },
+          },
+        },
+        iam: { type: 'object', additionalProperties: false, properties: { enabled: { type: 'boolean' } } },
+        public: { type: 'object', additionalProperties: false, properties: { enabled: { type: 'boolean' } } },
+      },
+    },
+    identityProvider: {
+      type: 'object',
+      required: ['issuer', 'audiences'],
+      additionalProperties: false,
+      properties: {
+        issuer: { type: 'string', minLength: 1 },
+        audiences: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+        jwksUri: { type: 'string', pattern: '^https?://' },
+        jwks: {
+          type: 'object',
+          required: ['keys'],
+          properties: { keys: { type: 'array', items: { type: 'object' } } },
+        },
+        algorithms: {
+          type: 'array',
+          minItems: 1,
+          items: { enum: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] },
+        },
+        clockSkewSeconds: { type: 'integer', minimum: 0, maximum: 300 },
+        development: { type: 'boolean' },
+      },
+    },
+    executors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name'],
+        additionalProperties: false,
+        properties: {
+          name: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,63}$' },
+          warehouse: { type: 'string' },
+          description: { type: 'string' },
+        },
+      },
+    },
+    functionGateway: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { enabled: { type: 'boolean' }, image: { type: 'string', minLength: 1 } },
+    },
+  },
+} as const;
+
+export const consistencySchema = { enum: [...CONSISTENCY_LEVELS] } as const;

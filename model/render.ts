@@ -1,0 +1,75 @@
+/**
+ * Pure rendering of custom resources into the configs the data plane serves. The operator writes
+ * the results into ConfigMaps; `npm start` calls the same functions on the example manifests.
+ */
+import type {
+  Consistency,
+  DatasetConfig,
+  DatasetResource,
+  EnvironmentConfig,
+  EnvironmentResource,
+  LocationKind,
+} from './types.js';
+
+export const DEFAULT_CONSISTENCY: Record<LocationKind, Consistency> = {
+  postgres: 'ATOMIC',
+  snowflake: 'ATOMIC',
+  iceberg: 'ATOMIC',
+  dynamodb: 'QUORUM',
+};
+
+export const DEFAULT_ALGORITHMS = ['RS256', 'ES256'];
+
+export function functionGatewayName(environmentId: string): string {
+  return `service-${environmentId}-function-service-gateway`;
+}
+
+export function renderEnvironmentConfig(env: EnvironmentResource): EnvironmentConfig {
+  const spec = env.spec;
+  const firewall = spec.gateways?.api?.firewall ?? {};
+  const namespace = env.metadata.namespace ?? 'default';
+  return {
+    id: env.metadata.name,
+    namespace,
+    type: spec.type,
+    uri: spec.uri ?? `k8s://${namespace}/environments/${env.metadata.name}`,
+    gateways: {
+      api: {
+        firewall: {
+          ipAddresses: { allowed: firewall.ipAddresses?.allowed ?? [], blocked: firewall.ipAddresses?.blocked ?? [] },
+          managedRules: firewall.managedRules ?? [],
+          trustedProxies: firewall.trustedProxies ?? [],
+        },
+      },
+      iam: { enabled: spec.gateways?.iam?.enabled ?? true },
+      public: { enabled: spec.gateways?.public?.enabled ?? true },
+    },
+    identityProvider: spec.identityProvider && {
+      ...spec.identityProvider,
+      algorithms: spec.identityProvider.algorithms ?? DEFAULT_ALGORITHMS,
+      clockSkewSeconds: spec.identityProvider.clockSkewSeconds ?? 30,
+    },
+    executors: spec.executors ?? [],
+    functionGateway: { enabled: spec.functionGateway?.enabled ?? true, name: functionGatewayName(env.metadata.name) },
+  };
+}
+
+export function renderDatasetConfig(dataset: DatasetResource): DatasetConfig {
+  const spec = dataset.spec;
+  return {
+    id: dataset.metadata.name,
+    environment: spec.environment,
+    generation: dataset.metadata.generation ?? 1,
+    location: { ...spec.location, defaultConsistency: DEFAULT_CONSISTENCY[spec.location.kind] },
+    auth: {
+      iam: {
+        principals: spec.auth?.iam?.principals ?? [],
+        rawSqlEndpointEnabled: spec.auth?.iam?.rawSqlEndpointEnabled ?? false,
+      },
+      public: { enabled: spec.auth?.public?.enabled ?? true, subjects: spec.auth?.public?.subjects ?? [] },
+    },
+    caller: { super: spec.caller?.super ?? [], anon: spec.caller?.anon ?? false },
+    schemas: spec.schemas,
+    deletionPolicy: spec.deletionPolicy ?? 'Retain',
+  };
+}

@@ -1,0 +1,191 @@
+/**
+ * The dataset-config model shared by the operator and the data plane.
+ *
+ * `EnvironmentSpec` and `DatasetSpec` are what users write in the custom resources
+ * (group dataaccess.dev, version v1alpha1). `EnvironmentConfig` and `DatasetConfig` are the
+ * rendered, defaulted forms the data plane serves; the operator writes them into ConfigMaps and
+ * `npm start` renders them in-process from the example manifests with the same functions.
+ */
+
+export const API_GROUP = 'dataaccess.dev';
+export const API_VERSION = 'v1alpha1';
+export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
+
+export const LOCATION_KINDS = ['postgres', 'snowflake', 'iceberg', 'dynamodb'] as const;
+export type LocationKind = (typeof LOCATION_KINDS)[number];
+
+export const CONSISTENCY_LEVELS = ['ATOMIC_ALL', 'ATOMIC', 'QUORUM', 'EVENTUAL', 'ASYNC'] as const;
+export type Consistency = (typeof CONSISTENCY_LEVELS)[number];
+
+export const ENVIRONMENT_TYPES = ['internal', 'public'] as const;
+export type EnvironmentType = (typeof ENVIRONMENT_TYPES)[number];
+
+export const MANAGED_RULE_SETS = ['common', 'knownBadInputs'] as const;
+export type ManagedRuleSet = (typeof MANAGED_RULE_SETS)[number];
+
+export const SCALAR_PROPERTY_TYPES = ['string', 'integer', 'number', 'boolean', 'date', 'timestamp'] as const;
+export type ScalarPropertyType = (typeof SCALAR_PROPERTY_TYPES)[number];
+
+export interface ScalarProperty {
+  type: ScalarPropertyType;
+  description?: string;
+}
+export interface ObjectProperty {
+  type: 'object';
+  description?: string;
+  properties: Record<string, PropertyDef>;
+}
+export interface LinkProperty {
+  type: 'link';
+  description?: string;
+  /** Fully qualified name of the target schema, in the same dataset. */
+  schema: string;
+}
+export type PropertyDef = ScalarProperty | ObjectProperty | LinkProperty;
+
+export interface RecordSchemaDef {
+  description?: string;
+  properties: Record<string, PropertyDef>;
+  /** Top-level property names a create or a full update must carry. */
+  required?: string[];
+}
+
+export interface SecretKeyRef {
+  name: string;
+  key: string;
+}
+
+export interface LocationSpec {
+  kind: LocationKind;
+  /**
+   * Connection settings live in a Secret, never in the spec. For postgres the key holds a
+   * connection URL; locally (npm start, tests) DATABASE_URL / PG* stand in for it.
+   */
+  connectionSecretRef?: SecretKeyRef;
+  /** SQL locations: the database schema (namespace) that holds this dataset's tables. */
+  databaseSchema?: string;
+  /** Warehouse locations. */
+  warehouse?: string;
+  database?: string;
+  /** Warehouse: the read-only role used by the raw SQL endpoint. */
+  readOnlyRole?: string;
+  /** DynamoDB: prefix of the table names and the region. */
+  tablePrefix?: string;
+  region?: string;
+}
+
+export interface DatasetAuthSpec {
+  iam?: {
+    /** Allowed IAM principals: exact names or patterns with `*` (as IAM ARNs are written). */
+    principals?: string[];
+    rawSqlEndpointEnabled?: boolean;
+  };
+  public?: {
+    /** Whether callers with a valid token of the environment's identity provider are allowed. */
+    enabled?: boolean;
+    /** When set, only tokens whose `sub` or `cognito:username` matches one of these patterns. */
+    subjects?: string[];
+  };
+}
+
+export interface CallerSpec {
+  /** Principals (iam) or token subjects (public) that act as superusers: `caller.super`. */
+  super?: string[];
+  /** Whether requests without credentials are served, as anonymous callers: `caller.anon`. */
+  anon?: boolean;
+}
+
+export interface DatasetSpec {
+  environment: string;
+  location: LocationSpec;
+  auth?: DatasetAuthSpec;
+  caller?: CallerSpec;
+  /** Record schemas keyed by fully qualified name, e.g. `demo.Person`. */
+  schemas: Record<string, RecordSchemaDef>;
+  /** What happens to stored data when the Dataset is deleted. Default Retain. */
+  deletionPolicy?: 'Retain' | 'Delete';
+}
+
+export interface IdentityProviderSpec {
+  issuer: string;
+  /** Accepted `aud` (ID tokens) or `client_id` (Cognito access tokens) values. */
+  audiences: string[];
+  jwksUri?: string;
+  /** Inline JWKS, as an alternative to jwksUri. */
+  jwks?: { keys: Record<string, unknown>[] };
+  /** Accepted JWS algorithms. Default: RS256, ES256. `none` and HMAC are never accepted. */
+  algorithms?: string[];
+  clockSkewSeconds?: number;
+  /** Local development issuer whose signing key lives under DATA_DIR (npm start, tests). */
+  development?: boolean;
+}
+
+export interface FirewallSpec {
+  ipAddresses?: { allowed?: string[]; blocked?: string[] };
+  managedRules?: ManagedRuleSet[];
+  /** Proxy ranges whose X-Forwarded-For is trusted to carry the client address. */
+  trustedProxies?: string[];
+}
+
+export interface ExecutorSpec {
+  name: string;
+  /** Warehouse executors: the warehouse to run on. */
+  warehouse?: string;
+  description?: string;
+}
+
+export interface EnvironmentSpec {
+  type: EnvironmentType;
+  /** Address of the environment state the data plane serves; checked against X-Environment-Uri. */
+  uri?: string;
+  dataplane?: { image?: string; replicas?: number; logLevel?: string };
+  gateways?: {
+    api?: { firewall?: FirewallSpec };
+    iam?: { enabled?: boolean };
+    public?: { enabled?: boolean };
+  };
+  identityProvider?: IdentityProviderSpec;
+  executors?: ExecutorSpec[];
+  functionGateway?: { enabled?: boolean; image?: string };
+}
+
+/** A custom resource as read from a manifest or from the API server. */
+export interface Resource<S> {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; generation?: number; uid?: string; labels?: Record<string, string> };
+  spec: S;
+}
+export type EnvironmentResource = Resource<EnvironmentSpec>;
+export type DatasetResource = Resource<DatasetSpec>;
+
+/** Rendered, defaulted environment config served by the data plane. */
+export interface EnvironmentConfig {
+  id: string;
+  namespace: string;
+  type: EnvironmentType;
+  uri: string;
+  gateways: {
+    api: { firewall: Required<Pick<FirewallSpec, 'managedRules' | 'trustedProxies'>> & { ipAddresses: { allowed: string[]; blocked: string[] } } };
+    iam: { enabled: boolean };
+    public: { enabled: boolean };
+  };
+  identityProvider?: IdentityProviderSpec & { algorithms: string[]; clockSkewSeconds: number };
+  executors: ExecutorSpec[];
+  functionGateway: { enabled: boolean; name: string };
+}
+
+/** Rendered, defaulted dataset config served by the data plane (ConfigMap `E-dataset-D`). */
+export interface DatasetConfig {
+  id: string;
+  environment: string;
+  generation: number;
+  location: LocationSpec & { defaultConsistency: Consistency };
+  auth: {
+    iam: { principals: string[]; rawSqlEndpointEnabled: boolean };
+    public: { enabled: boolean; subjects: string[] };
+  };
+  caller: { super: string[]; anon: boolean };
+  schemas: Record<string, RecordSchemaDef>;
+  deletionPolicy: 'Retain' | 'Delete';
+}

@@ -1,0 +1,115 @@
+/** ajv validation of specs, with errors that name the JSON path and the problem. */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { parseCidr } from './cidr.js';
+import { datasetSpecSchema, environmentSpecSchema, propertyDefSchema } from './json-schema.js';
+import type { DatasetSpec, EnvironmentSpec } from './types.js';
+
+export interface SpecProblem {
+  /** JSON path from the document root, e.g. `$.spec.schemas['demo.Person'].properties.age.type`. */
+  path: string;
+  message: string;
+}
+
+const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+ajv.addFormat('cidr', { type: 'string', validate: (value: string) => parseCidr(value) !== undefined });
+ajv.addSchema(propertyDefSchema);
+const validateDatasetSpec = ajv.compile<DatasetSpec>(datasetSpecSchema);
+const validateEnvironmentSpec = ajv.compile<EnvironmentSpec>(environmentSpecSchema);
+
+/** Renders an ajv instancePath (`/schemas/demo.Person/properties`) as a JSON path. */
+export function jsonPath(base: string, instancePath: string): string {
+  if (!instancePath) return base;
+  return (
+    base +
+    instancePath
+      .split('/')
+      .slice(1)
+      .map((raw) => raw.replace(/~1/g, '/').replace(/~0/g, '~'))
+      .map((seg) => (/^[0-9]+$/.test(seg) ? `[${seg}]` : /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(seg) ? `.${seg}` : `[${JSON.stringify(seg)}]`))
+      .join('')
+  );
+}
+
+export function describeAjvError(error: ErrorObject, base = '$'): SpecProblem {
+  const path = jsonPath(base, error.instancePath);
+  switch (error.keyword) {
+    case 'required':
+      return { path, message: `missing required property "${(error.params as { missingProperty: string }).missingProperty}"` };
+    case 'additionalProperties':
+      return { path, message: `unknown property "${(error.params as { additionalProperty: string }).additionalProperty}"` };
+    case 'enum':
+      return { path, message: `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}` };
+    case 'propertyNames':
+      return { path, message: `invalid property name "${(error.params as { propertyName: string }).propertyName}"` };
+    default:
+      return { path, message: error.message ?? error.keyword };
+  }
+}
+
+/** Drops ajv's noise: the `if` wrappers and duplicate paths that follow from a more specific error. */
+function problemsOf(validate: ValidateFunction, base: string): SpecProblem[] {
+  const seen = new Set<string>();
+  const problems: SpecProblem[] = [];
+  for (const error of validate.errors ?? []) {
+    if (error.keyword === 'if') continue;
+    const problem = describeAjvError(error, base);
+    const key = `${problem.path}\u0000${problem.message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      problems.push(problem);
+    }
+  }
+  return problems;
+}
+
+/** Checks that the schemas are consistent with each other (what JSON Schema cannot say). */
+export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProblem[] {
+  const problems: SpecProblem[] = [];
+  for (const [schemaName, schema] of Object.entries(spec.schemas)) {
+    const schemaPath = `${base}.schemas[${JSON.stringify(schemaName)}]`;
+    const walk = (props: Record<string, import('./types.js').PropertyDef>, path: string) => {
+      for (const [name, prop] of Object.entries(props)) {
+        const propPath = `${path}.${name}`;
+        if (name === 'id' || name === 'version') {
+          problems.push({ path: propPath, message: `"${name}" is a system property and cannot be declared` });
+        }
+        const raw = prop as { type: string; schema?: string; properties?: unknown };
+        if (raw.type === 'link' && raw.schema === undefined) problems.push({ path: propPath, message: 'a link needs "schema"' });
+        if (raw.type === 'object' && raw.properties === undefined) problems.push({ path: propPath, message: 'an object needs "properties"' });
+        if (raw.type !== 'link' && raw.schema !== undefined) problems.push({ path: `${propPath}.schema`, message: 'only a link has "schema"' });
+        if (raw.type !== 'object' && raw.properties !== undefined) problems.push({ path: `${propPath}.properties`, message: 'only an object has "properties"' });
+        if (prop.type === 'link' && prop.schema !== undefined && !(prop.schema in spec.schemas)) {
+          problems.push({ path: `${propPath}.schema`, message: `link target "${prop.schema}" is not a schema of this dataset` });
+        }
+        if (prop.type === 'object' && prop.properties) walk(prop.properties, `${propPath}.properties`);
+      }
+    };
+    walk(schema.properties, `${schemaPath}.properties`);
+    for (const [i, req] of (schema.required ?? []).entries()) {
+      if (!(req in schema.properties)) {
+        problems.push({ path: `${schemaPath}.required[${i}]`, message: `required property "${req}" is not declared` });
+      }
+    }
+  }
+  return problems;
+}
+
+export function checkDatasetSpec(spec: unknown, base = '$.spec'): SpecProblem[] {
+  if (!validateDatasetSpec(spec)) return problemsOf(validateDatasetSpec, base);
+  return crossCheckDataset(spec, base);
+}
+
+export function checkEnvironmentSpec(spec: unknown, base = '$.spec'): SpecProblem[] {
+  if (!validateEnvironmentSpec(spec)) return problemsOf(validateEnvironmentSpec, base);
+  const problems: SpecProblem[] = [];
+  const idp = spec.identityProvider;
+  if (idp && !idp.development && !idp.jwksUri && !idp.jwks) {
+    problems.push({ path: `${base}.identityProvider`, message: 'needs jwksUri or jwks (or development: true)' });
+  }
+  const names = new Set<string>();
+  for (const [i, executor] of (spec.executors ?? []).entries()) {
+    if (names.has(executor.name)) problems.push({ path: `${base}.executors[${i}].name`, message: `duplicate executor name "${executor.name}"` });
+    names.add(executor.name);
+  }
+  return problems;
+}
