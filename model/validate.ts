@@ -4,11 +4,11 @@ import { parseCidr } from './cidr.js';
 import { datasetSpecSchema, environmentSpecSchema, propertyDefSchema } from './json-schema.js';
 import type { DatasetSpec, EnvironmentSpec } from './types.js';
 
-export interface SpecProblem {
+export type SpecProblem = {
   /** JSON path from the document root, e.g. `$.spec.schemas['demo.Person'].properties.age.type`. */
   path: string;
   message: string;
-}
+};
 
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 ajv.addFormat('cidr', { type: 'string', validate: (value: string) => parseCidr(value) !== undefined });

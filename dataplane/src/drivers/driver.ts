@@ -1,0 +1,62 @@
+/**
+ * The location-driver interface: the only code that speaks to a store implements it. The record
+ * engine works in nested record data; a driver maps it onto its storage layout.
+ */
+import type { Consistency, DatasetConfig, LocationKind } from '../../../model/types.js';
+import type { ApiError } from '../engine/errors.js';
+
+export interface StoredRecord {
+  id: string;
+  version: number;
+  /** Nested property values; links as `{id}`; unset (null) values are left out. */
+  data: Record<string, unknown>;
+  createdAt?: string;
+  updatedAt?: string;
+}
+
+export type WriteOp =
+  | { op: 'create'; schema: string; id: string; data: Record<string, unknown> }
+  | { op: 'update'; schema: string; id: string; data: Record<string, unknown>; merge: boolean }
+  | { op: 'delete'; schema: string; id: string };
+
+export type OpResult = { ok: true; record: StoredRecord; deleted?: boolean } | { ok: false; error: ApiError };
+
+/** Observability context passed down from the `tags` header and the executor choice. */
+export interface StatementContext {
+  tags?: Record<string, unknown>;
+  executor?: string;
+}
+
+export interface PrepareReport {
+  /** DDL statements applied, in order. */
+  applied: string[];
+  /** Changes that would destroy or rewrite data: refused, and the dataset keeps its old layout. */
+  refused: string[];
+}
+
+export interface RawQuery {
+  text: string;
+  values: unknown[];
+}
+
+export interface RawQueryOptions extends StatementContext {
+  rowLimit: number;
+  timeoutMs: number;
+}
+
+export interface LocationDriver {
+  readonly kind: LocationKind;
+  /** Brings storage up to the dataset's schemas: additive changes only. */
+  prepare(dataset: DatasetConfig): Promise<PrepareReport>;
+  read(dataset: DatasetConfig, schema: string, id: string, version?: number, ctx?: StatementContext): Promise<StoredRecord | undefined>;
+  readMany(dataset: DatasetConfig, schema: string, ids: string[], ctx?: StatementContext): Promise<StoredRecord[]>;
+  /**
+   * Writes the ops at a consistency level. For ATOMIC_ALL and ATOMIC, either every op commits or
+   * none does (the failing op carries its error, the others a TRANSACTION_ABORTED error); for the
+   * weaker levels each op commits on its own and reports its own outcome.
+   */
+  write(dataset: DatasetConfig, ops: WriteOp[], consistency: Exclude<Consistency, 'ASYNC'>, ctx?: StatementContext): Promise<OpResult[]>;
+  /** Read-only query on the dataset's read-only connection; undefined when the location has none. */
+  rawQuery?(dataset: DatasetConfig, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]>;
+  close(): Promise<void>;
+}

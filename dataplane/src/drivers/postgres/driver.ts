@@ -1,0 +1,253 @@
+/** The PostgreSQL location driver. */
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Consistency, DatasetConfig } from '../../../../model/types.js';
+import { ApiError, badRequest } from '../../engine/errors.js';
+import { setAt } from '../../engine/layout.js';
+import type { LocationDriver, OpResult, PrepareReport, RawQuery, RawQueryOptions, StatementContext, StoredRecord, WriteOp } from '../driver.js';
+import { postgresNaming as naming, quoteIdent as q } from '../sql-naming.js';
+import { connectionStringFor } from './connection.js';
+import { planSchemaChanges } from './ddl.js';
+import {
+  deleteSql,
+  insertSql,
+  selectByIdSql,
+  selectManySql,
+  tableLayout,
+  updateSql,
+  type Statement,
+  type TableLayout,
+} from './sql.js';
+import { recordTypes } from './types.js';
+import { applicationName, tagComment } from './tags.js';
+
+export interface PostgresDriverOptions {
+  logger: Logger;
+  poolSize?: number;
+  env?: NodeJS.ProcessEnv;
+  /** Read-only executor for the raw SQL endpoint (wired in when available). */
+  readOnly?: {
+    query(dataset: DatasetConfig, pool: pg.Pool, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]>;
+    prepare?(dataset: DatasetConfig, pool: pg.Pool): Promise<void>;
+    close(): Promise<void>;
+  };
+}
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+export class PostgresDriver implements LocationDriver {
+  readonly kind = 'postgres' as const;
+  private readonly pools = new Map<string, pg.Pool>();
+  private readonly layouts = new Map<string, TableLayout>(); // `${dataset}\0${generation}\0${schema}`
+
+  constructor(private readonly options: PostgresDriverOptions) {}
+
+  pool(dataset: DatasetConfig): pg.Pool {
+    const url = connectionStringFor(dataset, this.options.env);
+    const key = url ?? '';
+    let pool = this.pools.get(key);
+    if (!pool) {
+      pool = new pg.Pool({ connectionString: url, max: this.options.poolSize ?? 10, types: recordTypes, application_name: 'data-access' });
+      pool.on('error', (err) => this.options.logger.warn({ err: err.message }, 'idle PostgreSQL connection failed'));
+      this.pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  private layout(dataset: DatasetConfig, schemaName: string): TableLayout {
+    const key = `${dataset.id}\0${dataset.generation}\0${schemaName}`;
+    let layout = this.layouts.get(key);
+    if (!layout) {
+      const schema = dataset.schemas[schemaName];
+      if (!schema) throw new ApiError(404, 'SCHEMA_NOT_FOUND', `dataset "${dataset.id}" has no schema "${schemaName}"`);
+      layout = tableLayout(dataset, schemaName, schema);
+      this.layouts.set(key, layout);
+    }
+    return layout;
+  }
+
+  async prepare(dataset: DatasetConfig): Promise<PrepareReport> {
+    const client = await this.pool(dataset).connect();
+    try {
+      await client.query('BEGIN');
+      // Serialises DDL between data-plane replicas starting at once.
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`data-access:ddl:${dataset.id}`]);
+      const layouts = Object.entries(dataset.schemas).map(([name, schema]) => tableLayout(dataset, name, schema));
+      const existing = await client.query<{ table_name: string; column_name: string; data_type: string }>(
+        'SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = $1',
+        [layouts[0]?.dbSchema],
+      );
+      const plan = planSchemaChanges(layouts, existing.rows);
+      if (plan.refused.length) {
+        await client.query('ROLLBACK');
+        return { applied: [], refused: plan.refused };
+      }
+      for (const statement of plan.statements) await client.query(statement);
+      await client.query('COMMIT');
+      await this.options.readOnly?.prepare?.(dataset, this.pool(dataset));
+      return { applied: plan.statements, refused: [] };
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async read(dataset: DatasetConfig, schema: string, id: string, version?: number, ctx?: StatementContext): Promise<StoredRecord | undefined> {
+    const layout = this.layout(dataset, schema);
+    const result = await this.run(this.pool(dataset), selectByIdSql(layout, id, version), ctx, version === undefined ? `r:${layout.table}` : `rv:${layout.table}`);
+    return result.rows[0] && toRecord(layout, result.rows[0]);
+  }
+
+  async readMany(dataset: DatasetConfig, schema: string, ids: string[], ctx?: StatementContext): Promise<StoredRecord[]> {
+    if (!ids.length) return [];
+    const layout = this.layout(dataset, schema);
+    const result = await this.run(this.pool(dataset), selectManySql(layout, ids), ctx);
+    return result.rows.map((row) => toRecord(layout, row));
+  }
+
+  async write(dataset: DatasetConfig, ops: WriteOp[], consistency: Exclude<Consistency, 'ASYNC'>, ctx?: StatementContext): Promise<OpResult[]> {
+    const pool = this.pool(dataset);
+    const layouts = ops.map((op) => this.layout(dataset, op.schema));
+    if (consistency === 'ATOMIC' || consistency === 'ATOMIC_ALL') return this.writeAtomically(pool, ops, layouts, ctx);
+    const results: OpResult[] = [];
+    for (const [i, op] of ops.entries()) {
+      const client = await pool.connect();
+      try {
+        if (consistency === 'EVENTUAL') {
+          // Each action commits on its own without waiting for the WAL flush.
+          await client.query('BEGIN');
+          await client.query('SET LOCAL synchronous_commit = off');
+        }
+        results.push(await this.apply(client, op, layouts[i], ctx));
+        if (consistency === 'EVENTUAL') await client.query('COMMIT');
+      } catch (err) {
+        if (consistency === 'EVENTUAL') await client.query('ROLLBACK').catch(() => undefined);
+        results.push({ ok: false, error: toApiError(err, op) });
+      } finally {
+        client.release();
+      }
+    }
+    return results;
+  }
+
+  private async writeAtomically(pool: pg.Pool, ops: WriteOp[], layouts: TableLayout[], ctx?: StatementContext): Promise<OpResult[]> {
+    const client = await pool.connect();
+    const results: OpResult[] = [];
+    try {
+      await client.query('BEGIN');
+      for (const [i, op] of ops.entries()) {
+        try {
+          results.push(await this.apply(client, op, layouts[i], ctx));
+        } catch (err) {
+          await client.query('ROLLBACK');
+          const failed = toApiError(err, op);
+          return ops.map((_, j) =>
+            j === i
+              ? { ok: false as const, error: failed }
+              : { ok: false as const, error: new ApiError(409, 'TRANSACTION_ABORTED', 'not written: another action of this atomic request failed') },
+          );
+        }
+      }
+      await client.query('COMMIT');
+      return results;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async apply(client: Queryable, op: WriteOp, layout: TableLayout, ctx?: StatementContext): Promise<OpResult> {
+    const statement =
+      op.op === 'create' ? insertSql(layout, op.id, op.data) : op.op === 'update' ? updateSql(layout, op.id, op.data, op.merge) : deleteSql(layout, op.id);
+    const result = await this.run(client, statement, ctx);
+    const row = result.rows[0];
+    if (!row) return { ok: false, error: new ApiError(404, 'RECORD_NOT_FOUND', `no ${op.schema} record with id "${op.id}"`) };
+    return { ok: true, record: toRecord(layout, row), ...(op.op === 'delete' ? { deleted: true } : {}) };
+  }
+
+  async rawQuery(dataset: DatasetConfig, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]> {
+    if (!this.options.readOnly) throw new ApiError(501, 'NOT_AVAILABLE', 'the raw SQL endpoint is not available on this data plane');
+    return this.options.readOnly.query(dataset, this.pool(dataset), query, options);
+  }
+
+  /**
+   * Runs a statement; reads without tags use a named (server-side prepared) statement. With tags,
+   * the statement carries them as a SQL comment and the session's application_name names them.
+   */
+  private async run(client: Queryable | pg.Pool, statement: Statement, ctx?: StatementContext, name?: string): Promise<pg.QueryResult> {
+    const comment = tagComment(ctx);
+    if (!comment) return client.query(name ? { name, text: statement.text, values: statement.values } : statement);
+    if (client instanceof pg.Pool) {
+      const dedicated = await client.connect();
+      try {
+        return await this.runTagged(dedicated, statement, comment, ctx!);
+      } finally {
+        dedicated.release();
+      }
+    }
+    return this.runTagged(client, statement, comment, ctx!);
+  }
+
+  private async runTagged(client: Queryable, statement: Statement, comment: string, ctx: StatementContext): Promise<pg.QueryResult> {
+    await client.query("SELECT set_config('application_name', $1, false)", [applicationName(ctx)]);
+    try {
+      return await client.query({ text: `${comment}${statement.text}`, values: statement.values });
+    } finally {
+      // In a failed transaction this fails too, and the rollback restores the setting.
+      await client.query("SELECT set_config('application_name', 'data-access', false)").catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.options.readOnly?.close();
+    await Promise.all([...this.pools.values()].map((pool) => pool.end()));
+    this.pools.clear();
+  }
+}
+
+export function toRecord(layout: TableLayout, row: Record<string, unknown>): StoredRecord {
+  const s = naming.system;
+  const data: Record<string, unknown> = {};
+  for (const column of layout.columns) {
+    const value = row[column.name];
+    if (!column.field || value === null || value === undefined) continue;
+    setAt(data, column.field.path, column.field.type === 'link' ? { id: value } : value);
+  }
+  return {
+    id: row[s.id] as string,
+    version: row[s.version] as number,
+    data,
+    createdAt: row[s.createdAt] as string,
+    updatedAt: row[s.updatedAt] as string,
+  };
+}
+
+/** Maps database errors that bad input can cause to 4xx; anything else stays a server error. */
+export function toApiError(err: unknown, op: WriteOp): ApiError {
+  if (err instanceof ApiError) return err;
+  const code = (err as { code?: string }).code;
+  switch (code) {
+    case '23505':
+      return new ApiError(409, 'RECORD_EXISTS', `a ${op.schema} record with id "${op.id}" already exists`);
+    case '22003':
+      return badRequest('VALUE_OUT_OF_RANGE', `a value of the ${op.schema} record is out of range for its type`);
+    case '22007':
+    case '22008':
+      return badRequest('INVALID_DATETIME', `a date or timestamp value of the ${op.schema} record is not valid`);
+    case '22P02':
+      return badRequest('INVALID_VALUE', `a value of the ${op.schema} record has the wrong form`);
+    case '22021':
+      return badRequest('INVALID_TEXT', 'text values must be valid UTF-8 without NUL characters');
+    case '42P01':
+    case '42703':
+      return new ApiError(503, 'STORAGE_NOT_READY', `storage for ${op.schema} is not prepared; the dataset config may have been refused`);
+    default:
+      throw err;
+  }
+}
+
+export { q as quoteIdent };

@@ -1,0 +1,149 @@
+/**
+ * Pure SQL generation for the PostgreSQL driver. Every value is a bind parameter; identifiers come
+ * from validated schema and property names and are quoted.
+ */
+import type { DatasetConfig, RecordSchemaDef, ScalarPropertyType } from '../../../../model/types.js';
+import { fieldsOf, isGiven, valueAt, type Field } from '../../engine/layout.js';
+import { postgresNaming as naming, quoteIdent as q, snakeCase } from '../sql-naming.js';
+
+export const COLUMN_TYPES: Record<ScalarPropertyType | 'link', string> = {
+  string: 'text',
+  integer: 'bigint',
+  number: 'double precision',
+  boolean: 'boolean',
+  date: 'date',
+  timestamp: 'timestamp with time zone',
+  link: 'text',
+};
+
+export interface Column {
+  name: string;
+  sqlType: string;
+  field?: Field;
+}
+
+/** The database schema (namespace) that holds a dataset's tables. */
+export function databaseSchemaOf(dataset: DatasetConfig): string {
+  return dataset.location.databaseSchema ?? snakeCase(dataset.id.replace(/-/g, '_'));
+}
+
+export interface TableLayout {
+  schemaName: string;
+  table: string; // qualified and quoted
+  history: string; // qualified and quoted
+  tableName: string;
+  historyName: string;
+  dbSchema: string;
+  fields: Field[];
+  columns: Column[]; // system columns first
+}
+
+export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: RecordSchemaDef): TableLayout {
+  const dbSchema = databaseSchemaOf(dataset);
+  const fields = fieldsOf(schema);
+  const s = naming.system;
+  const columns: Column[] = [
+    { name: s.id, sqlType: 'text' },
+    { name: s.version, sqlType: 'integer' },
+    { name: s.createdAt, sqlType: 'timestamp with time zone' },
+    { name: s.updatedAt, sqlType: 'timestamp with time zone' },
+    ...fields.map((field) => ({ name: naming.column(field), sqlType: COLUMN_TYPES[field.type], field })),
+  ];
+  const tableName = naming.table(schemaName);
+  const historyName = naming.historyTable(schemaName);
+  return {
+    schemaName,
+    dbSchema,
+    tableName,
+    historyName,
+    table: `${q(dbSchema)}.${q(tableName)}`,
+    history: `${q(dbSchema)}.${q(historyName)}`,
+    fields,
+    columns,
+  };
+}
+
+/** Physical names that two properties (or a property and a system column) would share. */
+export function columnCollisions(layout: TableLayout): string[] {
+  const seen = new Map<string, string>();
+  const problems: string[] = [];
+  for (const column of layout.columns) {
+    const owner = column.field ? `property "${column.field.dotted}"` : `system column`;
+    const previous = seen.get(column.name);
+    if (previous) problems.push(`${layout.schemaName}: ${owner} maps to column "${column.name}", already used by ${previous}`);
+    else seen.set(column.name, owner);
+  }
+  return problems;
+}
+
+export function createTableSql(layout: TableLayout, history: boolean): string {
+  const s = naming.system;
+  const cols = layout.columns.map((c) => `${q(c.name)} ${c.sqlType}${c.name === s.id || c.name === s.version ? ' NOT NULL' : ''}`);
+  const key = history ? `PRIMARY KEY (${q(s.id)}, ${q(s.version)})` : `PRIMARY KEY (${q(s.id)})`;
+  return `CREATE TABLE IF NOT EXISTS ${history ? layout.history : layout.table} (${[...cols, key].join(', ')})`;
+}
+
+export function addColumnSql(qualifiedTable: string, column: Column): string {
+  return `ALTER TABLE ${qualifiedTable} ADD COLUMN IF NOT EXISTS ${q(column.name)} ${column.sqlType}`;
+}
+
+const columnList = (layout: TableLayout) => layout.columns.map((c) => q(c.name)).join(', ');
+
+/** Each write copies the new row into the history table in the same statement. */
+function withHistory(layout: TableLayout, writeSql: string): string {
+  const cols = columnList(layout);
+  return `WITH w AS (${writeSql} RETURNING ${cols}), h AS (INSERT INTO ${layout.history} (${cols}) SELECT ${cols} FROM w) SELECT ${cols} FROM w`;
+}
+
+export interface Statement {
+  text: string;
+  values: unknown[];
+}
+
+export function insertSql(layout: TableLayout, id: string, data: Record<string, unknown>): Statement {
+  const values: unknown[] = [id];
+  const fieldCols = layout.columns.filter((c) => c.field);
+  const placeholders = fieldCols.map((c) => {
+    values.push(toDb(valueAt(data, c.field!)));
+    return `$${values.length}`;
+  });
+  const s = naming.system;
+  const cols = [s.id, s.version, s.createdAt, s.updatedAt, ...fieldCols.map((c) => c.name)].map(q).join(', ');
+  return { text: withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, 1, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`), values };
+}
+
+/** Replace sets every property (absent ones to null); merge sets only the given ones. */
+export function updateSql(layout: TableLayout, id: string, data: Record<string, unknown>, merge: boolean): Statement {
+  const values: unknown[] = [id];
+  const s = naming.system;
+  const sets = [`${q(s.version)} = ${q(s.version)} + 1`, `${q(s.updatedAt)} = now()`];
+  for (const c of layout.columns) {
+    if (!c.field || (merge && !isGiven(data, c.field))) continue;
+    values.push(toDb(valueAt(data, c.field) ?? null));
+    sets.push(`${q(c.name)} = $${values.length}`);
+  }
+  return { text: withHistory(layout, `UPDATE ${layout.table} SET ${sets.join(', ')} WHERE ${q(s.id)} = $1`), values };
+}
+
+/** A delete removes the record and its history, so that the id can be created again at version 1. */
+export function deleteSql(layout: TableLayout, id: string): Statement {
+  const s = naming.system;
+  return {
+    text: `WITH d AS (DELETE FROM ${layout.table} WHERE ${q(s.id)} = $1 RETURNING ${columnList(layout)}), h AS (DELETE FROM ${layout.history} WHERE ${q(s.id)} = $1) SELECT ${columnList(layout)} FROM d`,
+    values: [id],
+  };
+}
+
+export function selectByIdSql(layout: TableLayout, id: string, version?: number): Statement {
+  const s = naming.system;
+  if (version === undefined) return { text: `SELECT ${columnList(layout)} FROM ${layout.table} WHERE ${q(s.id)} = $1`, values: [id] };
+  return { text: `SELECT ${columnList(layout)} FROM ${layout.history} WHERE ${q(s.id)} = $1 AND ${q(s.version)} = $2`, values: [id, version] };
+}
+
+export function selectManySql(layout: TableLayout, ids: string[]): Statement {
+  return { text: `SELECT ${columnList(layout)} FROM ${layout.table} WHERE ${q(naming.system.id)} = ANY($1::text[])`, values: [ids] };
+}
+
+function toDb(value: unknown): unknown {
+  return value === undefined ? null : value;
+}

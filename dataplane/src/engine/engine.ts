@@ -1,0 +1,202 @@
+/**
+ * The record engine: the one place that turns actions into driver calls and driver results into
+ * API records. Every front door (REST, structured POST, function gateway, subscriptions) calls it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Consistency, DatasetConfig } from '../../../model/types.js';
+import type { ConfigStore } from '../config/store.js';
+import type { LocationDriver, OpResult, StatementContext, StoredRecord, WriteOp } from '../drivers/driver.js';
+import type { BatchAction, ReadAction, SingleAction, StructuredAction, WriteAction } from './actions.js';
+import { effectiveConsistency, isAtomic } from './consistency.js';
+import { ApiError, badRequest } from './errors.js';
+import { fieldsOf, setAt, type Field } from './layout.js';
+import { validateRecordData } from './record-validation.js';
+
+export type ApiRecord = Record<string, unknown> & { id: string; version: number };
+
+export interface EngineResult {
+  status: number;
+  body: unknown;
+}
+
+export type DriverRegistry = (dataset: DatasetConfig) => LocationDriver;
+
+export class RecordEngine {
+  /** Background (ASYNC) writes still running; shutdown waits for them. */
+  private readonly pending = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly configs: ConfigStore,
+    private readonly drivers: DriverRegistry,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The dataset as currently served: 404 when unknown, 503 while it cannot be served. */
+  dataset(id: string): DatasetConfig {
+    const state = this.configs.dataset(id);
+    if (!state) throw new ApiError(404, 'DATASET_NOT_FOUND', `no dataset "${id}" in this environment`);
+    if (state.status === 'pending') throw new ApiError(503, 'DATASET_NOT_READY', `dataset "${id}" is being prepared; retry shortly`);
+    if (state.status === 'failed') throw new ApiError(503, 'DATASET_UNAVAILABLE', `dataset "${id}" cannot be served: ${state.problem}`);
+    return state.config;
+  }
+
+  async read(dataset: DatasetConfig, action: Omit<ReadAction, 'kind'>, ctx?: StatementContext, path = '$.read'): Promise<ApiRecord> {
+    this.schemaOf(dataset, action.schema, `${path}.schema`);
+    const expand = this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
+    const stored = await this.driver(dataset).read(dataset, action.schema, action.id, action.version, ctx);
+    if (!stored) {
+      const what = action.version === undefined ? '' : ` at version ${action.version}`;
+      throw new ApiError(404, 'RECORD_NOT_FOUND', `no ${action.schema} record with id "${action.id}"${what}`);
+    }
+    const [record] = await this.present(dataset, [stored], expand, action.projection, ctx);
+    return record;
+  }
+
+  async execute(dataset: DatasetConfig, action: StructuredAction, ctx?: StatementContext): Promise<EngineResult> {
+    if (action.kind === 'read') return { status: 200, body: await this.read(dataset, action, ctx) };
+    if (action.kind === 'batch') return this.batch(dataset, action, ctx);
+    const path = `$.${action.kind}`;
+    const op = this.toOp(dataset, action, path);
+    const consistency = effectiveConsistency(dataset, [{ level: action.consistency, path: `${path}.consistency` }]);
+    if (consistency === 'ASYNC') return this.acceptAsync(dataset, [op], ctx, { id: op.id });
+    const [result] = await this.driver(dataset).write(dataset, [op], consistency, ctx);
+    if (!result.ok) throw result.error;
+    return { status: action.kind === 'create' ? 201 : 200, body: await this.writeResponse(dataset, action, result, ctx) };
+  }
+
+  private async batch(dataset: DatasetConfig, batch: BatchAction, ctx?: StatementContext): Promise<EngineResult> {
+    const paths = batch.order.map((name) => `$.batch.actions[${JSON.stringify(name)}].${batch.actions[name].kind}`);
+    const ops = batch.order.map((name, i) => this.toOp(dataset, batch.actions[name], paths[i]));
+    const consistency = effectiveConsistency(
+      dataset,
+      batch.order.map((name, i) => ({ level: batch.actions[name].consistency, path: `${paths[i]}.consistency` })),
+    );
+    if (consistency === 'ASYNC') return this.acceptAsync(dataset, ops, ctx, { actions: Object.fromEntries(batch.order.map((name, i) => [name, { id: ops[i].id }])) });
+    const results = await this.driver(dataset).write(dataset, ops, consistency, ctx);
+    if (isAtomic(consistency)) {
+      const failed = results.findIndex((r) => !r.ok && r.error.code !== 'TRANSACTION_ABORTED');
+      if (failed >= 0) {
+        const error = (results[failed] as { ok: false; error: ApiError }).error;
+        const name = batch.order[failed];
+        throw new ApiError(error.status, error.code, `batch action "${name}" failed, nothing was written (${consistency}): ${error.message}`, [
+          { path: paths[failed], message: error.message, action: name },
+          ...error.details,
+        ]);
+      }
+    }
+    const body: Record<string, unknown> = {};
+    let anyFailed = false;
+    for (const [i, name] of batch.order.entries()) {
+      const result = results[i];
+      if (result.ok) body[name] = await this.writeResponse(dataset, batch.actions[name], result, ctx);
+      else {
+        anyFailed = true;
+        body[name] = { error: { code: result.error.code, message: result.error.message, details: result.error.details }, status: result.error.status };
+      }
+    }
+    // Under QUORUM/EVENTUAL the others were committed: 207 tells the caller to look at each action.
+    return { status: anyFailed ? 207 : 200, body };
+  }
+
+  private acceptAsync(dataset: DatasetConfig, ops: WriteOp[], ctx: StatementContext | undefined, body: Record<string, unknown>): EngineResult {
+    const work = this.driver(dataset)
+      .write(dataset, ops, 'QUORUM', ctx)
+      .then((results) => {
+        for (const [i, r] of results.entries()) {
+          if (!r.ok) this.logger.warn({ dataset: dataset.id, schema: ops[i].schema, id: ops[i].id, code: r.error.code }, `ASYNC write failed: ${r.error.message}`);
+        }
+      })
+      .catch((err: Error) => this.logger.error({ dataset: dataset.id, err: err.message }, 'ASYNC write failed'))
+      .finally(() => this.pending.delete(work));
+    this.pending.add(work);
+    return { status: 202, body: { accepted: true, consistency: 'ASYNC' satisfies Consistency, ...body } };
+  }
+
+  private toOp(dataset: DatasetConfig, action: WriteAction, path: string): WriteOp {
+    this.schemaOf(dataset, action.schema, `${path}.schema`);
+    if (action.kind === 'delete') return { op: 'delete', schema: action.schema, id: action.id };
+    for (const reserved of ['id', 'version']) {
+      if (reserved in action.data) {
+        throw badRequest('INVALID_RECORD', `"${reserved}" is a system property; ${reserved === 'id' ? 'pass it as the action\'s "id"' : 'it is set by the service'}`, [
+          { path: `${path}.data.${reserved}`, message: 'system property' },
+        ]);
+      }
+    }
+    validateRecordData(dataset, action.schema, action.data, action.kind === 'create' || !action.merge, `${path}.data`);
+    this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
+    if (action.kind === 'create') return { op: 'create', schema: action.schema, id: action.id ?? randomUUID(), data: action.data };
+    return { op: 'update', schema: action.schema, id: action.id, data: action.data, merge: action.merge };
+  }
+
+  private async writeResponse(dataset: DatasetConfig, action: WriteAction, result: OpResult & { ok: true }, ctx?: StatementContext) {
+    if (action.kind === 'delete') return { id: result.record.id, version: result.record.version, deleted: true };
+    const expand = this.expandFields(dataset, action.schema, action.expand, '$');
+    const [record] = await this.present(dataset, [result.record], expand, action.projection, ctx);
+    return record;
+  }
+
+  /** API form of stored records, with links expanded in place of `{id}`. */
+  private async present(dataset: DatasetConfig, stored: StoredRecord[], expand: Field[], projection: string[] | undefined, ctx?: StatementContext): Promise<ApiRecord[]> {
+    const records = stored.map((s) => ({ id: s.id, version: s.version, ...s.data }) as ApiRecord);
+    for (const field of expand) {
+      const ids = [...new Set(records.map((r) => linkIdAt(r, field.path)).filter((id): id is string => id !== undefined))];
+      const targets = new Map((await this.driver(dataset).readMany(dataset, field.target!, ids, ctx)).map((t) => [t.id, t]));
+      for (const record of records) {
+        const target = targets.get(linkIdAt(record, field.path) ?? '');
+        if (target) setAt(record, field.path, { id: target.id, version: target.version, ...target.data });
+      }
+    }
+    return projection ? records.map((r) => project(r, projection)) : records;
+  }
+
+  private schemaOf(dataset: DatasetConfig, schema: string, path: string) {
+    const def = dataset.schemas[schema];
+    if (!def) throw new ApiError(404, 'SCHEMA_NOT_FOUND', `dataset "${dataset.id}" has no schema "${schema}"`, [{ path, message: 'unknown schema' }]);
+    return def;
+  }
+
+  private expandFields(dataset: DatasetConfig, schema: string, names: string[], path: string): Field[] {
+    if (!names.length) return [];
+    const links = new Map(fieldsOf(dataset.schemas[schema]).filter((f) => f.type === 'link').map((f) => [f.dotted, f]));
+    return names.map((name) => {
+      const field = links.get(name);
+      if (!field) {
+        throw badRequest('INVALID_EXPAND', `"${name}" is not a link of ${schema}; links: ${[...links.keys()].join(', ') || 'none'}`, [{ path, message: `unknown link "${name}"` }]);
+      }
+      return field;
+    });
+  }
+
+  private driver(dataset: DatasetConfig): LocationDriver {
+    return this.drivers(dataset);
+  }
+
+  async drain(): Promise<void> {
+    while (this.pending.size) await Promise.allSettled([...this.pending]);
+  }
+}
+
+function linkIdAt(record: Record<string, unknown>, path: string[]): string | undefined {
+  let node: unknown = record;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  const id = (node as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' ? id : undefined;
+}
+
+/** Keeps `id`, `version` and the named (possibly dotted) properties. */
+function project(record: ApiRecord, names: string[]): ApiRecord {
+  const out: ApiRecord = { id: record.id, version: record.version };
+  for (const name of names) {
+    const path = name.split('.');
+    let node: unknown = record;
+    for (const key of path) node = node && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
+    if (node !== undefined) setAt(out, path, node);
+  }
+  return out;
+}
+
+export type { SingleAction };

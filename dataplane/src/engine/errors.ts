@@ -1,0 +1,26 @@
+/** The one error type every layer throws for a client-visible failure. */
+export interface ErrorDetail {
+  /** JSON path of the offending input, e.g. `$.create.data.age`. */
+  path?: string;
+  message: string;
+  [key: string]: unknown;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  toBody(requestId: string) {
+    return { error: { code: this.code, message: this.message, details: this.details }, requestId };
+  }
+}
+
+export const badRequest = (code: string, message: string, details: ErrorDetail[] = []) => new ApiError(400, code, message, details);
+export const notFound = (code: string, message: string) => new ApiError(404, code, message);

@@ -1,0 +1,79 @@
+/** Validation of record data against a schema's properties, with ajv. */
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { DatasetConfig, PropertyDef, RecordSchemaDef } from '../../../model/types.js';
+import { describeAjvError } from '../../../model/validate.js';
+import { badRequest } from './errors.js';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv, formats: string[]) => Ajv;
+const ajv = new Ajv({ allErrors: true, strict: false });
+addFormats(ajv, ['date', 'date-time']);
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+function propertySchema(prop: PropertyDef): Record<string, unknown> {
+  switch (prop.type) {
+    case 'string':
+      return { type: ['string', 'null'] };
+    case 'integer':
+      return { type: ['integer', 'null'], minimum: -MAX_SAFE, maximum: MAX_SAFE };
+    case 'number':
+      return { type: ['number', 'null'] };
+    case 'boolean':
+      return { type: ['boolean', 'null'] };
+    case 'date':
+      return { type: ['string', 'null'], format: 'date' };
+    case 'timestamp':
+      return { type: ['string', 'null'], format: 'date-time' };
+    case 'link':
+      return {
+        type: ['object', 'null'],
+        required: ['id'],
+        additionalProperties: false,
+        properties: { id: { type: 'string', minLength: 1, maxLength: 512 } },
+      };
+    case 'object':
+      return {
+        type: ['object', 'null'],
+        additionalProperties: false,
+        properties: Object.fromEntries(Object.entries(prop.properties).map(([k, v]) => [k, propertySchema(v)])),
+      };
+  }
+}
+
+export function recordJsonSchema(schema: RecordSchemaDef, full: boolean): Record<string, unknown> {
+  const required = full ? schema.required ?? [] : [];
+  return {
+    type: 'object',
+    additionalProperties: false,
+    properties: Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, propertySchema(v)])),
+    required,
+    // A required property must not be null either.
+    allOf: required.map((name) => ({ properties: { [name]: { not: { type: 'null' } } } })),
+  };
+}
+
+const cache = new WeakMap<RecordSchemaDef, { full: ValidateFunction; partial: ValidateFunction }>();
+
+/**
+ * Throws a 400 naming each offending property. `full` (create, replace) also enforces `required`;
+ * a merge update checks only what it carries.
+ */
+export function validateRecordData(dataset: DatasetConfig, schemaName: string, data: Record<string, unknown>, full: boolean, path: string): void {
+  const schema = dataset.schemas[schemaName];
+  let validators = cache.get(schema);
+  if (!validators) {
+    validators = { full: ajv.compile(recordJsonSchema(schema, true)), partial: ajv.compile(recordJsonSchema(schema, false)) };
+    cache.set(schema, validators);
+  }
+  const validate = full ? validators.full : validators.partial;
+  if (validate(data)) return;
+  const details = (validate.errors ?? [])
+    .filter((e) => e.keyword !== 'allOf' && e.keyword !== 'not')
+    .map((e) => describeAjvError(e, path));
+  for (const e of validate.errors ?? []) {
+    if (e.keyword === 'not') details.push({ path: describeAjvError(e, path).path, message: 'required property must not be null' });
+  }
+  const first = details[0];
+  throw badRequest('INVALID_RECORD', `invalid ${schemaName} data: ${first ? `${first.path} ${first.message}` : 'does not match the schema'}`, details);
+}

