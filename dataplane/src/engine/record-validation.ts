@@ -49,7 +49,7 @@ export function recordJsonSchema(schema: RecordSchemaDef, full: boolean): Record
     properties: Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, propertySchema(v)])),
     required,
     // A required property must not be null either.
-    allOf: required.map((name) => ({ properties: { [name]: { not: { type: 'null' } } } })),
+    ...(required.length ? { allOf: required.map((name) => ({ properties: { [name]: { not: { type: 'null' } } } })) } : {}),
   };
 }
 

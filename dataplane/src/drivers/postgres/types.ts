@@ -18,7 +18,13 @@ export const recordTypes = {
       return Number.isSafeInteger(n) ? n : v;
     };
     if (oid === DATE) return (v: string) => v;
-    if (oid === TIMESTAMPTZ || oid === TIMESTAMP) return (v: string) => new Date(v.includes('T') || oid === TIMESTAMP ? v : v.replace(' ', 'T')).toISOString();
+    if (oid === TIMESTAMPTZ || oid === TIMESTAMP) {
+      const parseDate = types.getTypeParser(oid, 'text') as (v: string) => Date;
+      return (v: string) => {
+        const date = parseDate(v);
+        return Number.isNaN(date.getTime()) ? v : date.toISOString(); // 'infinity' stays as it is
+      };
+    }
     return types.getTypeParser(oid, format as 'text');
   },
 };

@@ -1,0 +1,34 @@
+/** One driver instance per location kind; kinds without a driver yet fail clearly. */
+import type { Logger } from 'pino';
+import type { DatasetConfig, LocationKind } from '../../../model/types.js';
+import { ApiError } from '../engine/errors.js';
+import type { LocationDriver } from './driver.js';
+
+export type DriverFactory = () => LocationDriver;
+
+export class DriverRegistry {
+  private readonly drivers = new Map<LocationKind, LocationDriver>();
+
+  constructor(
+    private readonly factories: Partial<Record<LocationKind, DriverFactory>>,
+    private readonly logger: Logger,
+  ) {}
+
+  for(dataset: DatasetConfig): LocationDriver {
+    const kind = dataset.location.kind;
+    let driver = this.drivers.get(kind);
+    if (!driver) {
+      const factory = this.factories[kind];
+      if (!factory) throw new ApiError(501, 'LOCATION_NOT_SUPPORTED', `location kind "${kind}" has no driver in this data plane yet`);
+      driver = factory();
+      this.drivers.set(kind, driver);
+      this.logger.debug({ kind }, 'location driver created');
+    }
+    return driver;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.drivers.values()].map((d) => d.close()));
+    this.drivers.clear();
+  }
+}

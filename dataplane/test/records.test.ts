@@ -1,0 +1,348 @@
+/** The record API over a real PostgreSQL, through the iam gateway, as an application team uses it. */
+import { expect } from 'chai';
+import pg from 'pg';
+import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
+import { client } from '../test-support/http.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe('record API over PostgreSQL', function () {
+  this.timeout(60000);
+  let dp: TestDataPlane;
+  let api: ReturnType<typeof client>;
+  let post: (body: unknown, headers?: Record<string, string>) => ReturnType<typeof api>;
+
+  before(async () => {
+    dp = await startTestDataPlane();
+    api = client(dp.url, { host: 'iam.example.test', headers: { authorization: 'Proxy demo-admin' } });
+    post = (body, headers) => api({ method: 'POST', path: '/demo', body, headers });
+  });
+  after(async () => dp?.stop());
+
+  const person = (over: Record<string, unknown> = {}) => ({
+    name: 'Ada',
+    email: 'ada@example.com',
+    age: 36,
+    address: { street: '1 Analytical Way', postcode: 'N1 9GU' },
+    ...over,
+  });
+
+  describe('create and read', () => {
+    it('creates with a caller-chosen id at version 1 and reads it back by GET and by POST read', async () => {
+      const created = await post({ create: { schema: 'demo.Person', id: 'ada', data: person() } });
+      expect(created.status).to.equal(201);
+      expect(created.json).to.include({ id: 'ada', version: 1, name: 'Ada', age: 36 });
+      const got = await api({ path: '/demo/demo.Person/ada' });
+      expect(got.status).to.equal(200);
+      expect(got.json).to.deep.equal({ id: 'ada', version: 1, ...person() });
+      const read = await post({ read: { schema: 'demo.Person', id: 'ada' } });
+      expect(read.json).to.deep.equal(got.json);
+    });
+
+    it('generates a UUID id when none is given', async () => {
+      const created = await post({ create: { schema: 'demo.Company', data: { name: 'Acme' } } });
+      expect(created.status).to.equal(201);
+      expect(created.json.id).to.match(UUID);
+      expect(created.json.version).to.equal(1);
+    });
+
+    it('addresses the dataset by host label too, with POST / and GET /{schema}/{id}', async () => {
+      const hosted = client(dp.url, { host: 'demo.iam.example.test', headers: { authorization: 'Proxy demo-admin' } });
+      const created = await hosted({ method: 'POST', path: '/', body: { create: { schema: 'demo.Company', id: 'hosted', data: { name: 'Hosted' } } } });
+      expect(created.status).to.equal(201);
+      const got = await hosted({ path: '/demo.Company/hosted' });
+      expect(got.json).to.deep.equal({ id: 'hosted', version: 1, name: 'Hosted' });
+    });
+
+    it('stores nested properties in flattened columns and links in *_id columns', async () => {
+      await post({ create: { schema: 'demo.Company', id: 'flat-co', data: { name: 'Flat' } } });
+      await post({ create: { schema: 'demo.Person', id: 'flat', data: person({ employer: { id: 'flat-co' } }) } });
+      const db = new pg.Client(dp.databaseUrl);
+      await db.connect();
+      try {
+        const row = (await db.query('SELECT address_street, address_postcode, employer_id, version FROM demo.demo_person WHERE id = $1', ['flat'])).rows[0];
+        expect(row).to.deep.equal({ address_street: '1 Analytical Way', address_postcode: 'N1 9GU', employer_id: 'flat-co', version: 1 });
+      } finally {
+        await db.end();
+      }
+    });
+  });
+
+  describe('update and versions', () => {
+    it('increments version on each update and reads version 1 after two updates', async () => {
+      await post({ create: { schema: 'demo.Person', id: 'v', data: person({ name: 'First' }) } });
+      const u1 = await post({ update: { schema: 'demo.Person', id: 'v', data: person({ name: 'Second' }) } });
+      expect(u1.status).to.equal(200);
+      expect(u1.json).to.include({ id: 'v', version: 2, name: 'Second' });
+      const u2 = await post({ update: { schema: 'demo.Person', id: 'v', data: person({ name: 'Third' }) } });
+      expect(u2.json.version).to.equal(3);
+      const v1 = await post({ read: { schema: 'demo.Person', id: 'v', version: 1 } });
+      expect(v1.status).to.equal(200);
+      expect(v1.json).to.include({ version: 1, name: 'First' });
+      const v2 = await api({ path: '/demo/demo.Person/v?version=2' });
+      expect(v2.json).to.include({ version: 2, name: 'Second' });
+      const current = await api({ path: '/demo/demo.Person/v' });
+      expect(current.json).to.include({ version: 3, name: 'Third' });
+      const missing = await post({ read: { schema: 'demo.Person', id: 'v', version: 9 } });
+      expect(missing.status).to.equal(404);
+      expect(missing.json.error.code).to.equal('RECORD_NOT_FOUND');
+    });
+
+    it('replaces the whole record by default: properties left out become null', async () => {
+      await post({ create: { schema: 'demo.Person', id: 'r', data: person() } });
+      const replaced = await post({ update: { schema: 'demo.Person', id: 'r', data: { name: 'Only name' } } });
+      expect(replaced.json).to.deep.equal({ id: 'r', version: 2, name: 'Only name' });
+    });
+
+    it('merges only the given properties with mode "merge", nested ones included', async () => {
+      await post({ create: { schema: 'demo.Person', id: 'm', data: person() } });
+      const merged = await post({ update: { schema: 'demo.Person', id: 'm', mode: 'merge', data: { age: 37, address: { postcode: 'EC1' } } } });
+      expect(merged.status).to.equal(200);
+      expect(merged.json).to.deep.equal({ id: 'm', version: 2, ...person({ age: 37, address: { street: '1 Analytical Way', postcode: 'EC1' } }) });
+      const cleared = await post({ update: { schema: 'demo.Person', id: 'm', mode: 'merge', data: { email: null } } });
+      expect(cleared.json).to.not.have.property('email');
+      expect(cleared.json.name).to.equal('Ada');
+    });
+
+    it('answers 404 for an update of a missing record', async () => {
+      const res = await post({ update: { schema: 'demo.Person', id: 'nobody', data: person() } });
+      expect(res.status).to.equal(404);
+      expect(res.json.error.code).to.equal('RECORD_NOT_FOUND');
+    });
+  });
+
+  describe('expand', () => {
+    before(async () => {
+      await post({ create: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme Ltd' } } });
+      await post({ create: { schema: 'demo.Person', id: 'emp', data: person({ employer: { id: 'acme' } }) } });
+    });
+
+    it('keeps a link as {id} unless expanded', async () => {
+      const res = await api({ path: '/demo/demo.Person/emp' });
+      expect(res.json.employer).to.deep.equal({ id: 'acme' });
+    });
+
+    it('embeds the linked record in place of {id} with ?expand=', async () => {
+      const res = await api({ path: '/demo/demo.Person/emp?expand=employer' });
+      expect(res.status).to.equal(200);
+      expect(res.json.employer).to.deep.equal({ id: 'acme', version: 1, name: 'Acme Ltd' });
+    });
+
+    it('expands in a POST read and in a create response', async () => {
+      const read = await post({ read: { schema: 'demo.Person', id: 'emp', expand: ['employer'] } });
+      expect(read.json.employer.name).to.equal('Acme Ltd');
+      const created = await post({ create: { schema: 'demo.Person', id: 'emp2', data: person({ employer: { id: 'acme' } }), expand: ['employer'] } });
+      expect(created.json.employer).to.deep.equal({ id: 'acme', version: 1, name: 'Acme Ltd' });
+    });
+
+    it('answers 400 naming an expand that is not a link', async () => {
+      const res = await api({ path: '/demo/demo.Person/emp?expand=name' });
+      expect(res.status).to.equal(400);
+      expect(res.json.error.code).to.equal('INVALID_EXPAND');
+      expect(res.json.error.message).to.contain('"name"');
+    });
+  });
+
+  describe('delete', () => {
+    it('deletes a record; reading it then is a 404, and deleting again is a 404', async () => {
+      await post({ create: { schema: 'demo.Company', id: 'gone', data: { name: 'Gone' } } });
+      const del = await post({ delete: { schema: 'demo.Company', id: 'gone' } });
+      expect(del.status).to.equal(200);
+      expect(del.json).to.deep.equal({ id: 'gone', version: 1, deleted: true });
+      expect((await api({ path: '/demo/demo.Company/gone' })).status).to.equal(404);
+      expect((await post({ delete: { schema: 'demo.Company', id: 'gone' } })).status).to.equal(404);
+      const again = await post({ create: { schema: 'demo.Company', id: 'gone', data: { name: 'Back' } } });
+      expect(again.json.version).to.equal(1);
+    });
+  });
+
+  describe('batch and consistency', () => {
+    const count = async (ids: string[]) => {
+      const db = new pg.Client(dp.databaseUrl);
+      await db.connect();
+      try {
+        return Number((await db.query('SELECT count(*) FROM demo.demo_company WHERE id = ANY($1)', [ids])).rows[0].count);
+      } finally {
+        await db.end();
+      }
+    };
+
+    it('maps each caller-chosen action name to its result', async () => {
+      const res = await post({
+        batch: {
+          actions: {
+            company: { create: { schema: 'demo.Company', id: 'b-co', data: { name: 'Batch Co' } } },
+            worker: { create: { schema: 'demo.Person', id: 'b-p', data: person({ employer: { id: 'b-co' } }) } },
+          },
+        },
+      });
+      expect(res.status).to.equal(200);
+      expect(Object.keys(res.json)).to.deep.equal(['company', 'worker']);
+      expect(res.json.company).to.include({ id: 'b-co', version: 1 });
+      expect(res.json.worker).to.include({ id: 'b-p', version: 1 });
+    });
+
+    for (const consistency of [undefined, 'ATOMIC', 'ATOMIC_ALL']) {
+      it(`writes nothing when one action fails under ${consistency ?? 'the PostgreSQL default (ATOMIC)'}`, async () => {
+        await post({ create: { schema: 'demo.Company', id: `taken-${consistency}`, data: { name: 'Taken' } } });
+        const c = consistency ? { consistency } : {};
+        const res = await post({
+          batch: {
+            actions: {
+              first: { create: { schema: 'demo.Company', id: `new-${consistency}`, data: { name: 'New' }, ...c } },
+              clash: { create: { schema: 'demo.Company', id: `taken-${consistency}`, data: { name: 'Clash' }, ...c } },
+            },
+          },
+        });
+        expect(res.status).to.equal(409);
+        expect(res.json.error.code).to.equal('RECORD_EXISTS');
+        expect(res.json.error.details[0]).to.include({ action: 'clash' });
+        expect(await count([`new-${consistency}`])).to.equal(0);
+      });
+    }
+
+    for (const consistency of ['EVENTUAL', 'QUORUM']) {
+      it(`commits the other actions under ${consistency} and reports each outcome`, async () => {
+        await post({ create: { schema: 'demo.Company', id: `taken-${consistency}`, data: { name: 'Taken' } } });
+        const res = await post({
+          batch: {
+            actions: {
+              ok: { create: { schema: 'demo.Company', id: `ok-${consistency}`, data: { name: 'Ok' }, consistency } },
+              clash: { create: { schema: 'demo.Company', id: `taken-${consistency}`, data: { name: 'Clash' }, consistency } },
+            },
+          },
+        });
+        expect(res.status).to.equal(207);
+        expect(res.json.ok).to.include({ id: `ok-${consistency}`, version: 1 });
+        expect(res.json.clash.status).to.equal(409);
+        expect(res.json.clash.error.code).to.equal('RECORD_EXISTS');
+        expect(await count([`ok-${consistency}`])).to.equal(1);
+      });
+    }
+
+    it('commits at the weakest level asked for: one EVENTUAL action makes the batch non-atomic', async () => {
+      await post({ create: { schema: 'demo.Company', id: 'taken-mixed', data: { name: 'Taken' } } });
+      const res = await post({
+        batch: {
+          actions: {
+            a: { create: { schema: 'demo.Company', id: 'mixed-a', data: { name: 'A' }, consistency: 'ATOMIC' } },
+            b: { create: { schema: 'demo.Company', id: 'taken-mixed', data: { name: 'B' }, consistency: 'EVENTUAL' } },
+          },
+        },
+      });
+      expect(res.status).to.equal(207);
+      expect(await count(['mixed-a'])).to.equal(1);
+    });
+
+    it('answers 202 for ASYNC and writes in the background', async () => {
+      const res = await post({ create: { schema: 'demo.Company', id: 'async-co', data: { name: 'Later' }, consistency: 'ASYNC' } });
+      expect(res.status).to.equal(202);
+      expect(res.json).to.include({ accepted: true, id: 'async-co' });
+      await dp.dataPlane.engine.drain();
+      const got = await api({ path: '/demo/demo.Company/async-co' });
+      expect(got.json).to.deep.equal({ id: 'async-co', version: 1, name: 'Later' });
+    });
+
+    it('answers 400 for an unknown consistency value, naming where it is', async () => {
+      const res = await post({ create: { schema: 'demo.Company', data: { name: 'X' }, consistency: 'SOMETIMES' } });
+      expect(res.status).to.equal(400);
+      expect(res.json.error.code).to.equal('INVALID_CONSISTENCY');
+      expect(res.json.error.details[0].path).to.equal('$.create.consistency');
+    });
+  });
+
+  describe('errors', () => {
+    const expectError = (res: { status: number; json: any; headers: Record<string, unknown>; text: string }, status: number, code: string) => {
+      expect(res.status, res.text).to.equal(status);
+      expect(res.json.error.code).to.equal(code);
+      expect(res.json.error.message).to.be.a('string').and.not.empty;
+      expect(res.json.requestId).to.match(UUID);
+      expect(res.headers['x-request-id']).to.equal(res.json.requestId);
+      expect(res.text).to.not.match(/at .*\.(ts|js):\d+/); // no stack trace
+    };
+
+    it('400 for malformed JSON', async () => {
+      expectError(await post('{"create": {'), 400, 'MALFORMED_JSON');
+    });
+    it('400 for a body without exactly one known wrapper key', async () => {
+      expectError(await post({}), 400, 'INVALID_BODY');
+      expectError(await post({ read: { schema: 'demo.Person', id: 'x' }, delete: { schema: 'demo.Person', id: 'x' } }), 400, 'INVALID_BODY');
+      expectError(await post({ upsert: {} }), 400, 'INVALID_BODY');
+      expectError(await post([1, 2]), 400, 'INVALID_BODY');
+      expectError(await post('null'), 400, 'INVALID_BODY');
+    });
+    it('400 naming a missing or unknown action field', async () => {
+      const missing = await post({ create: { schema: 'demo.Person' } });
+      expectError(missing, 400, 'MISSING_FIELD');
+      expect(missing.json.error.details[0].path).to.equal('$.create.data');
+      expectError(await post({ create: { schema: 'demo.Person', data: {}, colour: 'red' } }), 400, 'UNKNOWN_FIELD');
+    });
+    it('400 naming the property for a type error', async () => {
+      const res = await post({ create: { schema: 'demo.Person', data: person({ age: 'thirty' }) } });
+      expectError(res, 400, 'INVALID_RECORD');
+      expect(res.json.error.details[0].path).to.equal('$.create.data.age');
+      const nested = await post({ create: { schema: 'demo.Person', data: person({ address: { postcode: 12 } }) } });
+      expect(nested.json.error.details[0].path).to.equal('$.create.data.address.postcode');
+      const unknown = await post({ create: { schema: 'demo.Person', data: person({ shoeSize: 9 }) } });
+      expectError(unknown, 400, 'INVALID_RECORD');
+      expect(unknown.json.error.message).to.contain('shoeSize');
+      const link = await post({ create: { schema: 'demo.Person', data: person({ employer: 'acme' }) } });
+      expect(link.json.error.details[0].path).to.equal('$.create.data.employer');
+    });
+    it('400 for an integer beyond the exact range', async () => {
+      expectError(await post({ create: { schema: 'demo.Person', data: person({ age: 2 ** 60 }) } }), 400, 'INVALID_RECORD');
+    });
+    it('404 for an unknown dataset, schema or record', async () => {
+      expectError(await api({ path: '/nope/demo.Person/x' }), 404, 'DATASET_NOT_FOUND');
+      expectError(await api({ path: '/demo/demo.Nope/x' }), 404, 'SCHEMA_NOT_FOUND');
+      expectError(await post({ create: { schema: 'demo.Nope', data: {} } }), 404, 'SCHEMA_NOT_FOUND');
+      expectError(await api({ path: '/demo/demo.Person/nobody-here' }), 404, 'RECORD_NOT_FOUND');
+    });
+    it('409 for a create with an existing id', async () => {
+      await post({ create: { schema: 'demo.Company', id: 'dup', data: { name: 'One' } } });
+      expectError(await post({ create: { schema: 'demo.Company', id: 'dup', data: { name: 'Two' } } }), 409, 'RECORD_EXISTS');
+    });
+    it('413 for a body that is too large', async () => {
+      const big = { create: { schema: 'demo.Company', data: { name: 'x'.repeat(2 * 1024 * 1024) } } };
+      expectError(await post(big), 413, 'BODY_TOO_LARGE');
+    });
+    it('415 for a body that is not JSON', async () => {
+      expectError(await post('name=x', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+      expectError(await post('{}', { 'content-type': 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    });
+    it('405 for a method an endpoint does not take', async () => {
+      const res = await api({ method: 'DELETE', path: '/demo/demo.Person/x' });
+      expectError(res, 405, 'METHOD_NOT_ALLOWED');
+      expect(res.headers.allow).to.equal('GET,HEAD');
+    });
+    it('400 for an unknown query parameter or a bad version', async () => {
+      expectError(await api({ path: '/demo/demo.Person/x?expnad=employer' }), 400, 'UNKNOWN_PARAMETER');
+      expectError(await api({ path: '/demo/demo.Person/x?version=0' }), 400, 'INVALID_PARAMETER');
+    });
+    it('401 without credentials and 403 for a principal the dataset does not allow', async () => {
+      const anon = client(dp.url, { host: 'iam.example.test' });
+      expectError(await anon({ path: '/demo/demo.Person/x' }), 401, 'MISSING_CREDENTIALS');
+      const stranger = client(dp.url, { host: 'iam.example.test', headers: { authorization: 'Proxy someone-else' } });
+      expectError(await stranger({ path: '/demo/demo.Person/x' }), 403, 'PRINCIPAL_NOT_ALLOWED');
+    });
+  });
+
+  describe('operations basics', () => {
+    it('puts x-request-id on every response and keeps a caller-supplied UUID', async () => {
+      const own = '3f0c2d5e-8a4b-4c1d-9e2f-0a1b2c3d4e5f';
+      const res = await api({ path: '/demo/demo.Person/ada', headers: { 'x-request-id': own } });
+      expect(res.headers['x-request-id']).to.equal(own);
+      const health = await api({ path: '/healthz' });
+      expect(health.headers['x-request-id']).to.match(UUID);
+      const notUuid = await api({ path: '/healthz', headers: { 'x-request-id': 'not-a-uuid' } });
+      expect(notUuid.headers['x-request-id']).to.match(UUID);
+    });
+
+    it('reports liveness and readiness with each dataset state', async () => {
+      expect((await api({ path: '/healthz' })).json).to.deep.equal({ status: 'ok' });
+      const ready = await api({ path: '/readyz' });
+      expect(ready.status).to.equal(200);
+      expect(ready.json.datasets.demo.status).to.equal('ready');
+    });
+  });
+});
