@@ -1,0 +1,25 @@
+import { expect } from 'chai';
+import { AddressingError, resolveGateway } from './gateway.js';
+
+describe('gateway addressing', () => {
+  it('takes the authkind from the first host label and the dataset from the path', () => {
+    expect(resolveGateway('iam.data.example.com', '/demo/demo.Person/p1', undefined)).to.deep.equal({
+      authkind: 'iam', by: 'host', datasetId: 'demo', rest: ['demo.Person', 'p1'], datasetFrom: 'path',
+    });
+    expect(resolveGateway('public.localhost:8080', '/demo', undefined)).to.include({ authkind: 'public', datasetId: 'demo' });
+  });
+  it('takes the dataset from a host label in front of the gateway label', () => {
+    expect(resolveGateway('demo.iam.example.com', '/', undefined)).to.deep.equal({ authkind: 'iam', by: 'host', datasetId: 'demo', rest: [], datasetFrom: 'host' });
+    expect(resolveGateway('demo.public.example.com', '/demo.Person/p1', undefined).rest).to.deep.equal(['demo.Person', 'p1']);
+    expect(resolveGateway('demo.iam.example.com', '/demo/echo', undefined).rest).to.deep.equal(['echo']);
+  });
+  it('infers the gateway from the Authorization scheme on a host without a gateway label', () => {
+    expect(resolveGateway('internal-lb.elb.amazonaws.com', '/demo', 'Proxy demo-admin')).to.include({ authkind: 'iam', by: 'scheme' });
+    expect(resolveGateway('10.0.0.7', '/demo', 'Bearer x')).to.include({ authkind: 'public', by: 'scheme' });
+    expect(resolveGateway(undefined, '/demo', undefined)).to.include({ authkind: 'public', by: 'scheme' });
+  });
+  it('decodes path segments and rejects broken percent-encoding', () => {
+    expect(resolveGateway('iam.x', '/demo/demo.Person/a%20b', undefined).rest).to.deep.equal(['demo.Person', 'a b']);
+    expect(() => resolveGateway('iam.x', '/demo/%E0%A4%A', undefined)).to.throw(AddressingError);
+  });
+});

@@ -1,0 +1,70 @@
+/** Config changes reaching storage: additive DDL applied, destructive changes refused and reported. */
+import { expect } from 'chai';
+import pino from 'pino';
+import { renderDatasetConfig } from '../../model/render.js';
+import type { DatasetResource, RecordSchemaDef } from '../../model/types.js';
+import { ConfigStore } from '../src/config/store.js';
+import { PostgresDriver } from '../src/drivers/postgres/driver.js';
+import { freshDatabase } from '../test-support/postgres.js';
+
+const dataset = (generation: number, person: RecordSchemaDef): DatasetResource => ({
+  apiVersion: 'dataaccess.dev/v1alpha1',
+  kind: 'Dataset',
+  metadata: { name: 'evolving', generation },
+  spec: { environment: 'local', location: { kind: 'postgres' }, schemas: { 'shop.Person': person } },
+});
+
+describe('schema changes on PostgreSQL', function () {
+  this.timeout(30000);
+  let driver: PostgresDriver;
+  let store: ConfigStore;
+
+  before(async () => {
+    const url = await freshDatabase();
+    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: url } });
+    store = new ConfigStore({
+      async prepare(config) {
+        const report = await driver.prepare(config);
+        return report.refused.length ? report.refused.join('; ') : undefined;
+      },
+    });
+  });
+  after(async () => driver.close());
+
+  it('adds a column for a new property and keeps existing records readable', async () => {
+    const v1 = renderDatasetConfig(dataset(1, { properties: { name: { type: 'string' } } }));
+    store.upsertDataset(v1);
+    await store.settled();
+    await driver.write(v1, [{ op: 'create', schema: 'shop.Person', id: 'a', data: { name: 'A' } }], 'ATOMIC');
+
+    const v2 = renderDatasetConfig(dataset(2, { properties: { name: { type: 'string' }, nickname: { type: 'string' }, home: { type: 'object', properties: { city: { type: 'string' } } } } }));
+    const report = await driver.prepare(v2);
+    expect(report.refused).to.deep.equal([]);
+    expect(report.applied.join('\n')).to.contain('ADD COLUMN IF NOT EXISTS "nickname" text').and.contain('"home_city" text');
+    const old = await driver.read(v2, 'shop.Person', 'a');
+    expect(old?.data).to.deep.equal({ name: 'A' });
+    const [res] = await driver.write(v2, [{ op: 'update', schema: 'shop.Person', id: 'a', data: { nickname: 'ay', home: { city: 'Oslo' } }, merge: true }], 'ATOMIC');
+    expect(res.ok && res.record.data).to.deep.equal({ name: 'A', nickname: 'ay', home: { city: 'Oslo' } });
+    // re-preparing the same config adds nothing
+    expect((await driver.prepare(v2)).applied.filter((s) => s.includes('ADD COLUMN'))).to.deep.equal([]);
+    store.upsertDataset(v2);
+    await store.settled();
+    expect(store.dataset('evolving')?.config.generation).to.equal(2);
+  });
+
+  it('refuses a type change, reports it, and keeps serving the previous config', async () => {
+    const v3 = renderDatasetConfig(dataset(3, { properties: { name: { type: 'integer' }, nickname: { type: 'string' }, home: { type: 'object', properties: { city: { type: 'string' } } } } }));
+    store.upsertDataset(v3);
+    await store.settled();
+    const state = store.dataset('evolving')!;
+    expect(state.status).to.equal('ready');
+    expect(state.config.generation).to.equal(2);
+    expect(state.status === 'ready' && state.warning).to.contain('generation 3 refused').and.contain('column "name"').and.contain('text');
+  });
+
+  it('refuses two properties that map to one column', async () => {
+    const clash = renderDatasetConfig(dataset(4, { properties: { homeCity: { type: 'string' }, home: { type: 'object', properties: { city: { type: 'string' } } } } }));
+    const report = await driver.prepare(clash);
+    expect(report.refused.join()).to.contain('"home_city"');
+  });
+});
