@@ -183,4 +183,9 @@ done
 for b in kube-apiserver kube-controller-manager; do
   install -m 0755 "$OUT/$b" "$BIN/$b.tmp" && mv "$BIN/$b.tmp" "$BIN/$b"
 done
+# The source tree and its build outputs take ~2 GB; keep them only when asked.
+if [[ -z "${KUBE_PEER_KEEP_SRC:-}" ]]; then
+  log "removing build tree $SRC (set KUBE_PEER_KEEP_SRC=1 to keep it)"
+  rm -rf "$SRC"
+fi
 log "done: $BIN ($("$BIN/kube-apiserver" --version 2>/dev/null))"
