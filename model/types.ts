@@ -89,7 +89,7 @@ export interface DatasetAuthSpec {
 }
 
 export interface CallerSpec {
-  /** Principals (iam) or token subjects (public) that act as superusers: `caller.super`. */
+  /** Superusers (`caller.super`): IAM principal patterns as written; token subjects as `public:<pattern>`. */
   super?: string[];
   /** Whether requests without credentials are served, as anonymous callers: `caller.anon`. */
   anon?: boolean;

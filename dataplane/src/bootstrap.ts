@@ -3,9 +3,12 @@
  * `main.ts` (npm start, the container) and the test harness both call it, so they run one path.
  */
 import type { Logger } from 'pino';
-import { authenticateIam } from './auth/iam.js';
+import { authenticate, TokenVerifierCache } from './auth/authenticator.js';
+import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
+import type { ConfigStore } from './config/store.js';
+import { firewallBodyMiddleware, firewallMiddleware, type FirewallConfig } from './firewall/index.js';
+import type { AppDeps } from './http/app.js';
 import { startDataPlane, type ConfigSource, type DataPlane } from './server.js';
-import type { Authenticate } from './http/app.js';
 
 export interface BootstrapOptions {
   logger: Logger;
@@ -16,14 +19,47 @@ export interface BootstrapOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** No environment yet: nothing is blocked by IP, no managed rules (requests then fail with 503 anyway). */
+const OPEN_FIREWALL: FirewallConfig = { ipAddresses: { allowed: [], blocked: [] }, managedRules: [], trustedProxies: [] };
+
+export const DEV_ISSUER_JWKS_PATH = '/.well-known/dev-issuer/jwks.json';
+
 export async function bootstrapDataPlane(options: BootstrapOptions): Promise<DataPlane> {
-  const authenticate: Authenticate = async (input, _env, dataset) => authenticateIam(input.authorization, dataset);
-  return startDataPlane({
+  const verifiers = new TokenVerifierCache({ dataDir: options.dataDir });
+  let store: ConfigStore | undefined;
+  const firewallConfig = () => store?.environment?.gateways.api.firewall ?? OPEN_FIREWALL;
+  const firewallLogger = options.logger.child({ component: 'firewall' });
+
+  /** The development issuer's public keys, for clients that verify tokens themselves. */
+  const extraRoutes: AppDeps['extraRoutes'] = (app) => {
+    app.get(DEV_ISSUER_JWKS_PATH, async (_req, res, next) => {
+      try {
+        const provider = store?.environment?.identityProvider;
+        if (!provider?.development) {
+          res.status(404).json({ error: { code: 'NOT_FOUND', message: 'this environment has no development issuer', details: [] } });
+          return;
+        }
+        const issuer = await loadOrCreateDevIssuer(options.dataDir, { issuer: provider.issuer, audience: provider.audiences[0] });
+        res.json(issuer.jwks());
+      } catch (err) {
+        next(err);
+      }
+    });
+  };
+
+  const dataPlane = await startDataPlane({
     logger: options.logger,
     configSource: options.configSource,
     port: options.port,
     host: options.host,
     env: options.env,
-    authenticate,
+    authenticate: (input, env, dataset) => authenticate(input, env, dataset, verifiers),
+    firewall: (s) => {
+      store = s;
+      return firewallMiddleware(firewallConfig, firewallLogger);
+    },
+    bodyFirewall: firewallBodyMiddleware(firewallConfig, firewallLogger),
+    extraRoutes,
   });
+  return dataPlane;
 }

@@ -29,6 +29,7 @@ export interface DataPlaneOptions {
   env?: NodeJS.ProcessEnv;
   authenticate: Authenticate;
   firewall?: (store: ConfigStore, logger: Logger) => RequestHandler;
+  bodyFirewall?: RequestHandler;
   rawQuery?: RawQueryHandler;
   readOnly?: PostgresDriverOptions['readOnly'];
   extraRoutes?: AppDeps['extraRoutes'];
@@ -83,6 +84,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     logger,
     authenticate: options.authenticate,
     firewall: options.firewall?.(store, logger),
+    bodyFirewall: options.bodyFirewall,
     rawQuery: options.rawQuery,
     bodyLimit: options.bodyLimit,
     extraRoutes: options.extraRoutes,

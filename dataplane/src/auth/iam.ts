@@ -9,7 +9,7 @@ import type { DatasetConfig } from '../../../model/types.js';
 import { parseAuthorization } from './authorization.js';
 import { anonymousCaller, type Caller } from './caller.js';
 import { forbidden, quote, unauthorized } from './errors.js';
-import { anyMatches } from './principals.js';
+import { anyMatches, superPatterns } from './principals.js';
 
 export const MAX_PRINCIPAL_LENGTH = 2048;
 /** Visible ASCII only: no whitespace, no control characters, nothing a header cannot carry faithfully. */
@@ -48,5 +48,5 @@ export function authenticateIam(authorization: string | undefined, dataset: Data
       `principal ${quote(principal)} is not allowed on dataset "${dataset.id}"; add it (or a matching pattern) to the dataset's auth.iam.principals`,
     );
   }
-  return { anon: false, schema: 'iam', id: principal, claims: {}, super: anyMatches(dataset.caller.super, [principal]) };
+  return { anon: false, schema: 'iam', id: principal, claims: {}, super: anyMatches(superPatterns(dataset.caller.super, 'iam'), [principal]) };
 }

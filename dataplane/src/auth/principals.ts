@@ -36,3 +36,14 @@ export function principalMatches(pattern: string, principal: string): boolean {
 export function anyMatches(patterns: readonly string[], names: readonly (string | undefined)[]): boolean {
   return patterns.some((pattern) => names.some((name) => name !== undefined && principalMatches(pattern, name)));
 }
+
+/**
+ * `caller.super` holds IAM principals as written, and token subjects prefixed `public:` — so a
+ * token whose `sub` or `cognito:username` happens to equal an IAM principal's name is not super.
+ */
+export const PUBLIC_SUPER_PREFIX = 'public:';
+export function superPatterns(all: readonly string[], gateway: 'iam' | 'public'): string[] {
+  return gateway === 'public'
+    ? all.filter((p) => p.startsWith(PUBLIC_SUPER_PREFIX)).map((p) => p.slice(PUBLIC_SUPER_PREFIX.length))
+    : all.filter((p) => !p.startsWith(PUBLIC_SUPER_PREFIX));
+}

@@ -35,6 +35,8 @@ export interface AppDeps {
   authenticate: Authenticate;
   /** Request inspection (API gateway firewall), run before addressing and authentication. */
   firewall?: RequestHandler;
+  /** Body rules of the firewall, run on the raw body once it is read. */
+  bodyFirewall?: RequestHandler;
   rawQuery?: RawQueryHandler;
   /** Largest accepted body, in bytes. */
   bodyLimit?: number;
@@ -75,7 +77,18 @@ export function createApp(deps: AppDeps): express.Express {
   });
   deps.extraRoutes?.(app);
 
-  if (deps.firewall) app.use(deps.firewall);
+  if (deps.firewall) {
+    const firewall = deps.firewall;
+    app.use((req: Request, res: Response, next: NextFunction) => {
+      let passed = false;
+      firewall(req, res, (err?: unknown) => {
+        passed = true;
+        next(err);
+      });
+      // A blocked request's path may be the exploit string itself: keep it out of the access log.
+      if (!passed) res.locals.redactPath = true;
+    });
+  }
 
   const json = express.json({
     limit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
@@ -165,7 +178,8 @@ export function createApp(deps: AppDeps): express.Express {
         return json(req, res, (err?: unknown) => {
           if (err) return next(err);
           if (req.rawBody === undefined || req.rawBody.length === 0) return next(badRequest('INVALID_BODY', 'the request needs a JSON body', [{ path: '$', message: 'empty body' }]));
-          return handler(req, res, next);
+          if (!deps.bodyFirewall) return handler(req, res, next);
+          return deps.bodyFirewall(req, res, (fwErr?: unknown) => (fwErr ? next(fwErr) : handler(req, res, next)));
         });
       }
       return handler(req, res, next);

@@ -25,7 +25,8 @@ export function requestContext(logger: Logger) {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      req.log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
+      const path = res.locals.redactPath ? '[redacted: blocked by the firewall]' : req.path.slice(0, 512);
+      req.log.info({ method: req.method, path, status: res.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
     });
     next();
   };

@@ -1,0 +1,67 @@
+/**
+ * The one entry point of authentication: which gateway, the Authorization header, the environment
+ * and the dataset in; the caller out, or an AuthError (status, reason code, message) thrown.
+ */
+import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import type { Caller } from './caller.js';
+import { loadOrCreateDevIssuer, type DevIssuer } from './dev-issuer.js';
+import { forbidden } from './errors.js';
+import { authenticateIam } from './iam.js';
+import { authenticatePublic, TokenVerifier, type IdentityProviderConfig, type TokenVerifierOptions } from './jwt.js';
+
+export interface AuthInput {
+  authkind: 'iam' | 'public';
+  /** The raw `Authorization` header value, if any. */
+  authorization?: string;
+}
+
+export async function authenticate(input: AuthInput, env: EnvironmentConfig, dataset: DatasetConfig, verifiers: TokenVerifierCache): Promise<Caller> {
+  if (!env.gateways[input.authkind].enabled) {
+    throw forbidden('GATEWAY_DISABLED', `the ${input.authkind} gateway is disabled in environment "${env.id}"`);
+  }
+  if (input.authkind === 'iam') return authenticateIam(input.authorization, dataset);
+  return authenticatePublic(input.authorization, dataset, await verifiers.get(env));
+}
+
+export interface TokenVerifierCacheOptions extends Omit<TokenVerifierOptions, 'devIssuer'> {
+  /** DATA_DIR: where the development issuer keeps its signing key. */
+  dataDir: string;
+}
+
+/**
+ * One TokenVerifier per environment, reused across requests so the JWKS cache and its refetch
+ * cooldown hold. A changed identity provider (hot-reloaded environment config) gets a new verifier.
+ */
+export class TokenVerifierCache {
+  private readonly entries = new Map<string, { fingerprint: string; verifier: Promise<TokenVerifier> }>();
+
+  constructor(private readonly options: TokenVerifierCacheOptions) {}
+
+  /** The environment's verifier, or undefined when it has no identity provider. */
+  async get(env: EnvironmentConfig): Promise<TokenVerifier | undefined> {
+    const provider = env.identityProvider;
+    if (!provider) {
+      this.entries.delete(env.id);
+      return undefined;
+    }
+    const fingerprint = JSON.stringify(provider);
+    let entry = this.entries.get(env.id);
+    if (!entry || entry.fingerprint !== fingerprint) {
+      const verifier = this.create(provider);
+      entry = { fingerprint, verifier };
+      this.entries.set(env.id, entry);
+      // A failed creation (unreadable development key) is retried by the next request.
+      verifier.catch(() => {
+        if (this.entries.get(env.id) === entry) this.entries.delete(env.id);
+      });
+    }
+    return entry.verifier;
+  }
+
+  private async create(provider: IdentityProviderConfig): Promise<TokenVerifier> {
+    const { dataDir, ...rest } = this.options;
+    let devIssuer: DevIssuer | undefined;
+    if (provider.development) devIssuer = await loadOrCreateDevIssuer(dataDir, { issuer: provider.issuer, audience: provider.audiences[0] });
+    return new TokenVerifier(provider, { ...rest, devIssuer });
+  }
+}

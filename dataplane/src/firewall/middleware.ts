@@ -1,0 +1,64 @@
+/**
+ * Express binding of the API gateway firewall. Answers a blocked request with
+ * `403 {"error":{"code":"FIREWALL_BLOCKED","message":…,"details":[{"rule":"<id>"}]},"requestId":…}`
+ * and logs the rule id, client address and method — never the URL, headers or body, which may hold
+ * the very payload (a `${jndi:` string is best kept out of log pipelines).
+ *
+ * Two mount points:
+ * - `firewallMiddleware` before the body is read: IP rules, request line, headers, Content-Length
+ *   (and the body too, if `req.rawBody` is already there);
+ * - `firewallBodyMiddleware` after a body parser that keeps the raw bytes in `req.rawBody`
+ *   (`express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`): the body rules.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { resolveClientAddress } from './client-address.js';
+import { compileFirewall, type FirewallConfig } from './config.js';
+import { inspect, type FirewallVerdict, type InspectionScope } from './inspect.js';
+
+export interface FirewallLogger {
+  warn(object: Record<string, unknown>, message: string): void;
+}
+
+type Middleware = (req: Request, res: Response, next: NextFunction) => void;
+
+export function firewallMiddleware(getConfig: () => FirewallConfig, logger: FirewallLogger): Middleware {
+  return middleware(getConfig, logger, (hasBody) => (hasBody ? 'all' : 'request'));
+}
+
+/** Body rules only; a request without `req.rawBody` passes untouched. */
+export function firewallBodyMiddleware(getConfig: () => FirewallConfig, logger: FirewallLogger): Middleware {
+  return middleware(getConfig, logger, (hasBody) => (hasBody ? 'body' : undefined));
+}
+
+function middleware(getConfig: () => FirewallConfig, logger: FirewallLogger, scopeFor: (hasBody: boolean) => InspectionScope | undefined): Middleware {
+  return function firewall(req: Request, res: Response, next: NextFunction): void {
+    let verdict: FirewallVerdict | undefined;
+    let clientAddress = '';
+    try {
+      const raw = (req as unknown as { rawBody?: unknown }).rawBody;
+      const bodyText = typeof raw === 'string' ? raw : Buffer.isBuffer(raw) ? raw.toString('utf8') : undefined;
+      const scope = scopeFor(bodyText !== undefined);
+      if (!scope) {
+        next();
+        return;
+      }
+      const config = getConfig();
+      clientAddress = resolveClientAddress(req.socket?.remoteAddress, req.headers['x-forwarded-for'], compileFirewall(config).trustedProxies);
+      const bodyBytes = typeof raw === 'string' ? Buffer.byteLength(raw) : Buffer.isBuffer(raw) ? raw.length : undefined;
+      verdict = inspect({ method: req.method, rawUrl: req.originalUrl ?? req.url, headers: req.headers, clientAddress, bodyText, bodyBytes }, config, scope);
+    } catch (err) {
+      next(err); // fail closed: an unusable firewall config answers 500, never lets requests through
+      return;
+    }
+    if (!verdict) {
+      next();
+      return;
+    }
+    const requestId: string = (req as unknown as { id?: string }).id ?? '';
+    logger.warn({ rule: verdict.ruleId, requestId, clientAddress, method: req.method }, 'request blocked by the API gateway firewall');
+    res.status(403).json({
+      error: { code: 'FIREWALL_BLOCKED', message: `the API gateway firewall blocked this request: ${verdict.message}`, details: [{ rule: verdict.ruleId }] },
+      requestId,
+    });
+  };
+}
