@@ -65,6 +65,11 @@ function problemsOf(validate: ValidateFunction, base: string): SpecProblem[] {
 /** Checks that the schemas are consistent with each other (what JSON Schema cannot say). */
 export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProblem[] {
   const problems: SpecProblem[] = [];
+  const dbSchema = spec.location.databaseSchema;
+  // das_internal holds the service's own bookkeeping (raw SQL credentials); pg_* is PostgreSQL's.
+  if (dbSchema === 'das_internal' || dbSchema?.startsWith('pg_')) {
+    problems.push({ path: `${base}.location.databaseSchema`, message: `"${dbSchema}" is reserved` });
+  }
   for (const [schemaName, schema] of Object.entries(spec.schemas)) {
     const schemaPath = `${base}.schemas[${JSON.stringify(schemaName)}]`;
     const walk = (props: Record<string, import('./types.js').PropertyDef>, path: string) => {

@@ -5,6 +5,8 @@
 import type { Logger } from 'pino';
 import { authenticate, TokenVerifierCache } from './auth/authenticator.js';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
+import { PostgresReadOnlyExecutor } from './drivers/postgres/readonly.js';
+import { executeRawQuery } from './rawsql/handler.js';
 import type { ConfigStore } from './config/store.js';
 import { firewallBodyMiddleware, firewallMiddleware, type FirewallConfig } from './firewall/index.js';
 import type { AppDeps } from './http/app.js';
@@ -59,6 +61,8 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
       return firewallMiddleware(firewallConfig, firewallLogger);
     },
     bodyFirewall: firewallBodyMiddleware(firewallConfig, firewallLogger),
+    rawQuery: executeRawQuery,
+    readOnly: new PostgresReadOnlyExecutor({ logger: options.logger.child({ component: 'raw-sql' }) }),
     extraRoutes,
   });
   return dataPlane;

@@ -1,0 +1,464 @@
+/**
+ * The read-only executor behind the raw SQL endpoint on PostgreSQL: the `readOnly` hook of
+ * PostgresDriver.
+ *
+ * Read-only is enforced by the database, in layers:
+ *
+ * 1. A dedicated LOGIN role per dataset (`das_ro_<schema>_<hash of database and schema>`: role
+ *    names are cluster-wide, schemas are per database) with NOSUPERUSER NOCREATEDB NOCREATEROLE
+ *    NOINHERIT NOREPLICATION NOBYPASSRLS, member of no role (any membership is revoked at every
+ *    prepare, so no pg_read_server_files and the like), holding only CONNECT on the database,
+ *    USAGE on the dataset's database schema and SELECT on its tables (ALTER DEFAULT PRIVILEGES
+ *    covers tables created later; prepare re-grants). Other datasets' schemas are not granted, so
+ *    reading them is "permission denied". The role's defaults: default_transaction_read_only on,
+ *    a statement_timeout ceiling, an idle-in-transaction timeout, standard_conforming_strings on
+ *    (the rewrite lexer relies on it) and search_path = the dataset schema.
+ *
+ *    Why a separate login and not `SET ROLE` on the admin connection: SET ROLE only changes the
+ *    current user; the session user stays the superuser (or admin), and any statement can switch
+ *    back with `SELECT set_config('role', 'postgres', false)` or RESET ROLE. SET SESSION
+ *    AUTHORIZATION is no better (a superuser-authenticated session can reset it). Only a session
+ *    authenticated as the unprivileged role cannot regain privileges.
+ *
+ * 2. Every query runs in `BEGIN READ ONLY` with `SET LOCAL statement_timeout`, and is always rolled
+ *    back, never committed. A function with side effects called from a SELECT (even a SECURITY
+ *    DEFINER one owned by a superuser) fails with "cannot execute INSERT in a read-only
+ *    transaction".
+ *
+ * 3. The statement runs as `DECLARE c NO SCROLL CURSOR FOR <statement>` then `FETCH <limit+1>`:
+ *    DECLARE accepts only a query (SELECT, VALUES, TABLE, WITH … SELECT) and refuses
+ *    data-modifying WITH clauses, so INSERT/UPDATE/DELETE/DDL/SET/COPY/GRANT never even parse; the
+ *    cursor also caps how many rows leave the server. The extended query protocol is forced, and
+ *    it refuses a text holding more than one statement.
+ *
+ * 4. After each query: ROLLBACK and DISCARD ALL, so nothing a query did to the session (session
+ *    advisory locks, settings) survives into the next one; a connection in doubt is destroyed.
+ *
+ * The role's password: random (24 bytes), generated once and kept in an admin-only table
+ * `das_internal.readonly_credentials` of the same database, so that every data-plane replica (and
+ * a restart) uses the same password instead of resetting each other's; it is sent to the server
+ * only as a SCRAM-SHA-256 verifier (ALTER ROLE … PASSWORD 'SCRAM-SHA-256$…'), so it never appears
+ * in the server's statement log. Delete the row to rotate it: the next prepare generates a new one,
+ * and a replica whose login then fails re-reads it (re-prepares) once.
+ */
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { DatasetConfig } from '../../../../model/types.js';
+import { ApiError, badRequest, type ErrorDetail } from '../../engine/errors.js';
+import type { RawQuery, RawQueryOptions } from '../driver.js';
+import { quoteIdent as q } from '../sql-naming.js';
+import { databaseSchemaOf } from './sql.js';
+import { applicationName, tagComment } from './tags.js';
+import { recordTypes } from './types.js';
+
+export interface ReadOnlyExecutorOptions {
+  logger?: Logger;
+  /** Connections per dataset (per data-plane replica). Default 4. */
+  poolSize?: number;
+  /** How long a query waits for a free connection before a 503. Default 10 s. */
+  connectionTimeoutMs?: number;
+  /** The role's statement_timeout default: a ceiling should a session skip SET LOCAL. Default 60 s. */
+  roleStatementTimeoutMs?: number;
+  /** temp_file_limit for the role (set only when the admin is a superuser). Default '1GB'. */
+  tempFileLimit?: string;
+}
+
+interface DatasetState {
+  role: string;
+  password: string;
+  pool: pg.Pool;
+}
+
+/** The schema holding the read-only roles' passwords: admin only, never granted to anyone. */
+export const CREDENTIALS_SCHEMA = 'das_internal';
+const CREDENTIALS_TABLE = `${q(CREDENTIALS_SCHEMA)}.readonly_credentials`;
+const CURSOR = 'das_raw_query';
+
+/** The per-dataset role: readable, unique per database and schema, at most 63 bytes. */
+export function readOnlyRoleName(database: string, dbSchema: string): string {
+  const hash = createHash('sha256').update(`${database}\0${dbSchema}`).digest('hex').slice(0, 8);
+  const readable = dbSchema.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 40);
+  return `das_ro_${readable}_${hash}`;
+}
+
+/** A SCRAM-SHA-256 verifier as PostgreSQL stores it (RFC 5802/7677; what psql's \password sends). */
+export function scramVerifier(password: string, iterations = 4096): string {
+  const salt = randomBytes(16);
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
+}
+
+export class PostgresReadOnlyExecutor {
+  /** Per admin pool (one per database URL), per database schema. */
+  private readonly states = new Map<pg.Pool, Map<string, Promise<DatasetState>>>();
+  private closed = false;
+
+  constructor(private readonly options: ReadOnlyExecutorOptions = {}) {}
+
+  /**
+   * Creates or repairs the dataset's read-only role and grants; called after the dataset's DDL.
+   * For a dataset without rawSqlEndpointEnabled no role is created, and an existing one (the
+   * endpoint was switched off) loses LOGIN and its connections.
+   */
+  async prepare(dataset: DatasetConfig, adminPool: pg.Pool): Promise<void> {
+    if (!dataset.auth.iam.rawSqlEndpointEnabled) return this.disable(dataset, adminPool);
+    await this.schedulePrepare(dataset, adminPool);
+  }
+
+  private async disable(dataset: DatasetConfig, adminPool: pg.Pool): Promise<void> {
+    const dbSchema = databaseSchemaOf(dataset);
+    const byAdmin = this.states.get(adminPool);
+    const previous = byAdmin?.get(dbSchema);
+    byAdmin?.delete(dbSchema);
+    await previous?.then((state) => state.pool.end()).catch(() => undefined);
+    const { db } = (await adminPool.query<{ db: string }>('SELECT current_database() AS db')).rows[0];
+    const role = readOnlyRoleName(db, dbSchema);
+    const { rowCount } = await adminPool.query('SELECT 1 FROM pg_roles WHERE rolname = $1 AND rolcanlogin', [role]);
+    if (rowCount) await adminPool.query(`ALTER ROLE ${q(role)} NOLOGIN`);
+  }
+
+  private schedulePrepare(dataset: DatasetConfig, adminPool: pg.Pool): Promise<DatasetState> {
+    if (this.closed) return Promise.reject(new Error('the read-only executor is closed'));
+    const dbSchema = databaseSchemaOf(dataset);
+    let byAdmin = this.states.get(adminPool);
+    if (!byAdmin) this.states.set(adminPool, (byAdmin = new Map()));
+    const previous = byAdmin.get(dbSchema);
+    const next = (previous ?? Promise.resolve(undefined))
+      .catch(() => undefined)
+      .then((prev) => this.setUp(dbSchema, adminPool, prev));
+    byAdmin.set(dbSchema, next);
+    // A failed prepare leaves no state behind, so that the next query or prepare tries again.
+    next.catch(() => {
+      if (byAdmin.get(dbSchema) === next) byAdmin.delete(dbSchema);
+    });
+    return next;
+  }
+
+  private async setUp(dbSchema: string, adminPool: pg.Pool, previous: DatasetState | undefined): Promise<DatasetState> {
+    if (dbSchema === CREDENTIALS_SCHEMA) throw new Error(`database schema "${CREDENTIALS_SCHEMA}" is reserved for the data plane`);
+    const admin = await adminPool.connect();
+    let role: string;
+    let password: string;
+    try {
+      await admin.query('BEGIN');
+      // Serialises replicas preparing at once (CREATE ROLE, GRANT and the credentials row).
+      await admin.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['data-access:readonly-roles']);
+      const me = (await admin.query<{ db: string; super: boolean }>('SELECT current_database() AS db, rolsuper AS super FROM pg_roles WHERE rolname = current_user')).rows[0];
+      role = readOnlyRoleName(me.db, dbSchema);
+      const R = q(role);
+      password = await this.storedPassword(admin, role);
+
+      const current = (
+        await admin.query<Record<string, boolean>>(
+          'SELECT rolsuper, rolcreatedb, rolcreaterole, rolinherit, rolreplication, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = $1',
+          [role],
+        )
+      ).rows[0];
+      if (!current) await admin.query(`CREATE ROLE ${R} LOGIN NOINHERIT`);
+      // Only attributes that differ are named: PostgreSQL lets only superusers mention SUPERUSER,
+      // REPLICATION or BYPASSRLS at all, and the admin may be a mere CREATEROLE role. A role
+      // someone made a superuser therefore fails here unless the admin is one: never served so.
+      const wanted: [string, boolean, string][] = [
+        ['rolsuper', false, 'NOSUPERUSER'],
+        ['rolcreatedb', false, 'NOCREATEDB'],
+        ['rolcreaterole', false, 'NOCREATEROLE'],
+        ['rolinherit', false, 'NOINHERIT'],
+        ['rolreplication', false, 'NOREPLICATION'],
+        ['rolbypassrls', false, 'NOBYPASSRLS'],
+        ['rolcanlogin', true, 'LOGIN'],
+      ];
+      const fixes = current ? wanted.filter(([column, value]) => current[column] !== value).map(([, , clause]) => clause) : [];
+      await admin.query(`ALTER ROLE ${R} WITH ${[...fixes, `PASSWORD '${scramVerifier(password)}'`].join(' ')}`);
+      const settings: [string, string][] = [
+        ['default_transaction_read_only', 'on'],
+        ['statement_timeout', String(this.options.roleStatementTimeoutMs ?? 60000)],
+        ['idle_in_transaction_session_timeout', String(Math.max(60000, this.options.roleStatementTimeoutMs ?? 60000))],
+        ['standard_conforming_strings', 'on'],
+      ];
+      for (const [name, value] of settings) await admin.query(`ALTER ROLE ${R} SET ${name} = ${value}`);
+      await admin.query(`ALTER ROLE ${R} SET search_path = ${q(dbSchema)}`);
+      if (me.super) await admin.query(`ALTER ROLE ${R} SET temp_file_limit = '${(this.options.tempFileLimit ?? '1GB').replace(/'/g, '')}'`);
+      const memberships = await admin.query<{ granted: string }>(
+        'SELECT m.roleid::regrole::text AS granted FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = $1',
+        [role],
+      );
+      for (const { granted } of memberships.rows) await admin.query(`REVOKE ${granted} FROM ${R}`);
+
+      await admin.query(`GRANT CONNECT ON DATABASE ${q(me.db)} TO ${R}`);
+      await this.lockDownPublicSchema(admin, role);
+      const schemaExists = (await admin.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [dbSchema])).rowCount;
+      if (schemaExists) {
+        const S = q(dbSchema);
+        await admin.query(`GRANT USAGE ON SCHEMA ${S} TO ${R}`);
+        await admin.query(`REVOKE CREATE ON SCHEMA ${S} FROM ${R}`);
+        await admin.query(`GRANT SELECT ON ALL TABLES IN SCHEMA ${S} TO ${R}`);
+        await admin.query(`REVOKE INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON ALL TABLES IN SCHEMA ${S} FROM ${R}`);
+        await admin.query(`ALTER DEFAULT PRIVILEGES IN SCHEMA ${S} GRANT SELECT ON TABLES TO ${R}`);
+      }
+      await admin.query('COMMIT');
+    } catch (err) {
+      await admin.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      admin.release();
+    }
+    if (previous && previous.role === role && previous.password === password) return previous;
+    if (previous) void previous.pool.end().catch(() => undefined);
+    return { role, password, pool: this.openPool(adminPool, role, password) };
+  }
+
+  /** The role's password from the admin-only credentials table, created on first use. */
+  private async storedPassword(admin: pg.PoolClient, role: string): Promise<string> {
+    await admin.query(`CREATE SCHEMA IF NOT EXISTS ${q(CREDENTIALS_SCHEMA)}`);
+    await admin.query(`REVOKE ALL ON SCHEMA ${q(CREDENTIALS_SCHEMA)} FROM PUBLIC`);
+    await admin.query(
+      `CREATE TABLE IF NOT EXISTS ${CREDENTIALS_TABLE} (role_name text PRIMARY KEY, password text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    await admin.query(`REVOKE ALL ON ${CREDENTIALS_TABLE} FROM PUBLIC`);
+    await admin.query(`INSERT INTO ${CREDENTIALS_TABLE} (role_name, password) VALUES ($1, $2) ON CONFLICT (role_name) DO NOTHING`, [
+      role,
+      randomBytes(24).toString('base64url'),
+    ]);
+    return (await admin.query<{ password: string }>(`SELECT password FROM ${CREDENTIALS_TABLE} WHERE role_name = $1`, [role])).rows[0].password;
+  }
+
+  /**
+   * The role gets nothing on schema public. PUBLIC's CREATE there (the default before
+   * PostgreSQL 15) is revoked when this admin may; otherwise a warning (the read-only transaction
+   * and the cursor still refuse CREATE).
+   */
+  private async lockDownPublicSchema(admin: pg.PoolClient, role: string): Promise<void> {
+    const found = await admin.query<{ create: boolean; mine: boolean }>(
+      `SELECT has_schema_privilege($1, n.oid, 'CREATE') AS create,
+              (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role(current_user, n.nspowner, 'USAGE') AS mine
+         FROM pg_namespace n WHERE n.nspname = 'public'`,
+      [role],
+    );
+    const publicSchema = found.rows[0];
+    if (!publicSchema) return;
+    await admin.query(`REVOKE ALL ON SCHEMA public FROM ${q(role)}`);
+    if (publicSchema.create) {
+      if (publicSchema.mine) await admin.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
+      else this.options.logger?.warn({ role }, 'PUBLIC may CREATE in schema public and this admin cannot revoke it; the raw SQL role inherits that privilege');
+    }
+  }
+
+  private openPool(adminPool: pg.Pool, role: string, password: string): pg.Pool {
+    // The admin pool's resolved target (URL, PG* variables and defaults, as pg resolves them).
+    const target = new pg.Client(adminPool.options as pg.ClientConfig);
+    const pool = new pg.Pool({
+      host: target.host,
+      port: target.port,
+      database: target.database,
+      ssl: target.ssl as pg.PoolConfig['ssl'],
+      stream: adminPool.options.stream,
+      keepAlive: adminPool.options.keepAlive,
+      user: role,
+      password,
+      max: this.options.poolSize ?? 4,
+      idleTimeoutMillis: 30000,
+      connectionTimeoutMillis: this.options.connectionTimeoutMs ?? 10000,
+      application_name: 'data-access-raw-sql',
+      types: rawTypes,
+    });
+    pool.on('error', (err) => this.options.logger?.warn({ err: err.message, role }, 'idle read-only PostgreSQL connection failed'));
+    return pool;
+  }
+
+  private async ensure(dataset: DatasetConfig, adminPool: pg.Pool): Promise<DatasetState> {
+    // The endpoint checks this first; here it keeps a switched-off dataset from re-creating its role.
+    if (!dataset.auth.iam.rawSqlEndpointEnabled) throw new ApiError(403, 'RAW_SQL_DISABLED', `the raw SQL endpoint is not enabled for dataset "${dataset.id}"`);
+    const existing = this.states.get(adminPool)?.get(databaseSchemaOf(dataset));
+    try {
+      return await (existing ?? this.schedulePrepare(dataset, adminPool));
+    } catch (err) {
+      this.options.logger?.error({ err: (err as Error).message, dataset: dataset.id }, 'could not prepare the read-only role');
+      throw unavailable();
+    }
+  }
+
+  /** A connection as the read-only role; a failed login (rotated password, dropped role) re-prepares once. */
+  private async connect(dataset: DatasetConfig, adminPool: pg.Pool): Promise<pg.PoolClient> {
+    let state = await this.ensure(dataset, adminPool);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await state.pool.connect();
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (attempt === 0 && (code === '28P01' || code === '28000')) {
+          this.options.logger?.warn({ code, role: state.role }, 'read-only login failed; preparing the role again');
+          try {
+            state = await this.schedulePrepare(dataset, adminPool);
+          } catch {
+            throw unavailable();
+          }
+          continue;
+        }
+        this.options.logger?.error({ err: (err as Error).message, code, role: state.role }, 'no read-only PostgreSQL connection');
+        if (/timeout/i.test((err as Error).message) && !code) throw new ApiError(503, 'RAW_SQL_BUSY', 'all raw SQL connections of this dataset are busy; try again shortly');
+        throw unavailable();
+      }
+    }
+  }
+
+  async query(dataset: DatasetConfig, adminPool: pg.Pool, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]> {
+    const { rowLimit, timeoutMs } = options;
+    if (!Number.isSafeInteger(rowLimit) || rowLimit < 1) throw new Error(`rowLimit must be a positive integer, got ${rowLimit}`);
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new Error(`timeoutMs must be a positive integer, got ${timeoutMs}`);
+    const client = await this.connect(dataset, adminPool);
+    let reusable = true;
+    try {
+      await client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeoutMs}`);
+      if (options.tags) await client.query("SELECT set_config('application_name', $1, true)", [applicationName(options)]);
+      const prefix = `${tagComment(options)}DECLARE ${CURSOR} NO SCROLL CURSOR FOR `;
+      try {
+        // queryMode 'extended' even without values: the simple protocol would run `…; DELETE …`.
+        await client.query({ text: prefix + query.text, values: query.values, queryMode: 'extended' } as pg.QueryConfig);
+        const result = await client.query(`FETCH FORWARD ${rowLimit + 1} FROM ${CURSOR}`);
+        const names = result.fields.map((f) => f.name);
+        const duplicates = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
+        if (duplicates.length) {
+          throw badRequest('DUPLICATE_COLUMN_NAMES', `the result has several columns named ${duplicates.map((d) => `"${d}"`).join(', ')}; give each column a distinct alias`, [
+            { path: '$.sql', message: 'duplicate column names', columns: duplicates },
+          ]);
+        }
+        if (result.rows.length > rowLimit) {
+          throw badRequest('ROW_LIMIT_EXCEEDED', `the query returns more than ${rowLimit} rows, the raw SQL row limit; narrow it (WHERE, LIMIT) or aggregate`, [
+            { path: '$.sql', message: `more than ${rowLimit} rows`, rowLimit },
+          ]);
+        }
+        return result.rows;
+      } catch (err) {
+        if (err instanceof ApiError) throw err;
+        if (!(err instanceof pg.DatabaseError)) {
+          reusable = false;
+          throw err;
+        }
+        const mapped = toRawSqlError(err, query.text, [...prefix].length, timeoutMs);
+        if (mapped.status >= 500) reusable = false;
+        throw mapped;
+      }
+    } finally {
+      try {
+        if (!reusable) throw new Error('connection in doubt');
+        await client.query('ROLLBACK');
+        await client.query('DISCARD ALL');
+        client.release();
+      } catch {
+        client.release(true);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const states = [...this.states.values()].flatMap((byAdmin) => [...byAdmin.values()]);
+    this.states.clear();
+    await Promise.all(states.map((state) => state.then((s) => s.pool.end()).catch(() => undefined)));
+  }
+}
+
+const BYTEA = 17;
+const TIMESTAMP = 1114;
+const INTERVAL = 1186;
+
+/**
+ * How result values reach JSON: as for record reads (bigint as a number when exact, else a string;
+ * dates `YYYY-MM-DD`; timestamptz ISO-8601 in UTC; numeric as a string; json parsed), and bytea,
+ * interval and timestamp without time zone in PostgreSQL's own text form (`\x…`,
+ * `1 day 02:00:00`, `2024-05-01 12:30:00`): no objects, and no shift by the process's time zone.
+ */
+const rawTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === BYTEA || oid === INTERVAL || oid === TIMESTAMP) return (value: string) => value;
+    return recordTypes.getTypeParser(oid, format);
+  },
+};
+
+const unavailable = () => new ApiError(503, 'RAW_SQL_UNAVAILABLE', 'the read-only connection for raw SQL is not available; try again later');
+
+/** 1-based character position of the statement's first token (after blanks and comments). */
+export function firstTokenPosition(sql: string): number {
+  let i = 0;
+  for (;;) {
+    while (i < sql.length && /\s/.test(sql[i])) i += 1;
+    if (sql.startsWith('--', i)) {
+      const eol = sql.indexOf('\n', i);
+      i = eol === -1 ? sql.length : eol + 1;
+    } else if (sql.startsWith('/*', i)) {
+      let depth = 0;
+      while (i < sql.length) {
+        if (sql.startsWith('/*', i)) {
+          depth += 1;
+          i += 2;
+        } else if (sql.startsWith('*/', i)) {
+          depth -= 1;
+          i += 2;
+          if (depth === 0) break;
+        } else i += 1;
+      }
+    } else break;
+  }
+  return [...sql.slice(0, i)].length + 1;
+}
+
+const WRITE_KEYWORDS = /^(insert|update|delete|merge)\b/i;
+
+/**
+ * Maps an error PostgreSQL raised for the caller's statement to an ApiError. What the SQL text can
+ * cause is a 4xx carrying PostgreSQL's own message (and position, hint, SQLSTATE); connection and
+ * server trouble is a 503 without internals.
+ */
+export function toRawSqlError(err: pg.DatabaseError, statement: string, prefixChars: number, timeoutMs: number): ApiError {
+  const code = err.code ?? '';
+  const cls = code.slice(0, 2);
+  const raw = Number(err.position);
+  const position = Number.isInteger(raw) && raw - prefixChars >= 1 ? raw - prefixChars : undefined;
+  const detail: ErrorDetail = {
+    path: '$.sql',
+    message: err.message,
+    sqlState: code,
+    ...(position !== undefined ? { position } : {}),
+    ...(err.hint ? { hint: err.hint } : {}),
+  };
+  const fail = (status: number, apiCode: string, message: string) => new ApiError(status, apiCode, message, [detail]);
+  const at = position !== undefined ? ` (at character ${position})` : '';
+
+  const readOnly = code === '25006' || (cls === '25' && /read-write|read-only/i.test(err.message)) || (code === '0A000' && /data-modifying/i.test(err.message));
+  if (readOnly) {
+    return fail(400, 'READ_ONLY_VIOLATION', `the raw SQL connection is read-only: ${err.message}`);
+  }
+  if (code === '42501') return fail(403, 'PERMISSION_DENIED', `the raw SQL role may only read this dataset's tables: ${err.message}`);
+  if (code === '42601') {
+    if (/multiple commands/i.test(err.message)) return fail(400, 'MULTIPLE_STATEMENTS', 'send exactly one statement (no ";"-separated list)');
+    const chars = [...statement];
+    const word = position !== undefined ? chars.slice(position - 1, position + 9).join('') : '';
+    if (position !== undefined && (position === firstTokenPosition(statement) || WRITE_KEYWORDS.test(word))) {
+      return fail(400, 'NOT_A_QUERY', `only queries can be run (SELECT, VALUES, TABLE, WITH … SELECT): ${err.message}${at}`);
+    }
+    return fail(400, 'SQL_SYNTAX_ERROR', `${err.message}${at}`);
+  }
+  if (code === '42P01') return fail(400, 'UNDEFINED_TABLE', `${err.message}${at}`);
+  if (code === '42703') return fail(400, 'UNDEFINED_COLUMN', `${err.message}${at}`);
+  if (code === '42883') return fail(400, 'UNDEFINED_FUNCTION', `${err.message}${at}`);
+  if (cls === '42') return fail(400, 'INVALID_SQL', `${err.message}${at}`);
+  if (code === '57014') {
+    if (/statement timeout/i.test(err.message)) return fail(400, 'QUERY_TIMEOUT', `the query ran longer than the raw SQL time limit of ${timeoutMs} ms`);
+    return fail(503, 'QUERY_CANCELED', 'the query was canceled by the database; try again');
+  }
+  if (code === '22012') return fail(400, 'DIVISION_BY_ZERO', err.message);
+  if (cls === '22') return fail(400, 'DATA_EXCEPTION', err.message);
+  if (cls === '0A') return fail(400, 'SQL_NOT_SUPPORTED', err.message);
+  if (cls === '40') return fail(409, 'QUERY_CONFLICT', `${err.message}; try again`);
+  if (code === '53300' || cls === '57' || cls === '58' || code === 'XX001' || code === 'XX002' || (cls === '08' && code !== '08P01')) {
+    return new ApiError(503, 'DATABASE_UNAVAILABLE', 'the database could not run the query; try again later');
+  }
+  if (cls === '53' || cls === '54') return fail(400, 'RESOURCE_LIMIT_EXCEEDED', err.message);
+  // Everything else the statement can raise: cardinality, routine and trigger exceptions,
+  // RAISE from a function, lock and object-state errors, internal errors reached through SQL.
+  return fail(400, 'SQL_ERROR', err.message);
+}

@@ -1,0 +1,86 @@
+/**
+ * `POST /{datasetId}/raw-query`: gate (iam gateway, dataset switch), parse, rewrite, run on the
+ * location's read-only connection. The HTTP route calls executeRawQuery and sends its rows as the
+ * JSON array response; every client error is an ApiError.
+ */
+import type { DatasetConfig, LocationKind } from '../../../model/types.js';
+import { ApiError } from '../engine/errors.js';
+import type { LocationDriver, StatementContext } from '../drivers/driver.js';
+import { parseRawSqlRequest } from './request.js';
+import { postgresDialect, rewriteRawSql, sourcePosition, type RawSqlDialect, type RewrittenSql } from './rewrite.js';
+
+export interface RawSqlLimits {
+  /** More rows than this is a 400 ROW_LIMIT_EXCEEDED (never a silently truncated result). */
+  rowLimit: number;
+  /** statement_timeout of the query; beyond it a 400 QUERY_TIMEOUT. */
+  timeoutMs: number;
+}
+
+export const DEFAULT_RAW_SQL_LIMITS: RawSqlLimits = { rowLimit: 10000, timeoutMs: 15000 };
+
+/** Limits from RAW_SQL_ROW_LIMIT and RAW_SQL_TIMEOUT_MS; a value that is not a positive integer is a startup error. */
+export function rawSqlLimits(env: NodeJS.ProcessEnv = process.env): RawSqlLimits {
+  const read = (name: string, fallback: number) => {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+    return value;
+  };
+  return { rowLimit: read('RAW_SQL_ROW_LIMIT', DEFAULT_RAW_SQL_LIMITS.rowLimit), timeoutMs: read('RAW_SQL_TIMEOUT_MS', DEFAULT_RAW_SQL_LIMITS.timeoutMs) };
+}
+
+let processLimits: RawSqlLimits | undefined;
+/** Read from the environment once, on first use. */
+function defaultLimits(): RawSqlLimits {
+  return (processLimits ??= rawSqlLimits());
+}
+
+const DIALECTS: Partial<Record<LocationKind, RawSqlDialect>> = { postgres: postgresDialect };
+
+export interface RawQueryInput {
+  dataset: DatasetConfig;
+  /** The gateway the request came through. */
+  authkind: 'iam' | 'public';
+  /** The parsed JSON body. */
+  body: unknown;
+  driver: LocationDriver;
+  /** Tags and executor from the request headers. */
+  ctx: StatementContext;
+  /** Overrides of the process-wide limits (tests, per-route settings). */
+  limits?: Partial<RawSqlLimits>;
+}
+
+export async function executeRawQuery(input: RawQueryInput): Promise<Record<string, unknown>[]> {
+  const { dataset, driver, ctx } = input;
+  if (input.authkind !== 'iam') throw new ApiError(403, 'RAW_SQL_IAM_ONLY', 'the raw SQL endpoint is available only through the iam gateway');
+  if (!dataset.auth.iam.rawSqlEndpointEnabled) {
+    throw new ApiError(403, 'RAW_SQL_DISABLED', `the raw SQL endpoint is not enabled for dataset "${dataset.id}" (auth.iam.rawSqlEndpointEnabled)`);
+  }
+  const kind = dataset.location.kind;
+  if (kind === 'dynamodb') throw new ApiError(400, 'RAW_SQL_NOT_SUPPORTED', 'the dataset is stored in DynamoDB, which has no SQL engine for raw queries');
+  const dialect = DIALECTS[kind];
+  if (!dialect || !driver.rawQuery) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `raw SQL is not available yet on ${kind} locations`);
+
+  const request = parseRawSqlRequest(input.body, dataset);
+  const rewritten = rewriteRawSql(request.sql, request.using, request.arguments, dataset, dialect);
+  const limits = { ...defaultLimits(), ...input.limits };
+  try {
+    return await driver.rawQuery(dataset, { text: rewritten.text, values: rewritten.values }, { ...limits, tags: ctx.tags, executor: ctx.executor });
+  } catch (err) {
+    throw err instanceof ApiError ? withSourcePositions(err, request.sql, rewritten) : err;
+  }
+}
+
+/** Database error positions refer to the rewritten SQL; report them in the caller's SQL. */
+function withSourcePositions(err: ApiError, sql: string, rewritten: RewrittenSql): ApiError {
+  if (!err.details.some((d) => typeof d.position === 'number')) return err;
+  const details = err.details.map((d) => (typeof d.position === 'number' ? { ...d, position: sourcePosition(sql, rewritten, d.position) } : d));
+  const message = err.message.replace(/\(at character \d+\)/, () => {
+    const position = details.find((d) => typeof d.position === 'number')!.position;
+    return `(at character ${position})`;
+  });
+  const mapped = new ApiError(err.status, err.code, message, details);
+  mapped.stack = err.stack;
+  return mapped;
+}
