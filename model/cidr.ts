@@ -41,10 +41,17 @@ export class CidrSet {
     this.size = ranges.length;
   }
 
+  /** Recent answers: BlockList.check allocates per call, and clients repeat their address. */
+  private readonly recent = new Map<string, boolean>();
+
   contains(address: string): boolean {
+    const known = this.recent.get(address);
+    if (known !== undefined) return known;
     const normalized = normalizeAddress(address);
     const version = isIP(normalized);
-    if (version === 0) return false;
-    return this.list.check(normalized, version === 4 ? 'ipv4' : 'ipv6');
+    const result = version !== 0 && this.list.check(normalized, version === 4 ? 'ipv4' : 'ipv6');
+    if (this.recent.size >= 4096) this.recent.clear();
+    this.recent.set(address, result);
+    return result;
   }
 }

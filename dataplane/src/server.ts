@@ -12,8 +12,7 @@ import { ConfigStore } from './config/store.js';
 import { PostgresDriver } from './drivers/postgres/driver.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { RecordEngine } from './engine/engine.js';
-import { createApp, type AppDeps, type Authenticate, type RawQueryHandler } from './http/app.js';
-import type { RequestHandler } from 'express';
+import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
 
 export type ConfigSource =
@@ -28,8 +27,8 @@ export interface DataPlaneOptions {
   /** Environment for connection resolution (DATABASE_URL, mounted secrets). */
   env?: NodeJS.ProcessEnv;
   authenticate: Authenticate;
-  firewall?: (store: ConfigStore, logger: Logger) => RequestHandler;
-  bodyFirewall?: RequestHandler;
+  firewall?: (store: ConfigStore, logger: Logger) => NodeMiddleware;
+  bodyFirewall?: NodeMiddleware;
   rawQuery?: RawQueryHandler;
   readOnly?: PostgresDriverOptions['readOnly'];
   extraRoutes?: AppDeps['extraRoutes'];
@@ -77,7 +76,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   await store.settled();
 
   const engine = new RecordEngine(store, (d) => drivers.for(d), logger);
-  const app = createApp({
+  const handler = createRequestHandler({
     store,
     engine,
     driverFor: (d) => drivers.for(d),
@@ -89,7 +88,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     bodyLimit: options.bodyLimit,
     extraRoutes: options.extraRoutes,
   });
-  const server = createServer(app);
+  const server = createServer(handler);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {

@@ -10,7 +10,7 @@
  * - `firewallBodyMiddleware` after a body parser that keeps the raw bytes in `req.rawBody`
  *   (`express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`): the body rules.
  */
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolveClientAddress } from './client-address.js';
 import { compileFirewall, type FirewallConfig } from './config.js';
 import { inspect, type FirewallVerdict, type InspectionScope } from './inspect.js';
@@ -19,7 +19,7 @@ export interface FirewallLogger {
   warn(object: Record<string, unknown>, message: string): void;
 }
 
-type Middleware = (req: Request, res: Response, next: NextFunction) => void;
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 export function firewallMiddleware(getConfig: () => FirewallConfig, logger: FirewallLogger): Middleware {
   return middleware(getConfig, logger, (hasBody) => (hasBody ? 'all' : 'request'));
@@ -31,7 +31,7 @@ export function firewallBodyMiddleware(getConfig: () => FirewallConfig, logger: 
 }
 
 function middleware(getConfig: () => FirewallConfig, logger: FirewallLogger, scopeFor: (hasBody: boolean) => InspectionScope | undefined): Middleware {
-  return function firewall(req: Request, res: Response, next: NextFunction): void {
+  return function firewall(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void {
     let verdict: FirewallVerdict | undefined;
     let clientAddress = '';
     try {
@@ -45,7 +45,7 @@ function middleware(getConfig: () => FirewallConfig, logger: FirewallLogger, sco
       const config = getConfig();
       clientAddress = resolveClientAddress(req.socket?.remoteAddress, req.headers['x-forwarded-for'], compileFirewall(config).trustedProxies);
       const bodyBytes = typeof raw === 'string' ? Buffer.byteLength(raw) : Buffer.isBuffer(raw) ? raw.length : undefined;
-      verdict = inspect({ method: req.method, rawUrl: req.originalUrl ?? req.url, headers: req.headers, clientAddress, bodyText, bodyBytes }, config, scope);
+      verdict = inspect({ method: req.method ?? 'GET', rawUrl: (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/', headers: req.headers, clientAddress, bodyText, bodyBytes }, config, scope);
     } catch (err) {
       next(err); // fail closed: an unusable firewall config answers 500, never lets requests through
       return;
@@ -56,9 +56,14 @@ function middleware(getConfig: () => FirewallConfig, logger: FirewallLogger, sco
     }
     const requestId: string = (req as unknown as { id?: string }).id ?? '';
     logger.warn({ rule: verdict.ruleId, requestId, clientAddress, method: req.method }, 'request blocked by the API gateway firewall');
-    res.status(403).json({
+    // Plain node response calls, so the middleware serves node:http and Express alike.
+    const body = JSON.stringify({
       error: { code: 'FIREWALL_BLOCKED', message: `the API gateway firewall blocked this request: ${verdict.message}`, details: [{ rule: verdict.ruleId }] },
       requestId,
     });
+    res.statusCode = 403;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('content-length', Buffer.byteLength(body));
+    res.end(body);
   };
 }

@@ -1,5 +1,5 @@
 /** The echo endpoint's response: what the service saw of the request and the caller. */
-import type { Request } from 'express';
+import type { Exchange } from './exchange.js';
 import type { Caller } from '../auth/caller.js';
 
 /** Headers every HTTP client or proxy sends; `headers.empty` says whether anything else came. */
@@ -17,15 +17,16 @@ export function shortMediaType(value: string | undefined): string {
   return first.split('/')[1] || first;
 }
 
-export function echoResponse(req: Request, caller: Caller) {
+export function echoResponse(x: Exchange, caller: Caller) {
+  const req = x.req;
   const headerNames = Object.keys(req.headers);
   return {
-    path: req.path,
+    path: x.path,
     headers: { empty: headerNames.every((name) => TRANSPORT_HEADERS.has(name)) },
-    requestId: req.id,
+    requestId: x.id,
     caller: { anon: caller.anon, schema: caller.schema, id: caller.id, claims: caller.claims, super: caller.super },
-    method: req.method.toLowerCase(),
-    query: { empty: Object.keys(req.query as object).length === 0 },
+    method: (req.method ?? 'GET').toLowerCase(),
+    query: { empty: Object.keys(x.query).length === 0 },
     contentType: shortMediaType(req.headers['content-type']),
     accept: shortMediaType(req.headers.accept),
   };

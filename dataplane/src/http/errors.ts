@@ -1,7 +1,8 @@
 /** Error responses: `{error: {code, message, details}, requestId}`; never a stack trace. */
-import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
 import { AuthError } from '../auth/errors.js';
 import { ApiError } from '../engine/errors.js';
+import { sendJson, type Exchange } from './exchange.js';
 
 /** Maps body-parser failures and ApiErrors to 4xx; anything else is logged and answered 500. */
 export function toApiError(err: unknown): ApiError | undefined {
@@ -25,20 +26,19 @@ export function toApiError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
-export function sendError(req: Request, res: Response, error: ApiError): void {
-  if (res.headersSent) return;
-  res.status(error.status).json(error.toBody(req.id));
-}
-
-export function errorHandler() {
-  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const apiError = toApiError(err);
-    if (err instanceof AuthError && err.challenge) res.setHeader('www-authenticate', err.challenge);
-    if (apiError) {
-      if (apiError.status >= 500) req.log.error({ code: apiError.code }, apiError.message);
-      return sendError(req, res, apiError);
-    }
-    req.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
-    sendError(req, res, new ApiError(500, 'INTERNAL', `internal error; quote request id ${req.id} when reporting it`));
-  };
+/** Answers an error: 4xx for what the caller can fix, 500 (logged with its stack, never sent) otherwise. */
+export function respondWithError(x: Exchange, err: unknown, logger: Logger): void {
+  const apiError = toApiError(err);
+  if (x.res.headersSent) {
+    logger.error({ reqId: x.id, err: (err as Error)?.message }, 'error after the response started');
+    if (!x.res.writableEnded) x.res.destroy();
+    return;
+  }
+  if (err instanceof AuthError && err.challenge) x.res.setHeader('www-authenticate', err.challenge);
+  if (apiError) {
+    if (apiError.status >= 500) logger.error({ reqId: x.id, code: apiError.code }, apiError.message);
+    return sendJson(x.res, apiError.status, apiError.toBody(x.id));
+  }
+  logger.error({ reqId: x.id, err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
+  sendJson(x.res, 500, new ApiError(500, 'INTERNAL', `internal error; quote request id ${x.id} when reporting it`).toBody(x.id));
 }

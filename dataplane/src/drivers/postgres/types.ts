@@ -18,13 +18,19 @@ export const recordTypes = {
       return Number.isSafeInteger(n) ? n : v;
     };
     if (oid === DATE) return (v: string) => v;
-    if (oid === TIMESTAMPTZ || oid === TIMESTAMP) {
-      const parseDate = types.getTypeParser(oid, 'text') as (v: string) => Date;
-      return (v: string) => {
-        const date = parseDate(v);
-        return Number.isNaN(date.getTime()) ? v : date.toISOString(); // 'infinity' stays as it is
-      };
-    }
+    if (oid === TIMESTAMPTZ) return isoTimestamp;
+    if (oid === TIMESTAMP) return (v: string) => v.replace(' ', 'T'); // no zone: as stored
     return types.getTypeParser(oid, format as 'text');
   },
 };
+
+/**
+ * `2026-11-22 22:40:48.123456+00` → `2026-11-22T22:40:48.123456Z`: ISO-8601 by string edits
+ * (the session time zone is UTC or an offset), without a Date round trip on every row.
+ */
+export function isoTimestamp(value: string): string {
+  const match = /^(\d{4,}-\d\d-\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)([+-]\d\d)(?::?(\d\d))?(?::\d\d)?$/.exec(value);
+  if (!match) return value; // infinity, BC dates: as PostgreSQL writes them
+  const [, date, time, hours, minutes] = match;
+  return hours === '+00' && !minutes ? `${date}T${time}Z` : `${date}T${time}${hours}:${minutes ?? '00'}`;
+}

@@ -1,0 +1,176 @@
+/**
+ * Config source for the data plane in a cluster: watches the ConfigMaps the operator renders for
+ * one Environment and hands the parsed configs to the sink, so configs reload without a restart.
+ *
+ * - `startKubeConfigSource` resolves once the initial list has been delivered.
+ * - A dropped watch resumes from the last resourceVersion; an expired one (410) re-lists, and
+ *   datasets whose ConfigMaps vanished meanwhile are removed. Other failures retry with backoff.
+ * - Malformed JSON is logged and skipped: the last good config stays in force.
+ */
+import { CoreV1Api, KubeConfig, ListWatch, Watch, type V1ConfigMap } from '@kubernetes/client-node';
+import { pino, type Logger } from 'pino';
+import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import { CONFIGMAP_LABELS, DATASET_CONFIG_KEY, ENVIRONMENT_CONFIG_KEY, MANAGED_BY, type ConfigSink } from './sink.js';
+
+/** Set by the operator on a dataset ConfigMap it deletes under `deletionPolicy: Delete`. */
+export const PURGE_ANNOTATION = 'dataaccess.dev/purge-data';
+
+export interface KubeConfigSourceOptions {
+  namespace: string;
+  environment: string;
+  kubeConfig?: KubeConfig;
+  logger?: Logger;
+  /** Attempts at the initial list before giving up (default 8, about half a minute of backoff). */
+  initialListAttempts?: number;
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+}
+
+/** A sink that can also drop a dataset's stored data (deletionPolicy Delete). */
+export type PurgingConfigSink = ConfigSink & { purgeDataset?(config: DatasetConfig): void | Promise<void> };
+
+export function configMapSelector(environment: string): string {
+  return `${CONFIGMAP_LABELS.environment}=${environment},${CONFIGMAP_LABELS.managedBy}=${MANAGED_BY}`;
+}
+
+type ParsedConfig = { kind: 'environment'; config: EnvironmentConfig } | { kind: 'dataset'; config: DatasetConfig };
+
+/** Parses one ConfigMap; throws with a message naming the problem. Undefined: not a config. */
+export function parseConfigMap(configMap: V1ConfigMap): ParsedConfig | undefined {
+  const label = configMap.metadata?.labels?.[CONFIGMAP_LABELS.config];
+  const data = configMap.data ?? {};
+  const kind = label === 'environment' || label === 'dataset' ? label : ENVIRONMENT_CONFIG_KEY in data ? 'environment' : DATASET_CONFIG_KEY in data ? 'dataset' : undefined;
+  if (!kind) return undefined;
+  const key = kind === 'environment' ? ENVIRONMENT_CONFIG_KEY : DATASET_CONFIG_KEY;
+  const text = data[key];
+  if (text === undefined) throw new Error(`key ${key} is missing`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`key ${key} is not JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`key ${key} must hold a JSON object`);
+  const id = (value as { id?: unknown }).id;
+  if (typeof id !== 'string' || !id) throw new Error(`key ${key} has no "id"`);
+  if (kind === 'dataset' && typeof (value as { schemas?: unknown }).schemas !== 'object') throw new Error(`key ${key} has no "schemas"`);
+  return kind === 'environment' ? { kind, config: value as EnvironmentConfig } : { kind, config: value as DatasetConfig };
+}
+
+export async function startKubeConfigSource(options: KubeConfigSourceOptions, sink: PurgingConfigSink): Promise<{ stop(): Promise<void> }> {
+  const { namespace, environment } = options;
+  const logger = options.logger ?? pino({ name: 'kube-config-source' });
+  const kubeConfig = options.kubeConfig ?? defaultKubeConfig();
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const labelSelector = configMapSelector(environment);
+  // What makeInformer builds, kept as a ListWatch to see whether a list succeeded.
+  const informer = new ListWatch<V1ConfigMap>(
+    `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`,
+    new Watch(kubeConfig),
+    () => core.listNamespacedConfigMap({ namespace, labelSelector }),
+    false,
+    labelSelector,
+  );
+  /** Dataset id served per ConfigMap name, to remove the right dataset when its ConfigMap goes. */
+  const served = new Map<string, DatasetConfig>();
+
+  const deliver = (configMap: V1ConfigMap) => {
+    const name = configMap.metadata?.name ?? '';
+    let parsed: ParsedConfig | undefined;
+    try {
+      parsed = parseConfigMap(configMap);
+    } catch (err) {
+      logger.warn({ configMap: `${namespace}/${name}`, err: (err as Error).message }, 'skipping malformed config; the last good one stays in force');
+      return;
+    }
+    if (!parsed) return;
+    try {
+      if (parsed.kind === 'environment') {
+        sink.setEnvironment(parsed.config);
+      } else {
+        sink.upsertDataset(parsed.config);
+        served.set(name, parsed.config);
+      }
+      logger.info({ configMap: `${namespace}/${name}`, kind: parsed.kind, id: parsed.config.id }, 'config loaded');
+    } catch (err) {
+      logger.error({ configMap: `${namespace}/${name}`, err }, 'the config sink rejected a config');
+    }
+  };
+
+  const remove = (configMap: V1ConfigMap) => {
+    const name = configMap.metadata?.name ?? '';
+    const config = served.get(name);
+    if (!config) return;
+    served.delete(name);
+    try {
+      sink.removeDataset(config.id);
+      logger.info({ configMap: `${namespace}/${name}`, id: config.id }, 'dataset removed');
+      if (configMap.metadata?.annotations?.[PURGE_ANNOTATION] === 'true' && sink.purgeDataset) {
+        Promise.resolve(sink.purgeDataset(config)).catch((err: unknown) => logger.error({ err, id: config.id }, 'purging the dataset\'s data failed'));
+      }
+    } catch (err) {
+      logger.error({ configMap: `${namespace}/${name}`, err }, 'the config sink failed to remove a dataset');
+    }
+  };
+
+  informer.on('add', deliver);
+  informer.on('update', deliver);
+  informer.on('delete', remove);
+
+  let stopped = false;
+  let failures = 0;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let lastError: unknown;
+  const baseMs = options.retryBaseMs ?? 250;
+  const maxMs = options.retryMaxMs ?? 10_000;
+  const delay = () => Math.min(maxMs, baseMs * 2 ** Math.min(failures++, 20));
+
+  // ListWatch stops on an error; start it again after a pause (it resumes from its resourceVersion).
+  informer.on('error', (err: unknown) => {
+    lastError = err;
+    if (stopped || retryTimer) return;
+    const wait = delay();
+    logger.warn({ err: err instanceof Error ? err.message : String(err), retryInMs: wait }, 'ConfigMap watch failed; retrying');
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      if (!stopped) void informer.start();
+    }, wait);
+  });
+  informer.on('connect', () => {
+    if (lastError === undefined) failures = 0;
+  });
+
+  const attempts = options.initialListAttempts ?? 8;
+  for (let attempt = 1; ; attempt++) {
+    lastError = undefined;
+    await informer.start();
+    // A successful list leaves a resourceVersion behind.
+    if (informer.latestResourceVersion() && lastError === undefined) break;
+    if (retryTimer) clearTimeout(retryTimer);
+    retryTimer = undefined;
+    if (attempt >= attempts) {
+      stopped = true;
+      await informer.stop();
+      throw new Error(
+        `could not list ConfigMaps ${labelSelector} in namespace ${namespace}: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay()));
+  }
+  failures = 0;
+  logger.info({ namespace, environment, configMaps: informer.list(namespace).length }, 'ConfigMap config source synced');
+
+  return {
+    async stop() {
+      stopped = true;
+      if (retryTimer) clearTimeout(retryTimer);
+      await informer.stop();
+    },
+  };
+}
+
+function defaultKubeConfig(): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault();
+  return kubeConfig;
+}

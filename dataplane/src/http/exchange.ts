@@ -1,0 +1,68 @@
+/** One request/response pair on the gateway path: request id, access log, lean JSON responses. */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { GatewayRoute } from './gateway.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+export interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** The request id: echoed in `x-request-id` and in every log line as `reqId`. */
+  id: string;
+  /** The raw (still percent-encoded) path, without the query string. */
+  path: string;
+  /** Query parameters; a repeated name gives an array. */
+  query: Record<string, string | string[]>;
+  route?: GatewayRoute;
+  rawBody?: Buffer;
+  body?: unknown;
+  /** Set for firewall-blocked requests: their path may be the exploit string itself. */
+  redactPath?: boolean;
+}
+
+export function parseQuery(search: string): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = {};
+  if (!search) return query;
+  for (const [key, value] of new URLSearchParams(search)) {
+    const previous = query[key];
+    query[key] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value];
+  }
+  return query;
+}
+
+/**
+ * Every request gets a UUID: the caller's `x-request-id` when it is a UUID (so traces join up),
+ * otherwise a new one. The access log line is written when the response finishes.
+ */
+export function beginExchange(logger: Logger, req: IncomingMessage, res: ServerResponse): Exchange {
+  const incoming = req.headers['x-request-id'];
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const x: Exchange = {
+    req,
+    res,
+    id: typeof incoming === 'string' && UUID.test(incoming) ? incoming.toLowerCase() : randomUUID(),
+    path: q < 0 ? url : url.slice(0, q),
+    query: q < 0 ? {} : parseQuery(url.slice(q + 1)),
+  };
+  // The firewall middleware and Express-style code read the id from the request.
+  (req as IncomingMessage & { id?: string }).id = x.id;
+  res.setHeader('x-request-id', x.id);
+  const started = performance.now();
+  res.once('finish', () => {
+    const path = x.redactPath ? '[redacted: blocked by the firewall]' : x.path.slice(0, 512);
+    logger.info({ reqId: x.id, method: req.method, path, status: res.statusCode, ms: Math.round((performance.now() - started) * 100) / 100 }, 'request');
+  });
+  return x;
+}
+
+/** JSON without framework detours (etag, charset negotiation): the hot path's response. */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', Buffer.byteLength(text));
+  res.end(text);
+}
