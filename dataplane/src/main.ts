@@ -16,7 +16,10 @@ import { bootstrapDataPlane } from './bootstrap.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
 
-const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'data-plane' } });
+// Buffered, asynchronous writes: one access-log line per request must not block the event loop.
+// The buffer is flushed on exit (pino's destination flushes synchronously at process exit).
+const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'data-plane' } }, destination);
 
 function configSource(env: NodeJS.ProcessEnv): ConfigSource {
   if ((env.DAS_CONFIG_SOURCE ?? 'files') === 'kubernetes') {
@@ -53,6 +56,7 @@ async function main(): Promise<void> {
     try {
       await dataPlane.stop();
       await embedded?.stop();
+      destination.flushSync();
       process.exit(0);
     } catch (err) {
       logger.error({ err: (err as Error).message }, 'shutdown failed');
@@ -68,5 +72,6 @@ main().catch((err: unknown) => {
     logger.fatal({ file: err.file, problems: err.problems }, err.message);
     console.error(err.message);
   } else logger.fatal({ err: (err as Error).message, stack: (err as Error).stack }, 'data plane failed to start');
+  destination.flushSync();
   process.exit(1);
 });

@@ -96,7 +96,7 @@ export class PostgresDriver implements LocationDriver {
 
   async read(dataset: DatasetConfig, schema: string, id: string, version?: number, ctx?: StatementContext): Promise<StoredRecord | undefined> {
     const layout = this.layout(dataset, schema);
-    const result = await this.run(this.pool(dataset), selectByIdSql(layout, id, version), ctx, version === undefined ? `r:${layout.table}` : `rv:${layout.table}`);
+    const result = await this.run(this.pool(dataset), selectByIdSql(layout, id, version), ctx, version === undefined ? layout.reads.byId.name : layout.reads.byVersion.name);
     return result.rows[0] && toRecord(layout, result.rows[0]);
   }
 

@@ -2,6 +2,7 @@
  * Pure SQL generation for the PostgreSQL driver. Every value is a bind parameter; identifiers come
  * from validated schema and property names and are quoted.
  */
+import { createHash } from 'node:crypto';
 import type { DatasetConfig, RecordSchemaDef, ScalarPropertyType } from '../../../../model/types.js';
 import { fieldsOf, isGiven, valueAt, type Field } from '../../engine/layout.js';
 import { postgresNaming as naming, quoteIdent as q, snakeCase } from '../sql-naming.js';
@@ -27,6 +28,14 @@ export function databaseSchemaOf(dataset: DatasetConfig): string {
   return dataset.location.databaseSchema ?? snakeCase(dataset.id.replace(/-/g, '_'));
 }
 
+export interface NamedText {
+  /** Server-side prepared statement name: a digest of the text, within PostgreSQL's 63 bytes. */
+  name: string;
+  text: string;
+}
+
+const named = (text: string): NamedText => ({ name: `das_${createHash('sha256').update(text).digest('base64url').slice(0, 32)}`, text });
+
 export interface TableLayout {
   schemaName: string;
   table: string; // qualified and quoted
@@ -36,6 +45,8 @@ export interface TableLayout {
   dbSchema: string;
   fields: Field[];
   columns: Column[]; // system columns first
+  /** The read statements, built once per layout (reads are the hot path), with prepared-statement names. */
+  reads: { byId: NamedText; byVersion: NamedText; many: string };
 }
 
 export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: RecordSchemaDef): TableLayout {
@@ -51,15 +62,24 @@ export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: 
   ];
   const tableName = naming.table(schemaName);
   const historyName = naming.historyTable(schemaName);
+  const table = `${q(dbSchema)}.${q(tableName)}`;
+  const history = `${q(dbSchema)}.${q(historyName)}`;
+  const cols = columns.map((c) => q(c.name)).join(', ');
+  const id = q(s.id);
   return {
     schemaName,
     dbSchema,
     tableName,
     historyName,
-    table: `${q(dbSchema)}.${q(tableName)}`,
-    history: `${q(dbSchema)}.${q(historyName)}`,
+    table,
+    history,
     fields,
     columns,
+    reads: {
+      byId: named(`SELECT ${cols} FROM ${table} WHERE ${id} = $1`),
+      byVersion: named(`SELECT ${cols} FROM ${history} WHERE ${id} = $1 AND ${q(s.version)} = $2`),
+      many: `SELECT ${cols} FROM ${table} WHERE ${id} = ANY($1::text[])`,
+    },
   };
 }
 
@@ -135,13 +155,11 @@ export function deleteSql(layout: TableLayout, id: string): Statement {
 }
 
 export function selectByIdSql(layout: TableLayout, id: string, version?: number): Statement {
-  const s = naming.system;
-  if (version === undefined) return { text: `SELECT ${columnList(layout)} FROM ${layout.table} WHERE ${q(s.id)} = $1`, values: [id] };
-  return { text: `SELECT ${columnList(layout)} FROM ${layout.history} WHERE ${q(s.id)} = $1 AND ${q(s.version)} = $2`, values: [id, version] };
+  return version === undefined ? { text: layout.reads.byId.text, values: [id] } : { text: layout.reads.byVersion.text, values: [id, version] };
 }
 
 export function selectManySql(layout: TableLayout, ids: string[]): Statement {
-  return { text: `SELECT ${columnList(layout)} FROM ${layout.table} WHERE ${q(naming.system.id)} = ANY($1::text[])`, values: [ids] };
+  return { text: layout.reads.many, values: [ids] };
 }
 
 function toDb(value: unknown): unknown {
