@@ -20,6 +20,7 @@ import { badRequest } from '../engine/errors.js';
 import { fieldsOf, type Field } from '../engine/layout.js';
 import { tableLayout } from '../drivers/postgres/sql.js';
 import { postgresNaming, quoteIdent } from '../drivers/sql-naming.js';
+import { skipBlockComment } from '../drivers/sql-lexing.js';
 import { IDENTIFIER, type RawArgument } from './request.js';
 import type { ScalarType } from './types.js';
 
@@ -103,21 +104,6 @@ function skipQuoted(sql: string, start: number, quote: string, backslashEscapes:
   return sql.length;
 }
 
-function skipBlockComment(sql: string, start: number): number {
-  let depth = 0;
-  let i = start;
-  while (i < sql.length) {
-    if (sql.startsWith('/*', i)) {
-      depth += 1;
-      i += 2;
-    } else if (sql.startsWith('*/', i)) {
-      depth -= 1;
-      i += 2;
-      if (depth === 0) return i;
-    } else i += 1;
-  }
-  return sql.length;
-}
 
 export interface Token {
   kind: '@' | '$';

@@ -47,6 +47,7 @@ import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { ApiError, badRequest, type ErrorDetail } from '../../engine/errors.js';
 import type { RawQuery, RawQueryOptions } from '../driver.js';
+import { skipBlockComment } from '../sql-lexing.js';
 import { quoteIdent as q } from '../sql-naming.js';
 import { databaseSchemaOf } from './sql.js';
 import { applicationName, tagComment } from './tags.js';
@@ -390,17 +391,7 @@ export function firstTokenPosition(sql: string): number {
       const eol = sql.indexOf('\n', i);
       i = eol === -1 ? sql.length : eol + 1;
     } else if (sql.startsWith('/*', i)) {
-      let depth = 0;
-      while (i < sql.length) {
-        if (sql.startsWith('/*', i)) {
-          depth += 1;
-          i += 2;
-        } else if (sql.startsWith('*/', i)) {
-          depth -= 1;
-          i += 2;
-          if (depth === 0) break;
-        } else i += 1;
-      }
+      i = skipBlockComment(sql, i);
     } else break;
   }
   return [...sql.slice(0, i)].length + 1;
