@@ -142,4 +142,16 @@ describe('authorization matrix: endpoint × gateway × credential', function () 
     expect(res.status).to.equal(403);
     expect(res.json.error.code).to.equal('RAW_SQL_DISABLED');
   });
+
+  it('serves echo and raw SQL with the dataset as a host label too', async () => {
+    const headers = { authorization: 'Proxy demo-admin' };
+    const echo = await call(dp.url, { host: 'demo.iam.localhost', path: '/echo', headers });
+    expect(echo.status).to.equal(200);
+    expect(echo.json.caller.id).to.equal('demo-admin');
+    const raw = await call(dp.url, { host: 'demo.iam.localhost', path: '/raw-query', headers, body: { sql: 'SELECT @{c.name} AS name FROM @{c} WHERE @{c.id} = ${id}', using: { c: 'demo.Company' }, arguments: { id: { value: 'm1', type: 'string' } } } });
+    expect(raw.status, raw.text).to.equal(200);
+    expect(raw.json).to.deep.equal([{ name: 'Matrix' }]);
+    const pub = await call(dp.url, { host: 'demo.public.localhost', path: '/echo', headers: { authorization: `Bearer ${tokens.valid}` } });
+    expect(pub.json.caller.id).to.equal('alice');
+  });
 });
