@@ -1,0 +1,181 @@
+/**
+ * The behavioural suite every location driver passes: the LocationDriver contract the record
+ * engine relies on, independent of the store. Call it once per driver with a factory that gives a
+ * driver on a fresh store and the dataset config to use.
+ */
+import { expect } from 'chai';
+import { renderDatasetConfig } from '../../model/render.js';
+import type { Consistency, DatasetConfig, LocationKind } from '../../model/types.js';
+import type { LocationDriver, OpResult } from '../src/drivers/driver.js';
+
+export interface DriverUnderTest {
+  driver: LocationDriver;
+  dataset: DatasetConfig;
+  close(): Promise<void>;
+}
+
+export function suiteDataset(kind: LocationKind, extra: Partial<DatasetConfig['location']> = {}): DatasetConfig {
+  return renderDatasetConfig({
+    apiVersion: 'dataaccess.dev/v1alpha1',
+    kind: 'Dataset',
+    metadata: { name: 'suite', generation: 1 },
+    spec: {
+      environment: 'local',
+      location: { kind, ...extra },
+      schemas: {
+        'suite.Company': { properties: { name: { type: 'string' } } },
+        'suite.Person': {
+          properties: {
+            name: { type: 'string' },
+            age: { type: 'integer' },
+            score: { type: 'number' },
+            active: { type: 'boolean' },
+            born: { type: 'date' },
+            seen: { type: 'timestamp' },
+            address: { type: 'object', properties: { street: { type: 'string' }, postcode: { type: 'string' } } },
+            employer: { type: 'link', schema: 'suite.Company' },
+          },
+        },
+      },
+    },
+  });
+}
+
+const ok = (r: OpResult) => {
+  if (!r.ok) throw new Error(`expected success, got ${r.error.status} ${r.error.code}: ${r.error.message}`);
+  return r.record;
+};
+
+export function describeLocationDriver(name: string, start: () => Promise<DriverUnderTest>): void {
+  describe(`location driver behaviour: ${name}`, function () {
+    this.timeout(60000);
+    let t: DriverUnderTest;
+    let n = 0;
+    const id = (prefix: string) => `${prefix}-${++n}`;
+    const write = (ops: Parameters<LocationDriver['write']>[1], consistency: Exclude<Consistency, 'ASYNC'> = 'ATOMIC') => t.driver.write(t.dataset, ops, consistency);
+
+    before(async () => {
+      t = await start();
+      const report = await t.driver.prepare(t.dataset);
+      expect(report.refused).to.deep.equal([]);
+    });
+    after(async () => t?.close());
+
+    it('prepares idempotently', async () => {
+      expect((await t.driver.prepare(t.dataset)).refused).to.deep.equal([]);
+    });
+
+    it('creates at version 1 and reads every property type back as written', async () => {
+      const data = {
+        name: 'Ada',
+        age: 36,
+        score: 9.5,
+        active: true,
+        born: '1815-12-10',
+        seen: '2024-05-01T10:30:00.000Z',
+        address: { street: '1 Main St', postcode: 'N1' },
+        employer: { id: 'c-1' },
+      };
+      const pid = id('p');
+      const created = ok((await write([{ op: 'create', schema: 'suite.Person', id: pid, data }]))[0]);
+      expect(created).to.include({ id: pid, version: 1 });
+      const read = await t.driver.read(t.dataset, 'suite.Person', pid);
+      expect(read?.version).to.equal(1);
+      expect({ ...read!.data, seen: new Date(read!.data.seen as string).toISOString() }).to.deep.equal(data);
+    });
+
+    it('leaves unset properties out, and reads undefined for a missing id', async () => {
+      const pid = id('p');
+      ok((await write([{ op: 'create', schema: 'suite.Person', id: pid, data: { name: 'Only' } }]))[0]);
+      expect((await t.driver.read(t.dataset, 'suite.Person', pid))?.data).to.deep.equal({ name: 'Only' });
+      expect(await t.driver.read(t.dataset, 'suite.Person', 'no-such-id')).to.equal(undefined);
+    });
+
+    it('answers 409 RECORD_EXISTS for a create with a taken id', async () => {
+      const cid = id('c');
+      ok((await write([{ op: 'create', schema: 'suite.Company', id: cid, data: { name: 'A' } }]))[0]);
+      const [again] = await write([{ op: 'create', schema: 'suite.Company', id: cid, data: { name: 'B' } }]);
+      expect(again.ok).to.equal(false);
+      expect(!again.ok && again.error.status).to.equal(409);
+      expect(!again.ok && again.error.code).to.equal('RECORD_EXISTS');
+    });
+
+    it('replaces on update, merges on merge, increments the version, and keeps each version', async () => {
+      const pid = id('p');
+      ok((await write([{ op: 'create', schema: 'suite.Person', id: pid, data: { name: 'V1', age: 1, address: { street: 'S', postcode: 'P' } } }]))[0]);
+      const merged = ok((await write([{ op: 'update', schema: 'suite.Person', id: pid, data: { age: 2, address: { postcode: 'Q' } }, merge: true }]))[0]);
+      expect(merged.version).to.equal(2);
+      expect(merged.data).to.deep.equal({ name: 'V1', age: 2, address: { street: 'S', postcode: 'Q' } });
+      const replaced = ok((await write([{ op: 'update', schema: 'suite.Person', id: pid, data: { name: 'V3' }, merge: false }]))[0]);
+      expect(replaced.version).to.equal(3);
+      expect(replaced.data).to.deep.equal({ name: 'V3' });
+      expect((await t.driver.read(t.dataset, 'suite.Person', pid, 1))?.data).to.deep.equal({ name: 'V1', age: 1, address: { street: 'S', postcode: 'P' } });
+      expect((await t.driver.read(t.dataset, 'suite.Person', pid, 2))?.version).to.equal(2);
+      expect(await t.driver.read(t.dataset, 'suite.Person', pid, 4)).to.equal(undefined);
+    });
+
+    it('answers 404 RECORD_NOT_FOUND for an update or delete of a missing record', async () => {
+      for (const op of [
+        { op: 'update' as const, schema: 'suite.Person', id: 'missing', data: { name: 'x' }, merge: false },
+        { op: 'delete' as const, schema: 'suite.Person', id: 'missing' },
+      ]) {
+        const [r] = await write([op]);
+        expect(!r.ok && r.error.code).to.equal('RECORD_NOT_FOUND');
+      }
+    });
+
+    it('deletes a record so that its id can be created again at version 1', async () => {
+      const cid = id('c');
+      ok((await write([{ op: 'create', schema: 'suite.Company', id: cid, data: { name: 'Gone' } }]))[0]);
+      const [deleted] = await write([{ op: 'delete', schema: 'suite.Company', id: cid }]);
+      expect(deleted.ok && deleted.deleted).to.equal(true);
+      expect(await t.driver.read(t.dataset, 'suite.Company', cid)).to.equal(undefined);
+      expect(ok((await write([{ op: 'create', schema: 'suite.Company', id: cid, data: { name: 'Back' } }]))[0]).version).to.equal(1);
+    });
+
+    it('reads many records by id, skipping missing ones', async () => {
+      const a = id('c');
+      const b = id('c');
+      await write([
+        { op: 'create', schema: 'suite.Company', id: a, data: { name: 'A' } },
+        { op: 'create', schema: 'suite.Company', id: b, data: { name: 'B' } },
+      ]);
+      const many = await t.driver.readMany(t.dataset, 'suite.Company', [a, b, 'nope']);
+      expect(many.map((r) => r.id).sort()).to.deep.equal([a, b].sort());
+    });
+
+    for (const consistency of ['ATOMIC', 'ATOMIC_ALL'] as const) {
+      it(`writes nothing under ${consistency} when one op fails`, async () => {
+        const taken = id('c');
+        const fresh = id('c');
+        ok((await write([{ op: 'create', schema: 'suite.Company', id: taken, data: { name: 'T' } }]))[0]);
+        const results = await write(
+          [
+            { op: 'create', schema: 'suite.Company', id: fresh, data: { name: 'F' } },
+            { op: 'create', schema: 'suite.Company', id: taken, data: { name: 'Clash' } },
+          ],
+          consistency,
+        );
+        expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).to.deep.equal(['TRANSACTION_ABORTED', 'RECORD_EXISTS']);
+        expect(await t.driver.read(t.dataset, 'suite.Company', fresh)).to.equal(undefined);
+      });
+    }
+
+    for (const consistency of ['QUORUM', 'EVENTUAL'] as const) {
+      it(`commits the other ops under ${consistency} and reports each outcome`, async () => {
+        const taken = id('c');
+        const fresh = id('c');
+        ok((await write([{ op: 'create', schema: 'suite.Company', id: taken, data: { name: 'T' } }]))[0]);
+        const results = await write(
+          [
+            { op: 'create', schema: 'suite.Company', id: fresh, data: { name: 'F' } },
+            { op: 'create', schema: 'suite.Company', id: taken, data: { name: 'Clash' } },
+          ],
+          consistency,
+        );
+        expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).to.deep.equal(['ok', 'RECORD_EXISTS']);
+        expect((await t.driver.read(t.dataset, 'suite.Company', fresh))?.data).to.deep.equal({ name: 'F' });
+      });
+    }
+  });
+}
