@@ -1,0 +1,261 @@
+/**
+ * Helpers for the operator's end-to-end tests against the real control plane (e2e/peers/kube):
+ * the operator and the data plane as local processes, kubectl with JSON output, waiting for a
+ * condition (polling, never sleeping a fixed time), metrics scraping, ServiceAccount kubeconfigs.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse, stringify } from 'yaml';
+import type { KubeCluster, RunOptions } from '../peers/kube/cluster.js';
+
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CHART = join(REPO_ROOT, 'charts', 'data-access-operator');
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as { port: number }).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+let namespaceCounter = 0;
+export function uniqueNamespace(prefix: string): string {
+  return `${prefix}-${process.pid % 10_000}-${++namespaceCounter}`;
+}
+
+/** kubectl that fails the test with kubectl's own message. */
+export async function kubectl(cluster: KubeCluster, args: string[], options: RunOptions = {}): Promise<string> {
+  const result = await cluster.kubectl(args, options);
+  if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${result.code}: ${result.stderr || result.stdout}`);
+  return result.stdout;
+}
+
+export async function kubectlJson<T = any>(cluster: KubeCluster, args: string[]): Promise<T> {
+  return JSON.parse(await kubectl(cluster, [...args, '-o', 'json'])) as T;
+}
+
+/** The object, or undefined when it does not exist. */
+export async function getObject<T = any>(cluster: KubeCluster, namespace: string, resource: string, name: string): Promise<T | undefined> {
+  const result = await cluster.kubectl(['-n', namespace, 'get', resource, name, '-o', 'json', '--ignore-not-found']);
+  if (result.code !== 0) throw new Error(result.stderr);
+  return result.stdout.trim() ? (JSON.parse(result.stdout) as T) : undefined;
+}
+
+export async function apply(cluster: KubeCluster, namespace: string, manifest: string): Promise<void> {
+  await kubectl(cluster, ['-n', namespace, 'apply', '-f', '-'], { input: manifest });
+}
+
+export async function createNamespace(cluster: KubeCluster, prefix: string): Promise<string> {
+  const namespace = uniqueNamespace(prefix);
+  await kubectl(cluster, ['create', 'namespace', namespace]);
+  return namespace;
+}
+
+/** Polls `probe` until it returns something truthy; fails after `timeoutMs` with the last result. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value;
+      last = value;
+    } catch (err) {
+      last = err instanceof Error ? err.message : err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 2000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+export function condition(object: any, type: string): { status: string; reason: string; message: string } | undefined {
+  return object?.status?.conditions?.find((c: { type: string }) => c.type === type);
+}
+
+export async function waitForCondition(cluster: KubeCluster, namespace: string, resource: string, name: string, type: string, status: string, reason?: string): Promise<any> {
+  return waitFor(`${resource} ${namespace}/${name} ${type}=${status}${reason ? ` (${reason})` : ''}`, async () => {
+    const object = await getObject(cluster, namespace, resource, name);
+    const c = condition(object, type);
+    return c && c.status === status && (!reason || c.reason === reason) && object.status.observedGeneration === object.metadata.generation ? object : undefined;
+  });
+}
+
+// --- processes -----------------------------------------------------------------------------------
+
+export interface ManagedProcess {
+  child: ChildProcess;
+  output(): string;
+  /** Sends a signal and waits for the exit; returns the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** `env` adds variables; `unset` removes inherited ones. */
+function startProcess(script: string, env: Record<string, string>, unset: string[] = []): ManagedProcess {
+  const inherited = { ...process.env };
+  for (const name of unset) delete inherited[name];
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: REPO_ROOT,
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const cleanup = () => child.kill('SIGKILL');
+  process.once('exit', cleanup);
+  return {
+    child,
+    output: () => output,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      process.removeListener('exit', cleanup);
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface OperatorProcess extends ManagedProcess {
+  metricsPort: number;
+  metrics(): Promise<Metrics>;
+}
+
+export async function startOperator(kubeconfigPath: string, env: Record<string, string> = {}): Promise<OperatorProcess> {
+  const metricsPort = await freePort();
+  const proc = startProcess('operator/src/main.ts', {
+    KUBECONFIG: kubeconfigPath,
+    METRICS_PORT: String(metricsPort),
+    METRICS_BIND_ADDRESS: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ...env,
+  });
+  const operator: OperatorProcess = { ...proc, metricsPort, metrics: () => scrapeMetrics(metricsPort) };
+  await waitFor(`operator /healthz on ${metricsPort}`, async () => {
+    if (proc.child.exitCode !== null) throw new Error(`operator exited: ${proc.output()}`);
+    return (await httpGet(metricsPort, '/healthz')).status === 200;
+  });
+  return operator;
+}
+
+/** The data plane as its container runs it; inherited database settings are dropped (embedded PostgreSQL). */
+export function startDataPlane(env: Record<string, string>): ManagedProcess {
+  return startProcess('dataplane/src/main.ts', env, ['DATABASE_URL', 'PGHOST', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGPORT']);
+}
+
+// --- HTTP and metrics ---------------------------------------------------------------------------
+
+export function httpGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return httpRequest(port, 'GET', path, headers);
+}
+
+export function httpRequest(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+export class Metrics {
+  constructor(private readonly samples: Map<string, number>) {}
+
+  /** Sum of the samples of `name` whose labels include `labels`. */
+  sum(name: string, labels: Record<string, string> = {}, exclude: Record<string, string[]> = {}): number {
+    let total = 0;
+    for (const [series, value] of this.samples) {
+      const match = /^([^{]+)(?:\{(.*)\})?$/.exec(series);
+      if (!match || match[1] !== name) continue;
+      const seriesLabels = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+      if (Object.entries(labels).some(([k, v]) => seriesLabels[k] !== v)) continue;
+      if (Object.entries(exclude).some(([k, values]) => values.includes(seriesLabels[k]))) continue;
+      total += value;
+    }
+    return total;
+  }
+
+  /** API requests that change something: everything but GET, the leader Lease aside. */
+  writes(): number {
+    return ['post', 'put', 'patch', 'delete'].reduce(
+      (sum, verb) => sum + this.sum('data_access_operator_api_requests_total', { verb }, { resource: ['leases'] }),
+      0,
+    );
+  }
+}
+
+export async function scrapeMetrics(port: number): Promise<Metrics> {
+  const { status, body } = await httpGet(port, '/metrics');
+  if (status !== 200) throw new Error(`/metrics answered ${status}`);
+  const samples = new Map<string, number>();
+  for (const line of body.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return new Metrics(samples);
+}
+
+/**
+ * Triggers a full resync (SIGHUP) and waits until every resource has been reconciled once more.
+ * Returns the API write requests the resync caused.
+ */
+export async function resyncAndCountWrites(operator: OperatorProcess): Promise<{ writes: number; reconciles: number }> {
+  const before = await operator.metrics();
+  const completed = before.sum('data_access_operator_resyncs_completed_total');
+  operator.child.kill('SIGHUP');
+  const after = await waitFor('the resync to complete', async () => {
+    const m = await operator.metrics();
+    return m.sum('data_access_operator_resyncs_completed_total') > completed ? m : undefined;
+  });
+  return {
+    writes: after.writes() - before.writes(),
+    reconciles: after.sum('data_access_operator_reconciles_total') - before.sum('data_access_operator_reconciles_total'),
+  };
+}
+
+// --- credentials ---------------------------------------------------------------------------------
+
+/**
+ * A kubeconfig that authenticates as a ServiceAccount (its token Secret, made by the token
+ * controller), so that a local process runs with exactly the RBAC the chart or the operator grants.
+ */
+export async function serviceAccountKubeconfig(cluster: KubeCluster, namespace: string, serviceAccount: string): Promise<string> {
+  const secretName = await waitFor(`a token Secret for ServiceAccount ${namespace}/${serviceAccount}`, async () => {
+    const sa = await getObject(cluster, namespace, 'serviceaccount', serviceAccount);
+    return sa?.secrets?.[0]?.name as string | undefined;
+  });
+  const secret = await waitFor(`token in Secret ${secretName}`, async () => {
+    const s = await getObject(cluster, namespace, 'secret', secretName);
+    return s?.data?.token ? s : undefined;
+  });
+  const token = Buffer.from(secret.data.token, 'base64').toString('utf8');
+  const config = parse(readFileSync(cluster.kubeconfigPath, 'utf8'));
+  config.users = [{ name: serviceAccount, user: { token } }];
+  config.contexts = [{ name: serviceAccount, context: { cluster: config.clusters[0].name, user: serviceAccount, namespace } }];
+  config['current-context'] = serviceAccount;
+  const path = join(mkdtempSync(join(tmpdir(), 'sa-kubeconfig-')), 'kubeconfig');
+  writeFileSync(path, stringify(config), { mode: 0o600 });
+  return path;
+}
+
+/** The same kubeconfig pointing at another server address (e.g. a proxy in front of the API server). */
+export function kubeconfigWithServer(cluster: KubeCluster, server: string): string {
+  const config = parse(readFileSync(cluster.kubeconfigPath, 'utf8'));
+  config.clusters[0].cluster.server = server;
+  const path = join(mkdtempSync(join(tmpdir(), 'proxy-kubeconfig-')), 'kubeconfig');
+  writeFileSync(path, stringify(config), { mode: 0o600 });
+  return path;
+}

@@ -1,0 +1,140 @@
+/**
+ * The data plane's ConfigMap config source (dataplane/src/config/kube-source.ts) against a real
+ * API server, with a recording sink: initial list, updates, deletes, malformed JSON, a purge
+ * request, and a severed connection (watch drop plus an unreachable API server).
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { startKubeConfigSource, type PurgingConfigSink } from '../../dataplane/src/config/kube-source.js';
+import type { DatasetConfig, EnvironmentConfig } from '../../model/types.js';
+import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
+import { apply, createNamespace, kubeconfigWithServer, kubectl, waitFor } from './harness.js';
+import { CuttableProxy } from './tcp-proxy.js';
+
+class RecordingSink implements PurgingConfigSink {
+  readonly calls: string[] = [];
+  environment?: EnvironmentConfig;
+  readonly datasets = new Map<string, DatasetConfig>();
+  readonly purged: string[] = [];
+
+  setEnvironment(config: EnvironmentConfig): void {
+    this.calls.push(`environment ${config.id}`);
+    this.environment = config;
+  }
+  upsertDataset(config: DatasetConfig): void {
+    this.calls.push(`upsert ${config.id} g${config.generation}`);
+    this.datasets.set(config.id, config);
+  }
+  removeDataset(id: string): void {
+    this.calls.push(`remove ${id}`);
+    this.datasets.delete(id);
+  }
+  purgeDataset(config: DatasetConfig): void {
+    this.purged.push(config.id);
+  }
+}
+
+const labels = (env: string, kind: 'environment' | 'dataset', dataset?: string) =>
+  `labels: {app.kubernetes.io/managed-by: data-access-operator, dataaccess.dev/environment: ${env}, dataaccess.dev/config: ${kind}${dataset ? `, dataaccess.dev/dataset: ${dataset}` : ''}}`;
+
+function environmentConfigMap(env: string): string {
+  return `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${env}-dataplane, ${labels(env, 'environment')}}\ndata:\n  environment.json: '{"id": "${env}", "type": "internal"}'\n`;
+}
+
+function datasetConfigMap(env: string, id: string, generation: number, extra = ''): string {
+  const json = JSON.stringify({ id, environment: env, generation, schemas: { 'demo.A': { properties: {} } } });
+  return `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${env}-dataset-${id}, ${labels(env, 'dataset', id)}${extra}}\ndata:\n  dataset.json: '${json}'\n`;
+}
+
+describe('data plane ConfigMap source e2e (kube-apiserver)', function () {
+  this.timeout(120_000);
+  let cluster: KubeCluster;
+  let kubeConfig: KubeConfig;
+  const logger = pino({ level: 'silent' });
+
+  before(async () => {
+    cluster = await startKubeCluster();
+    kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(cluster.kubeconfigPath);
+  });
+  after(async () => cluster?.stop());
+
+  it('resolves after the initial list was delivered, and only sees its own Environment\'s managed ConfigMaps', async () => {
+    const ns = await createNamespace(cluster, 'source-list');
+    await apply(cluster, ns, [environmentConfigMap('local'), datasetConfigMap('local', 'a', 1), datasetConfigMap('local', 'b', 1), datasetConfigMap('other', 'c', 1)].join('---\n'));
+    await apply(cluster, ns, `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: local-dataset-stray, labels: {dataaccess.dev/environment: local}}\ndata: {dataset.json: '{}'}\n`);
+    const sink = new RecordingSink();
+    const source = await startKubeConfigSource({ namespace: ns, environment: 'local', kubeConfig, logger }, sink);
+    try {
+      expect(sink.environment?.id).to.equal('local');
+      expect([...sink.datasets.keys()].sort()).to.deep.equal(['a', 'b']);
+    } finally {
+      await source.stop();
+    }
+  });
+
+  it('delivers updates and deletions; skips malformed JSON and keeps the last good config; passes on a purge request', async () => {
+    const ns = await createNamespace(cluster, 'source-watch');
+    await apply(cluster, ns, [environmentConfigMap('local'), datasetConfigMap('local', 'a', 1), datasetConfigMap('local', 'b', 1)].join('---\n'));
+    const sink = new RecordingSink();
+    const source = await startKubeConfigSource({ namespace: ns, environment: 'local', kubeConfig, logger }, sink);
+    try {
+      await apply(cluster, ns, datasetConfigMap('local', 'a', 2));
+      await waitFor('generation 2 of a', async () => sink.datasets.get('a')?.generation === 2);
+
+      const before = sink.calls.length;
+      await kubectl(cluster, ['-n', ns, 'patch', 'configmap', 'local-dataset-a', '--type', 'merge', '-p', JSON.stringify({ data: { 'dataset.json': '{"id": "a", ' } })]);
+      // A later good change proves the malformed one went by without reaching the sink.
+      await apply(cluster, ns, datasetConfigMap('local', 'b', 2));
+      await waitFor('generation 2 of b', async () => sink.datasets.get('b')?.generation === 2);
+      expect(sink.calls.slice(before)).to.deep.equal(['upsert b g2']);
+      expect(sink.datasets.get('a')?.generation).to.equal(2);
+
+      await kubectl(cluster, ['-n', ns, 'delete', 'configmap', 'local-dataset-a']);
+      await waitFor('a to be removed', async () => !sink.datasets.has('a'));
+
+      await kubectl(cluster, ['-n', ns, 'annotate', 'configmap', 'local-dataset-b', 'dataaccess.dev/purge-data=true']);
+      await kubectl(cluster, ['-n', ns, 'delete', 'configmap', 'local-dataset-b']);
+      await waitFor('b to be removed and purged', async () => !sink.datasets.has('b') && sink.purged.includes('b'));
+    } finally {
+      await source.stop();
+    }
+  });
+
+  it('survives a severed connection: catches up on what changed while the API server was unreachable', async () => {
+    const ns = await createNamespace(cluster, 'source-drop');
+    await apply(cluster, ns, [environmentConfigMap('local'), datasetConfigMap('local', 'a', 1), datasetConfigMap('local', 'b', 1)].join('---\n'));
+    const url = new URL(cluster.server);
+    const proxy = new CuttableProxy(url.hostname, Number(url.port));
+    await proxy.start();
+    const viaProxy = new KubeConfig();
+    viaProxy.loadFromFile(kubeconfigWithServer(cluster, `https://127.0.0.1:${proxy.port}`));
+    const sink = new RecordingSink();
+    const source = await startKubeConfigSource({ namespace: ns, environment: 'local', kubeConfig: viaProxy, logger, retryBaseMs: 100, retryMaxMs: 500 }, sink);
+    try {
+      proxy.sever();
+      await kubectl(cluster, ['-n', ns, 'delete', 'configmap', 'local-dataset-a']);
+      await apply(cluster, ns, datasetConfigMap('local', 'b', 2));
+      await apply(cluster, ns, datasetConfigMap('local', 'c', 1));
+      expect([...sink.datasets.keys()].sort()).to.deep.equal(['a', 'b']); // nothing got through
+      proxy.restore();
+      await waitFor('the source to catch up', async () => !sink.datasets.has('a') && sink.datasets.get('b')?.generation === 2 && sink.datasets.has('c'));
+    } finally {
+      await source.stop();
+      await proxy.stop();
+    }
+  });
+
+  it('gives up with a clear error when it cannot list at all', async () => {
+    const proxy = new CuttableProxy('127.0.0.1', 1);
+    await proxy.start();
+    proxy.sever();
+    const unreachable = new KubeConfig();
+    unreachable.loadFromFile(kubeconfigWithServer(cluster, `https://127.0.0.1:${proxy.port}`));
+    let error: Error | undefined;
+    await startKubeConfigSource({ namespace: 'x', environment: 'local', kubeConfig: unreachable, logger, initialListAttempts: 2, retryBaseMs: 10 }, new RecordingSink()).catch((err: Error) => (error = err));
+    await proxy.stop();
+    expect(error?.message).to.match(/could not list ConfigMaps dataaccess\.dev\/environment=local,app\.kubernetes\.io\/managed-by=data-access-operator in namespace x/);
+  });
+});

@@ -1,0 +1,37 @@
+import { expect } from 'chai';
+import { loadConfig } from './config.js';
+
+describe('operator: configuration from the environment', () => {
+  it('defaults: all namespaces, metrics on 9090, leader election with client-go timings', () => {
+    const config = loadConfig({});
+    expect(config.watchNamespace).to.equal(undefined);
+    expect(config.metricsPort).to.equal(9090);
+    expect(config.leaderElection).to.include({ enabled: true, name: 'data-access-operator', namespace: 'default', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+    expect(config.resyncPeriodMs).to.equal(600_000);
+  });
+
+  it('reads the chart\'s variables', () => {
+    const config = loadConfig({
+      WATCH_NAMESPACE: 'team-a',
+      METRICS_PORT: '19090',
+      LEADER_ELECTION: 'false',
+      LEASE_DURATION_SECONDS: '4',
+      LEASE_RENEW_DEADLINE_SECONDS: '3',
+      LEASE_RETRY_PERIOD_SECONDS: '0.5',
+      POD_NAME: 'operator-abc',
+      POD_NAMESPACE: 'ops',
+      DATAPLANE_IMAGE: 'registry.example/dp:1',
+    });
+    expect(config.watchNamespace).to.equal('team-a');
+    expect(config.metricsPort).to.equal(19090);
+    expect(config.leaderElection).to.include({ enabled: false, identity: 'operator-abc', namespace: 'ops', leaseDurationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 500 });
+    expect(config.render).to.include({ dataplaneImage: 'registry.example/dp:1', functionGatewayImage: 'registry.example/dp:1' });
+  });
+
+  it('refuses settings that would let two leaders overlap, or nonsense, with a message naming the variable', () => {
+    expect(() => loadConfig({ LEASE_DURATION_SECONDS: '10', LEASE_RENEW_DEADLINE_SECONDS: '10' })).to.throw(/LEASE_RENEW_DEADLINE_SECONDS must be shorter/);
+    expect(() => loadConfig({ METRICS_PORT: 'http' })).to.throw(/METRICS_PORT/);
+    expect(() => loadConfig({ LEADER_ELECTION: 'yes' })).to.throw(/LEADER_ELECTION/);
+    expect(() => loadConfig({ LOG_LEVEL: 'loud' })).to.throw(/LOG_LEVEL/);
+  });
+});

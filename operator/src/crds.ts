@@ -1,0 +1,374 @@
+/**
+ * The CustomResourceDefinitions of Environment and Dataset, as a pure function of the shared model
+ * (enums and patterns from model/). `operator/src/generate-crds.ts` writes them to crds/ and to the
+ * chart; a unit test keeps the checked-in files equal to this output.
+ *
+ * What an OpenAPI schema in a CRD can check, it checks here (types, enums, patterns, CIDR format,
+ * required fields, unique executor names). Nested object properties of record schemas are recursive,
+ * which CRD schemas cannot be: below a documented level the schema preserves unknown fields, and the
+ * operator's ajv validation (model/validate.ts) reports problems there in status.conditions.
+ */
+import { stringify } from 'yaml';
+import { CIDR_PATTERN, NAME_PATTERN, PROPERTY_NAME_PATTERN, SCHEMA_NAME_PATTERN } from '../../model/json-schema.js';
+import { DEFAULT_ALGORITHMS, DEFAULT_CONSISTENCY } from '../../model/render.js';
+import { API_GROUP, API_VERSION, CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, SCALAR_PROPERTY_TYPES } from '../../model/types.js';
+import { DEFAULT_DATAPLANE_REPLICAS } from './render/dataplane.js';
+
+export type Schema = Record<string, unknown>;
+
+/**
+ * Environment names become Service names (`E-internal`), which must start with a letter, and the
+ * function gateway name `service-E-function-service-gateway` must stay within 63 characters.
+ */
+export const ENVIRONMENT_NAME_PATTERN = '^[a-z]([-a-z0-9]*[a-z0-9])?$';
+export const ENVIRONMENT_NAME_MAX_LENGTH = 30;
+const JWS_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
+
+const str = (description: string, extra: Schema = {}): Schema => ({ type: 'string', description, ...extra });
+const bool = (description: string, fallback?: boolean): Schema => ({ type: 'boolean', description, ...(fallback === undefined ? {} : { default: fallback }) });
+const int = (description: string, extra: Schema = {}): Schema => ({ type: 'integer', description, ...extra });
+const obj = (description: string, properties: Record<string, Schema>, extra: Schema = {}): Schema => ({ type: 'object', description, properties, ...extra });
+const list = (description: string, items: Schema, extra: Schema = {}): Schema => ({ type: 'array', description, items, ...extra });
+const cidrList = (description: string): Schema =>
+  list(description, str('An IPv4 or IPv6 range in CIDR notation, e.g. 10.0.0.0/8 or 2001:db8::/32.', { format: 'cidr', pattern: CIDR_PATTERN }), { maxItems: 1000 });
+
+// --- Environment --------------------------------------------------------------------------------
+
+const firewallSchema = obj('Firewall of the API gateway, enforced as the NetworkPolicy <name>-firewall on the data-plane pods and by the data plane itself.', {
+  ipAddresses: obj('Address ranges. Blocked ranges win over allowed ones.', {
+    allowed: cidrList('When set, only these ranges may call; all other addresses are blocked.'),
+    blocked: cidrList('Ranges that may never call.'),
+  }),
+  managedRules: list('Managed rule sets the gateway applies to requests.', str('A managed rule set.', { enum: [...MANAGED_RULE_SETS] }), {
+    'x-kubernetes-list-type': 'set',
+  }),
+  trustedProxies: cidrList('Proxies whose X-Forwarded-For header is trusted to carry the client address.'),
+});
+
+const environmentSpecSchema = obj(
+  'The desired environment: its data plane, gateways, identity provider and executors.',
+  {
+    type: str(
+      'internal: the data plane also gets an internal network load balancer (Service <name>-internal, port 80) reachable only inside the private network. public: only the public API gateway (Service <name>-api).',
+      { enum: [...ENVIRONMENT_TYPES] },
+    ),
+    uri: str('Address of the environment state the data plane serves; a request\'s X-Environment-Uri header must match it. Default: k8s://<namespace>/environments/<name>.', {
+      minLength: 1,
+    }),
+    dataplane: obj(
+      'The data plane Deployment <name>-dataplane.',
+      {
+        image: str("Container image. Default: the operator's DATAPLANE_IMAGE.", { minLength: 1 }),
+        replicas: int('Number of data plane pods.', { minimum: 0, maximum: 100, default: DEFAULT_DATAPLANE_REPLICAS }),
+        logLevel: str('Log level of the data plane.', { enum: LOG_LEVELS, default: 'info' }),
+      },
+      { default: {} },
+    ),
+    gateways: obj(
+      'The ways into the REST API.',
+      {
+        api: obj('The public API gateway (Service <name>-api). Authkind public.', { firewall: firewallSchema }),
+        iam: obj('The IAM gateway: callers operating within an allowed IAM principal (Authorization: Proxy <principal>). Authkind iam.', { enabled: bool('Whether the gateway serves requests.', true) }, { default: {} }),
+        public: obj('Token-based access with tokens of the identity provider (Authorization: Bearer <token>).', { enabled: bool('Whether the gateway serves requests.', true) }, { default: {} }),
+      },
+      { default: {} },
+    ),
+    identityProvider: obj(
+      'The identity provider whose tokens the public gateway accepts.',
+      {
+        issuer: str('Expected "iss" claim.', { minLength: 1 }),
+        audiences: list('Accepted "aud" (ID tokens) or "client_id" (Cognito access tokens) values.', str('An audience.', { minLength: 1 }), { minItems: 1 }),
+        jwksUri: str('Where the signing keys are published (http or https URL).', { pattern: '^https?://' }),
+        jwks: obj(
+          'Inline JSON Web Key Set, as an alternative to jwksUri.',
+          { keys: list('The keys (JWK objects).', { type: 'object', description: 'A JSON Web Key.', 'x-kubernetes-preserve-unknown-fields': true }) },
+          { required: ['keys'] },
+        ),
+        algorithms: list('Accepted JWS algorithms. "none" and HMAC are never accepted.', str('A JWS algorithm.', { enum: JWS_ALGORITHMS }), {
+          minItems: 1,
+          default: [...DEFAULT_ALGORITHMS],
+        }),
+        clockSkewSeconds: int('Tolerated clock difference when checking exp/nbf/iat.', { minimum: 0, maximum: 300, default: 30 }),
+        development: bool('Local development issuer whose signing key lives in the data plane\'s DATA_DIR. Not for production.'),
+      },
+      { required: ['issuer', 'audiences'] },
+    ),
+    executors: list(
+      'Named executors requests can select (header executor-name, or executor.id in function payloads).',
+      obj(
+        'An executor.',
+        {
+          name: str('Unique name.', { pattern: '^[A-Za-z0-9_-]{1,63}$' }),
+          warehouse: str('Warehouse locations: the warehouse to run on.'),
+          description: str('What it is for.'),
+        },
+        { required: ['name'] },
+      ),
+      { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
+    ),
+    functionGateway: obj(
+      'The function gateway service-<name>-function-service-gateway (Deployment and Service), created by default.',
+      {
+        enabled: bool('false opts out: the function gateway is not created (and deleted if it exists).', true),
+        image: str("Container image. Default: the operator's FUNCTION_GATEWAY_IMAGE.", { minLength: 1 }),
+      },
+      { default: {} },
+    ),
+  },
+  { required: ['type'] },
+);
+
+// --- Dataset ------------------------------------------------------------------------------------
+
+const propertyDefinition = obj(
+  'A property definition.',
+  {
+    type: str('Scalar type, "object" (nested properties) or "link" (a reference to a record of another schema).', {
+      enum: [...SCALAR_PROPERTY_TYPES, 'object', 'link'],
+    }),
+    description: str('What the property holds.'),
+    schema: str('For type link: the fully qualified name of the target schema in this dataset.', { pattern: SCHEMA_NAME_PATTERN }),
+    properties: {
+      type: 'object',
+      description:
+        'For type object: the nested properties by name, each a property definition like this one (type, description, schema, properties). The API server does not check below this level; the operator does, and reports problems in status.conditions.',
+      'x-kubernetes-preserve-unknown-fields': true,
+    },
+  },
+  { required: ['type'] },
+);
+
+const recordSchemaDefinition = obj(
+  'A record schema.',
+  {
+    description: str('What the records are.'),
+    properties: { type: 'object', description: 'Properties by name (an identifier; "id" and "version" are system properties).', additionalProperties: propertyDefinition },
+    required: list('Top-level properties a create or a full update must carry.', str('A property name.', { pattern: PROPERTY_NAME_PATTERN })),
+  },
+  { required: ['properties'] },
+);
+
+const datasetSpecSchema = obj(
+  'The desired dataset: where its records are stored, who may use it, and its record schemas.',
+  {
+    environment: str('The Environment (same namespace) that serves this dataset.', { pattern: NAME_PATTERN, maxLength: 63 }),
+    location: obj(
+      'The storage location. Connection settings live in a Secret, never in the spec.',
+      {
+        kind: str(
+          `Kind of store: postgres (PostgreSQL-compatible database), snowflake (warehouse), iceberg (open-table format on the warehouse) or dynamodb (key-value). Writes that name no consistency (${CONSISTENCY_LEVELS.join(', ')}) get ${Object.entries(DEFAULT_CONSISTENCY)
+            .map(([kind, level]) => `${level} on ${kind}`)
+            .join(', ')}.`,
+          { enum: [...LOCATION_KINDS] },
+        ),
+        connectionSecretRef: obj(
+          'The Secret key holding the connection settings (for postgres a connection URL).',
+          { name: str('Secret name, in the Dataset\'s namespace.', { pattern: NAME_PATTERN }), key: str('Key within the Secret.', { minLength: 1 }) },
+          { required: ['name', 'key'] },
+        ),
+        databaseSchema: str('SQL locations: the database schema holding this dataset\'s tables.', { pattern: '^[a-z_][a-z0-9_]{0,62}$' }),
+        warehouse: str('Warehouse locations: the warehouse.', { minLength: 1 }),
+        database: str('Warehouse locations: the database.', { minLength: 1 }),
+        readOnlyRole: str('Warehouse locations: the read-only role the raw SQL endpoint uses.', { minLength: 1 }),
+        tablePrefix: str('DynamoDB: prefix of the table names.', { pattern: '^[A-Za-z0-9_.-]{0,200}$' }),
+        region: str('DynamoDB: the region.', { minLength: 1 }),
+      },
+      { required: ['kind'] },
+    ),
+    auth: obj(
+      'Who may call, per gateway.',
+      {
+        iam: obj(
+          'The IAM gateway.',
+          {
+            principals: list('Allowed IAM principals: exact names or patterns with *.', str('A principal or pattern.', { minLength: 1 })),
+            rawSqlEndpointEnabled: bool('Whether the read-only raw SQL endpoint (POST /{dataset}/raw-query) is enabled.', false),
+          },
+          { default: {} },
+        ),
+        public: obj(
+          'Token-based access.',
+          {
+            enabled: bool('Whether callers with a valid token of the environment\'s identity provider are allowed.', true),
+            subjects: list('When set, only tokens whose sub or cognito:username matches one of these patterns.', str('A subject or pattern.', { minLength: 1 })),
+          },
+          { default: {} },
+        ),
+      },
+      { default: {} },
+    ),
+    caller: obj(
+      'How callers are reported (caller.super, caller.anon).',
+      {
+        super: list('Principals (iam) or token subjects (public) that act as superusers.', str('A principal or subject.', { minLength: 1 })),
+        anon: bool('Whether requests without credentials are served, as anonymous callers.', false),
+      },
+      { default: {} },
+    ),
+    schemas: {
+      type: 'object',
+      description: 'Record schemas by fully qualified name (<namespace>.<Name>, e.g. demo.Person).',
+      minProperties: 1,
+      additionalProperties: recordSchemaDefinition,
+    },
+    deletionPolicy: str('What happens to the stored data when the Dataset is deleted. Retain keeps it; Delete has the data plane drop it. Either way the ConfigMap goes.', {
+      enum: ['Retain', 'Delete'],
+      default: 'Retain',
+    }),
+  },
+  { required: ['environment', 'location', 'schemas'] },
+);
+
+// --- Shared -------------------------------------------------------------------------------------
+
+const conditionsSchema = list(
+  'Ready, Reconciled and Degraded, in the metav1.Condition shape.',
+  obj(
+    'A condition.',
+    {
+      type: str('Ready, Reconciled or Degraded.', { maxLength: 316 }),
+      status: str('True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
+      observedGeneration: int('The metadata.generation the condition was computed for.', { format: 'int64', minimum: 0 }),
+      lastTransitionTime: str('When the status last changed.', { format: 'date-time' }),
+      reason: str('Why, in one CamelCase word.', { maxLength: 1024, minLength: 1, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' }),
+      message: str('What happened and what to do about it.', { maxLength: 32768 }),
+    },
+    { required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'] },
+  ),
+  { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] },
+);
+
+const observedGeneration = int('The metadata.generation the status describes.', { format: 'int64' });
+
+const environmentStatusSchema = obj('What the operator observed and did.', {
+  observedGeneration,
+  conditions: conditionsSchema,
+  datasets: int('Number of Datasets that name this Environment.', { minimum: 0 }),
+  endpoints: obj('In-cluster endpoints.', {
+    api: str('The API gateway Service (host:port).'),
+    internal: str('The internal load balancer Service (host:port); environments of type internal.'),
+    functionGateway: str('The function gateway\'s name.'),
+  }),
+});
+
+const datasetStatusSchema = obj('What the operator observed and did.', {
+  observedGeneration,
+  conditions: conditionsSchema,
+  configMap: str('The ConfigMap holding the published config.'),
+});
+
+interface NameRule {
+  pattern: string;
+  maxLength: number;
+  why: string;
+}
+
+function root(kind: string, description: string, name: NameRule, spec: Schema, status: Schema): Schema {
+  return obj(
+    description,
+    {
+      apiVersion: str('Versioned schema of this representation of an object.'),
+      kind: str('The REST resource this object represents.'),
+      // A CRD schema may restrict metadata.name and nothing else, not even describe metadata.
+      metadata: { type: 'object', properties: { name: str(`The ${kind}'s name ${name.why}`, { pattern: name.pattern, maxLength: name.maxLength }) } },
+      spec,
+      status,
+    },
+    { required: ['spec'] },
+  );
+}
+
+const readyColumns = [
+  { name: 'Ready', type: 'string', description: 'Whether it is ready (status of the Ready condition).', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+];
+const reasonColumn = { name: 'Reason', type: 'string', priority: 1, description: 'Why (reason of the Ready condition).', jsonPath: '.status.conditions[?(@.type=="Ready")].reason' };
+const ageColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+
+function crd(kind: string, plural: string, shortNames: string[], schema: Schema, columns: Schema[]): Schema {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: {
+      name: `${plural}.${API_GROUP}`,
+      labels: { 'app.kubernetes.io/name': 'data-access-operator', 'app.kubernetes.io/part-of': 'data-access-service' },
+    },
+    spec: {
+      group: API_GROUP,
+      scope: 'Namespaced',
+      names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), shortNames, categories: ['dataaccess'] },
+      versions: [
+        {
+          name: API_VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: columns,
+          schema: { openAPIV3Schema: schema },
+        },
+      ],
+    },
+  };
+}
+
+export function environmentCrd(): Schema {
+  return crd(
+    'Environment',
+    'environments',
+    ['denv'],
+    root(
+      'Environment',
+      'An Environment: one data plane with its gateways (API gateway, IAM gateway, internal load balancer, function gateway), reconciled by the data-access-operator.',
+      {
+        why: `is a DNS-1035 label of at most ${ENVIRONMENT_NAME_MAX_LENGTH} characters (it prefixes Service names).`,
+        pattern: ENVIRONMENT_NAME_PATTERN,
+        maxLength: ENVIRONMENT_NAME_MAX_LENGTH,
+      },
+      environmentSpecSchema,
+      environmentStatusSchema,
+    ),
+    [
+      { name: 'Type', type: 'string', description: 'internal or public.', jsonPath: '.spec.type' },
+      ...readyColumns,
+      { name: 'Datasets', type: 'integer', description: 'Datasets naming this Environment.', jsonPath: '.status.datasets' },
+      reasonColumn,
+      ageColumn,
+    ],
+  );
+}
+
+export function datasetCrd(): Schema {
+  return crd(
+    'Dataset',
+    'datasets',
+    ['dset'],
+    root(
+      'Dataset',
+      'A Dataset: record schemas over one storage location, served by the data plane of its Environment.',
+      { why: 'is a DNS-1123 label (it is a host label of the gateways).', pattern: NAME_PATTERN, maxLength: 63 },
+      datasetSpecSchema,
+      datasetStatusSchema,
+    ),
+    [
+      { name: 'Location', type: 'string', description: 'Kind of storage location.', jsonPath: '.spec.location.kind' },
+      { name: 'Environment', type: 'string', description: 'The Environment serving it.', jsonPath: '.spec.environment' },
+      ...readyColumns,
+      reasonColumn,
+      ageColumn,
+    ],
+  );
+}
+
+const HEADER = '# Generated by operator/src/generate-crds.ts from operator/src/crds.ts. Do not edit.\n';
+
+export function crdYaml(definition: Schema): string {
+  return HEADER + stringify(definition, { lineWidth: 0 });
+}
+
+/** File name → content, for crds/ and the chart's crds/. */
+export function crdFiles(): Record<string, string> {
+  return {
+    'dataaccess.dev_environments.yaml': crdYaml(environmentCrd()),
+    'dataaccess.dev_datasets.yaml': crdYaml(datasetCrd()),
+  };
+}

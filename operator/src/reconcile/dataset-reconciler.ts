@@ -1,0 +1,90 @@
+/**
+ * Dataset → ConfigMap `E-dataset-D` with the rendered dataset config, owned by the Dataset.
+ *
+ * A Dataset whose spec is invalid in ways the CRD schema cannot express, or whose Environment does
+ * not exist, is reported in status and left unapplied: its ConfigMap (if any) keeps the last valid
+ * config. The finalizer removes the ConfigMap before the Dataset goes, so the data plane unloads it
+ * at once; with `deletionPolicy: Delete` the ConfigMap is first marked so the data plane drops the
+ * stored data too (Retain, the default, keeps it).
+ */
+import { checkDatasetSpec } from '../../../model/validate.js';
+import type { DatasetResource, DatasetSpec } from '../../../model/types.js';
+import type { KubeObject } from '../kube/object-client.js';
+import { FINALIZER, PURGE_ANNOTATION, objectNames } from '../names.js';
+import { renderDatasetObjects } from '../render/dataset.js';
+import { isControlledBy } from './applier.js';
+import { WAIT_REQUEUE_MS, applyOwned, failureOutcome, ownedCache, publishStatus, recordChange, type ReconcileContext, type ReconcileResult } from './context.js';
+import { datasetStatus, type Outcome } from './status.js';
+
+type DatasetObject = KubeObject & { spec: DatasetSpec };
+
+export async function reconcileDataset(ctx: ReconcileContext, namespace: string, name: string): Promise<ReconcileResult> {
+  const cached = ctx.datasets.get(namespace, name) as DatasetObject | undefined;
+  if (!cached) return {};
+  if (cached.metadata.deletionTimestamp) return finalizeDataset(ctx, cached);
+  // The finalizer goes on before anything is created, so nothing can outlive the Dataset.
+  const dataset = (await ctx.datasetWriter.addFinalizer(cached, FINALIZER)) as DatasetObject;
+
+  let outcome: Outcome;
+  let failure: unknown;
+  const problems = checkDatasetSpec(dataset.spec);
+  const environment = problems.length ? undefined : ctx.environments.get(namespace, dataset.spec.environment);
+  if (problems.length) {
+    outcome = { kind: 'invalid', problems };
+  } else if (!environment || environment.metadata.deletionTimestamp) {
+    outcome = { kind: 'environment-missing', environment: dataset.spec.environment, namespace };
+  } else {
+    try {
+      // Pruning ConfigMaps: after spec.environment changed, the one under the old name goes.
+      outcome = await applyOwned(ctx, dataset, renderDatasetObjects(dataset as unknown as DatasetResource), ['ConfigMap']);
+    } catch (err) {
+      failure = err;
+      outcome = failureOutcome(err);
+    }
+  }
+
+  const published =
+    outcome.kind === 'applied' ? objectNames.datasetConfigMap(dataset.spec.environment, name) : configMapsOf(ctx, dataset)[0]?.metadata.name;
+  const status = datasetStatus(dataset, outcome, { configMap: published }, ctx.now());
+  await publishStatus(ctx, ctx.datasetWriter, dataset, status);
+  if (failure) throw failure;
+  return outcome.kind === 'waiting' ? { requeueAfterMs: WAIT_REQUEUE_MS } : {};
+}
+
+async function finalizeDataset(ctx: ReconcileContext, dataset: DatasetObject): Promise<ReconcileResult> {
+  if (!dataset.metadata.finalizers?.includes(FINALIZER)) return {};
+  const policy = dataset.spec.deletionPolicy ?? 'Retain';
+  for (const found of configMapsOf(ctx, dataset)) {
+    const configMap = policy === 'Delete' ? await markForPurge(ctx, found) : found;
+    const change = await ctx.applier.delete(configMap);
+    const detail = policy === 'Delete' ? '; the data plane drops the stored data (deletionPolicy Delete)' : '; stored data is kept (deletionPolicy Retain)';
+    if (change) await recordChange(ctx, dataset, change, detail);
+  }
+  await ctx.datasetWriter.removeFinalizer(dataset, FINALIZER);
+  return {};
+}
+
+/** The data plane sees the annotation on the deleted ConfigMap's last state and purges the data. */
+async function markForPurge(ctx: ReconcileContext, configMap: KubeObject): Promise<KubeObject> {
+  if (configMap.metadata.annotations?.[PURGE_ANNOTATION] === 'true') return configMap;
+  await ctx.applier.apply(
+    {
+      ...(configMap as KubeObject & { metadata: { namespace: string } }),
+      metadata: {
+        name: configMap.metadata.name,
+        namespace: configMap.metadata.namespace ?? 'default',
+        annotations: { [PURGE_ANNOTATION]: 'true' },
+        ownerReferences: configMap.metadata.ownerReferences,
+      },
+    },
+    configMap.metadata.ownerReferences?.find((r) => r.controller)?.uid ?? '',
+  );
+  return ownedCache(ctx, 'ConfigMap').get(configMap.metadata.namespace, configMap.metadata.name) ?? configMap;
+}
+
+function configMapsOf(ctx: ReconcileContext, dataset: DatasetObject): KubeObject[] {
+  const uid = dataset.metadata.uid ?? '';
+  return ownedCache(ctx, 'ConfigMap')
+    .list(dataset.metadata.namespace)
+    .filter((cm) => isControlledBy(cm, uid));
+}

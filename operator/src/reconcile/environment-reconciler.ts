@@ -1,0 +1,55 @@
+/**
+ * Environment → data plane (ServiceAccount, Role, RoleBinding, config ConfigMap, Deployment), the
+ * Services, the firewall NetworkPolicy and the function gateway. Deleting the Environment deletes
+ * them through their ownerReferences (garbage collection), so it needs no finalizer.
+ */
+import { checkEnvironmentSpec } from '../../../model/validate.js';
+import type { EnvironmentResource, EnvironmentSpec } from '../../../model/types.js';
+import type { KubeObject } from '../kube/object-client.js';
+import { objectNames } from '../names.js';
+import { renderEnvironmentObjects } from '../render/environment.js';
+import { WAIT_REQUEUE_MS, applyOwned, failureOutcome, ownedCache, publishStatus, type ReconcileContext, type ReconcileResult } from './context.js';
+import { environmentStatus, type DeploymentView, type Outcome } from './status.js';
+
+export const ENVIRONMENT_OWNED_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ConfigMap', 'Deployment', 'Service', 'NetworkPolicy'] as const;
+
+type EnvironmentObject = KubeObject & { spec: EnvironmentSpec };
+
+export async function reconcileEnvironment(ctx: ReconcileContext, namespace: string, name: string): Promise<ReconcileResult> {
+  const env = ctx.environments.get(namespace, name) as EnvironmentObject | undefined;
+  if (!env || env.metadata.deletionTimestamp) return {};
+
+  let outcome: Outcome;
+  let failure: unknown;
+  const problems = checkEnvironmentSpec(env.spec);
+  if (problems.length) {
+    outcome = { kind: 'invalid', problems };
+  } else {
+    try {
+      const desired = renderEnvironmentObjects(env as unknown as EnvironmentResource, ctx.settings);
+      outcome = await applyOwned(ctx, env, desired, ENVIRONMENT_OWNED_KINDS);
+    } catch (err) {
+      failure = err;
+      outcome = failureOutcome(err);
+    }
+  }
+
+  const status = environmentStatus(
+    env,
+    outcome,
+    {
+      datasets: countDatasets(ctx, namespace, name),
+      dataplane: ownedCache(ctx, 'Deployment').get(namespace, objectNames.dataplane(name)) as DeploymentView | undefined,
+    },
+    ctx.now(),
+  );
+  await publishStatus(ctx, ctx.environmentWriter, env, status);
+  if (failure) throw failure;
+  return outcome.kind === 'waiting' ? { requeueAfterMs: WAIT_REQUEUE_MS } : {};
+}
+
+function countDatasets(ctx: ReconcileContext, namespace: string, environment: string): number {
+  return ctx.datasets
+    .list(namespace)
+    .filter((d) => (d.spec as { environment?: string } | undefined)?.environment === environment && !d.metadata.deletionTimestamp).length;
+}

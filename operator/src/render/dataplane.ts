@@ -1,0 +1,100 @@
+/**
+ * The data plane of one Environment: ServiceAccount, the Role that lets it watch its ConfigMaps,
+ * and the Deployment (container port 8080, config from ConfigMaps, hot-reloaded).
+ */
+import type { V1Deployment, V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
+import type { EnvironmentResource } from '../../../model/types.js';
+import { COMPONENT, LABELS, componentSelector, environmentLabels, objectNames } from '../names.js';
+import { ownedMetadata, type OwnerRef } from './meta.js';
+import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
+import { HTTP_PORT, type RenderSettings, type Rendered } from './types.js';
+
+export const DEFAULT_DATAPLANE_REPLICAS = 2;
+const DATA_DIR = '/var/lib/data-access';
+
+export function dataplaneLabels(env: string): Record<string, string> {
+  return {
+    ...environmentLabels(env),
+    [LABELS.name]: 'data-access-dataplane',
+    [LABELS.instance]: env,
+    [LABELS.component]: COMPONENT.dataplane,
+  };
+}
+
+export function renderDataplaneServiceAccount(env: EnvironmentResource, owner: OwnerRef, namespace: string): Rendered<V1ServiceAccount> {
+  const name = env.metadata.name;
+  return {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, dataplaneLabels(name)),
+  };
+}
+
+/** Read access to ConfigMaps, nothing else: a label-selected watch cannot be narrowed by resourceNames. */
+export function renderDataplaneRole(env: EnvironmentResource, owner: OwnerRef, namespace: string): Rendered<V1Role> {
+  const name = env.metadata.name;
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, dataplaneLabels(name)),
+    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
+  };
+}
+
+export function renderDataplaneRoleBinding(env: EnvironmentResource, owner: OwnerRef, namespace: string): Rendered<V1RoleBinding> {
+  const name = env.metadata.name;
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, dataplaneLabels(name)),
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: objectNames.dataplane(name) },
+    subjects: [{ kind: 'ServiceAccount', name: objectNames.dataplane(name), namespace }],
+  };
+}
+
+export function renderDataplaneDeployment(
+  env: EnvironmentResource,
+  owner: OwnerRef,
+  namespace: string,
+  settings: RenderSettings,
+): Rendered<V1Deployment> {
+  const name = env.metadata.name;
+  const spec = env.spec.dataplane ?? {};
+  const labels = dataplaneLabels(name);
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, labels),
+    spec: {
+      replicas: spec.replicas ?? DEFAULT_DATAPLANE_REPLICAS,
+      selector: { matchLabels: componentSelector(name, COMPONENT.dataplane) },
+      template: {
+        metadata: { labels },
+        spec: {
+          serviceAccountName: objectNames.dataplane(name),
+          securityContext: podSecurityContext,
+          containers: [
+            {
+              name: 'dataplane',
+              image: spec.image ?? settings.dataplaneImage,
+              imagePullPolicy: settings.imagePullPolicy,
+              env: [
+                { name: 'DAS_CONFIG_SOURCE', value: 'kubernetes' },
+                { name: 'DAS_NAMESPACE', value: namespace },
+                { name: 'DAS_ENVIRONMENT', value: name },
+                { name: 'PORT', value: String(HTTP_PORT) },
+                { name: 'DATA_DIR', value: DATA_DIR },
+                { name: 'LOG_LEVEL', value: spec.logLevel ?? 'info' },
+              ],
+              ...httpProbes(),
+              resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+              securityContext: containerSecurityContext,
+              volumeMounts: [...scratchMounts, { name: 'data', mountPath: DATA_DIR }],
+            },
+          ],
+          volumes: [...scratchVolumes, { name: 'data', emptyDir: {} }],
+        },
+      },
+    },
+  };
+}

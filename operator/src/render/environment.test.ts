@@ -1,0 +1,218 @@
+import { expect } from 'chai';
+import { loadManifests } from '../../../model/manifests.js';
+import type { DatasetResource, EnvironmentResource, EnvironmentSpec } from '../../../model/types.js';
+import { canonicalJson } from './canonical-json.js';
+import { renderDatasetObjects } from './dataset.js';
+import { renderEnvironmentObjects } from './environment.js';
+import { DEFAULT_RENDER_SETTINGS, type DesiredObject } from './types.js';
+
+const examples = loadManifests('examples');
+
+function environment(spec: Partial<EnvironmentSpec> = {}, name = 'local'): EnvironmentResource {
+  const base = examples.environments.find((e) => e.metadata.name === 'local')!;
+  return {
+    ...base,
+    metadata: { ...base.metadata, name, namespace: 'team-a', uid: 'env-uid-1', generation: 3 },
+    spec: { ...base.spec, ...spec },
+  };
+}
+
+function byKindAndName(objects: DesiredObject[], kind: string, name: string): any {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name} in ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}`);
+  return found;
+}
+
+describe('operator: rendering an Environment', () => {
+  const objects = renderEnvironmentObjects(environment(), DEFAULT_RENDER_SETTINGS);
+
+  it('renders the objects named in DESIGN.md, in the Environment\'s namespace', () => {
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).to.have.members([
+      'ServiceAccount/local-dataplane',
+      'Role/local-dataplane',
+      'RoleBinding/local-dataplane',
+      'ConfigMap/local-dataplane',
+      'Deployment/local-dataplane',
+      'Service/local-internal',
+      'Service/local-api',
+      'Deployment/service-local-function-service-gateway',
+      'Service/service-local-function-service-gateway',
+      'NetworkPolicy/local-firewall',
+    ]);
+    for (const o of objects) expect(o.metadata.namespace).to.equal('team-a');
+  });
+
+  it('labels everything as managed by the operator for this Environment and makes the Environment its controller', () => {
+    for (const o of objects) {
+      expect(o.metadata.labels).to.include({ 'app.kubernetes.io/managed-by': 'data-access-operator', 'dataaccess.dev/environment': 'local' });
+      expect(o.metadata.ownerReferences).to.deep.equal([
+        { apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Environment', name: 'local', uid: 'env-uid-1', controller: true, blockOwnerDeletion: true },
+      ]);
+    }
+  });
+
+  it('data plane: port 8080, ConfigMap config source, probes, its own ServiceAccount', () => {
+    const deployment = byKindAndName(objects, 'Deployment', 'local-dataplane');
+    const pod = deployment.spec.template.spec;
+    const container = pod.containers[0];
+    expect(pod.serviceAccountName).to.equal('local-dataplane');
+    expect(container.ports).to.deep.equal([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    const env = Object.fromEntries(container.env.map((e: { name: string; value: string }) => [e.name, e.value]));
+    expect(env).to.include({ DAS_CONFIG_SOURCE: 'kubernetes', DAS_NAMESPACE: 'team-a', DAS_ENVIRONMENT: 'local', PORT: '8080' });
+    expect(container.readinessProbe.httpGet).to.deep.equal({ path: '/readyz', port: 'http' });
+    expect(container.livenessProbe.httpGet).to.deep.equal({ path: '/healthz', port: 'http' });
+    expect(deployment.spec.selector.matchLabels).to.deep.equal({ 'dataaccess.dev/environment': 'local', 'app.kubernetes.io/component': 'dataplane' });
+    expect(deployment.spec.template.metadata.labels).to.include(deployment.spec.selector.matchLabels);
+    expect(deployment.spec.replicas).to.equal(2);
+  });
+
+  it('data plane Role: read ConfigMaps, nothing else; bound to the data plane ServiceAccount', () => {
+    expect(byKindAndName(objects, 'Role', 'local-dataplane').rules).to.deep.equal([
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
+    ]);
+    const binding = byKindAndName(objects, 'RoleBinding', 'local-dataplane');
+    expect(binding.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: 'local-dataplane', namespace: 'team-a' }]);
+    expect(binding.roleRef).to.deep.equal({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'local-dataplane' });
+  });
+
+  it('internal load balancer: type LoadBalancer, port 80 → 8080, internal for AWS, GCP and Azure', () => {
+    const service = byKindAndName(objects, 'Service', 'local-internal');
+    expect(service.spec.type).to.equal('LoadBalancer');
+    expect(service.spec.ports).to.deep.equal([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+    expect(service.metadata.annotations).to.deep.equal({
+      'service.beta.kubernetes.io/aws-load-balancer-internal': 'true',
+      'service.beta.kubernetes.io/aws-load-balancer-scheme': 'internal',
+      'networking.gke.io/load-balancer-type': 'Internal',
+      'service.beta.kubernetes.io/azure-load-balancer-internal': 'true',
+    });
+    expect(service.spec.selector).to.deep.equal({ 'dataaccess.dev/environment': 'local', 'app.kubernetes.io/component': 'dataplane' });
+  });
+
+  it('API gateway Service keeps client addresses (externalTrafficPolicy Local) for the firewall', () => {
+    const service = byKindAndName(objects, 'Service', 'local-api');
+    expect(service.spec).to.include({ type: 'LoadBalancer', externalTrafficPolicy: 'Local' });
+    expect(service.metadata.annotations).to.equal(undefined);
+  });
+
+  it('environment ConfigMap: environment.json is the rendered environment config', () => {
+    const configMap = byKindAndName(objects, 'ConfigMap', 'local-dataplane');
+    expect(configMap.metadata.labels).to.include({ 'dataaccess.dev/config': 'environment' });
+    const config = JSON.parse(configMap.data['environment.json']);
+    expect(config).to.include({ id: 'local', namespace: 'team-a', type: 'internal' });
+    expect(config.functionGateway).to.deep.equal({ enabled: true, name: 'service-local-function-service-gateway' });
+    expect(config.gateways.api.firewall.ipAddresses.allowed).to.deep.equal(['127.0.0.0/8', '::1/128']);
+  });
+
+  it('function gateway: Deployment and Service named service-E-function-service-gateway, calling the internal load balancer', () => {
+    const deployment = byKindAndName(objects, 'Deployment', 'service-local-function-service-gateway');
+    const pod = deployment.spec.template.spec;
+    expect(pod.automountServiceAccountToken).to.equal(false);
+    const env = Object.fromEntries(pod.containers[0].env.map((e: { name: string; value: string }) => [e.name, e.value]));
+    expect(env.DAS_UPSTREAM_URL).to.equal('http://local-internal.team-a.svc:80');
+    expect(byKindAndName(objects, 'Service', 'service-local-function-service-gateway').spec.ports[0]).to.include({ port: 80, targetPort: 'http' });
+  });
+
+  it('firewall NetworkPolicy: Ingress on the data-plane pods from the allowed ranges, plus the function gateway pods', () => {
+    const policy = byKindAndName(objects, 'NetworkPolicy', 'local-firewall');
+    expect(policy.spec.podSelector).to.deep.equal({ matchLabels: { 'dataaccess.dev/environment': 'local', 'app.kubernetes.io/component': 'dataplane' } });
+    expect(policy.spec.policyTypes).to.deep.equal(['Ingress']);
+    expect(policy.spec.ingress[0].from).to.deep.equal([
+      { ipBlock: { cidr: '127.0.0.0/8', except: [] } },
+      { ipBlock: { cidr: '::1/128', except: [] } },
+    ]);
+    expect(policy.spec.ingress[1].from).to.deep.equal([
+      { podSelector: { matchLabels: { 'dataaccess.dev/environment': 'local', 'app.kubernetes.io/component': 'function-gateway' } } },
+    ]);
+  });
+
+  it('a public environment has no internal load balancer; the function gateway calls the API gateway Service', () => {
+    const rendered = renderEnvironmentObjects(environment({ type: 'public' }), DEFAULT_RENDER_SETTINGS);
+    expect(rendered.find((o) => o.metadata.name === 'local-internal')).to.equal(undefined);
+    const gateway = byKindAndName(rendered, 'Deployment', 'service-local-function-service-gateway');
+    expect(gateway.spec.template.spec.containers[0].env).to.deep.include({ name: 'DAS_UPSTREAM_URL', value: 'http://local-api.team-a.svc:80' });
+  });
+
+  it('functionGateway.enabled: false renders no function gateway and no ingress rule for it', () => {
+    const rendered = renderEnvironmentObjects(environment({ functionGateway: { enabled: false } }), DEFAULT_RENDER_SETTINGS);
+    expect(rendered.filter((o) => o.metadata.name.startsWith('service-'))).to.deep.equal([]);
+    const policy = byKindAndName(rendered, 'NetworkPolicy', 'local-firewall');
+    expect(policy.spec.ingress).to.have.length(1);
+    expect(JSON.parse(byKindAndName(rendered, 'ConfigMap', 'local-dataplane').data['environment.json']).functionGateway.enabled).to.equal(false);
+  });
+
+  it('a firewall that admits no address and no function gateway renders no ingress rule at all (not an empty from)', () => {
+    const rendered = renderEnvironmentObjects(
+      environment({ functionGateway: { enabled: false }, gateways: { api: { firewall: { ipAddresses: { allowed: ['10.1.0.0/16'], blocked: ['10.0.0.0/8'] } } } } }),
+      DEFAULT_RENDER_SETTINGS,
+    );
+    expect(byKindAndName(rendered, 'NetworkPolicy', 'local-firewall').spec.ingress).to.deep.equal([]);
+  });
+
+  it('images and replicas come from the Environment when set, else from the operator settings', () => {
+    const rendered = renderEnvironmentObjects(
+      environment({ dataplane: { image: 'registry.example/dp:2', replicas: 5 }, functionGateway: { image: 'registry.example/fg:2' } }),
+      { ...DEFAULT_RENDER_SETTINGS, dataplaneImage: 'unused' },
+    );
+    const dataplane = byKindAndName(rendered, 'Deployment', 'local-dataplane');
+    expect(dataplane.spec.replicas).to.equal(5);
+    expect(dataplane.spec.template.spec.containers[0].image).to.equal('registry.example/dp:2');
+    expect(byKindAndName(rendered, 'Deployment', 'service-local-function-service-gateway').spec.template.spec.containers[0].image).to.equal('registry.example/fg:2');
+  });
+
+  it('is a pure function: rendering twice gives identical objects', () => {
+    const again = renderEnvironmentObjects(environment(), DEFAULT_RENDER_SETTINGS);
+    expect(canonicalJson(again)).to.equal(canonicalJson(objects));
+  });
+
+  it('refuses an Environment without a uid (it must come from the API server)', () => {
+    const env = environment();
+    delete env.metadata.uid;
+    expect(() => renderEnvironmentObjects(env, DEFAULT_RENDER_SETTINGS)).to.throw(/no uid/);
+  });
+});
+
+describe('operator: rendering a Dataset', () => {
+  function dataset(name: string): DatasetResource {
+    const base = examples.datasets.find((d) => d.metadata.name === name)!;
+    return { ...base, metadata: { ...base.metadata, namespace: 'team-a', uid: `ds-uid-${name}`, generation: 4 } };
+  }
+
+  it('renders ConfigMap E-dataset-D with dataset.json, owned by the Dataset', () => {
+    const [configMap] = renderDatasetObjects(dataset('demo')) as any[];
+    expect(configMap.metadata.name).to.equal('local-dataset-demo');
+    expect(configMap.metadata.labels).to.deep.equal({
+      'app.kubernetes.io/managed-by': 'data-access-operator',
+      'dataaccess.dev/environment': 'local',
+      'dataaccess.dev/config': 'dataset',
+      'dataaccess.dev/dataset': 'demo',
+    });
+    expect(configMap.metadata.ownerReferences).to.deep.equal([
+      { apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Dataset', name: 'demo', uid: 'ds-uid-demo', controller: true, blockOwnerDeletion: true },
+    ]);
+    const config = JSON.parse(configMap.data['dataset.json']);
+    expect(config).to.include({ id: 'demo', environment: 'local', generation: 4, deletionPolicy: 'Retain' });
+    expect(config.auth.iam.rawSqlEndpointEnabled).to.equal(true);
+    expect(Object.keys(config.schemas)).to.have.members(['demo.Company', 'demo.Person']);
+  });
+
+  it('carries rawSqlEndpointEnabled: false too (the data plane refuses raw SQL then)', () => {
+    const [configMap] = renderDatasetObjects(dataset('sealed')) as any[];
+    expect(JSON.parse(configMap.data['dataset.json']).auth.iam.rawSqlEndpointEnabled).to.equal(false);
+  });
+
+  it('renders the same text whatever the key order of the spec (no write for a reordered spec)', () => {
+    const original = dataset('demo');
+    const reversed = JSON.parse(JSON.stringify(original), (_key, value) =>
+      value && typeof value === 'object' && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).reverse()) : value,
+    ) as DatasetResource;
+    expect(Object.keys(reversed.spec)[0]).to.not.equal(Object.keys(original.spec)[0]);
+    expect((renderDatasetObjects(reversed)[0] as any).data).to.deep.equal((renderDatasetObjects(original)[0] as any).data);
+  });
+
+  it('holds no credentials: the connection is a Secret reference', () => {
+    const withSecret = dataset('demo');
+    withSecret.spec = { ...withSecret.spec, location: { ...withSecret.spec.location, connectionSecretRef: { name: 'demo-db', key: 'url' } } };
+    const config = JSON.parse((renderDatasetObjects(withSecret)[0] as any).data['dataset.json']);
+    expect(config.location.connectionSecretRef).to.deep.equal({ name: 'demo-db', key: 'url' });
+  });
+});

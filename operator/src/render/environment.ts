@@ -1,0 +1,43 @@
+/** Everything an Environment owns, as desired objects: a pure function of the resource and settings. */
+import type { EnvironmentResource } from '../../../model/types.js';
+import { renderEnvironmentConfigMap } from './configmaps.js';
+import {
+  renderDataplaneDeployment,
+  renderDataplaneRole,
+  renderDataplaneRoleBinding,
+  renderDataplaneServiceAccount,
+} from './dataplane.js';
+import { functionGatewayEnabled, renderFunctionGatewayDeployment, renderFunctionGatewayService } from './function-gateway.js';
+import type { OwnerRef } from './meta.js';
+import { renderFirewall } from './network-policy.js';
+import { renderApiService, renderInternalService } from './services.js';
+import type { DesiredObject, RenderSettings } from './types.js';
+
+export function environmentOwner(env: EnvironmentResource): OwnerRef {
+  if (!env.metadata.uid) throw new Error(`Environment ${env.metadata.name} has no uid (not read from the API server?)`);
+  return { apiVersion: env.apiVersion, kind: 'Environment', name: env.metadata.name, uid: env.metadata.uid };
+}
+
+/**
+ * In apply order: identity and permissions first, then config, workloads, and the ways in. Objects
+ * that are not in the list (the internal load balancer of a public environment, the function
+ * gateway when opted out) are deleted by the reconciler.
+ */
+export function renderEnvironmentObjects(env: EnvironmentResource, settings: RenderSettings): DesiredObject[] {
+  const owner = environmentOwner(env);
+  const namespace = env.metadata.namespace ?? 'default';
+  const objects: DesiredObject[] = [
+    renderDataplaneServiceAccount(env, owner, namespace),
+    renderDataplaneRole(env, owner, namespace),
+    renderDataplaneRoleBinding(env, owner, namespace),
+    renderEnvironmentConfigMap(env, owner, namespace),
+    renderDataplaneDeployment(env, owner, namespace, settings),
+  ];
+  if (env.spec.type === 'internal') objects.push(renderInternalService(env, owner, namespace));
+  objects.push(renderApiService(env, owner, namespace));
+  if (functionGatewayEnabled(env)) {
+    objects.push(renderFunctionGatewayDeployment(env, owner, namespace, settings), renderFunctionGatewayService(env, owner, namespace));
+  }
+  objects.push(renderFirewall(env, owner, namespace));
+  return objects;
+}

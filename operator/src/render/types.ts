@@ -1,0 +1,31 @@
+/** The shape of a rendered object: a complete manifest the applier can create or compare. */
+import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
+
+export interface DesiredObject extends KubernetesObject {
+  apiVersion: string;
+  kind: string;
+  metadata: V1ObjectMeta & { name: string; namespace: string };
+}
+
+/** A client-node model type as a complete manifest (identity and metadata required). */
+export type Rendered<T> = Omit<T, 'apiVersion' | 'kind' | 'metadata'> & DesiredObject;
+
+/** Operator-wide settings that shape rendered objects (from the operator's environment). */
+export interface RenderSettings {
+  /** Image of the data plane when the Environment does not name one. */
+  dataplaneImage: string;
+  /** Image of the function gateway when the Environment does not name one. */
+  functionGatewayImage: string;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+}
+
+export const DEFAULT_RENDER_SETTINGS: RenderSettings = {
+  dataplaneImage: 'ghcr.io/data-access-service/dataplane:0.1.0',
+  functionGatewayImage: 'ghcr.io/data-access-service/dataplane:0.1.0',
+  imagePullPolicy: 'IfNotPresent',
+};
+
+/** The container port of the data plane and the function gateway. */
+export const HTTP_PORT = 8080;
+/** The port the Services expose (plain HTTP inside the private network, as the spec says). */
+export const SERVICE_PORT = 80;
