@@ -57,6 +57,10 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       }
       return undefined;
     },
+    async purge(config: DatasetConfig) {
+      const dropped = (await drivers.for(config).purge?.(config)) ?? [];
+      logger.warn({ dataset: config.id, dropped }, 'deletionPolicy Delete: stored data dropped');
+    },
   });
   store.on('dataset', (id, state) => logger.info({ dataset: id, status: state?.status ?? 'removed', problem: state?.problem, warning: state?.warning }, 'dataset config'));
 

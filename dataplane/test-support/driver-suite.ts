@@ -177,5 +177,15 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
         expect((await t.driver.read(t.dataset, 'suite.Company', fresh))?.data).to.deep.equal({ name: 'F' });
       });
     }
+
+    it('purges the stored data (deletionPolicy: Delete) idempotently; a new prepare starts empty', async function () {
+      if (!t.driver.purge) this.skip();
+      const cid = id('c');
+      ok((await write([{ op: 'create', schema: 'suite.Company', id: cid, data: { name: 'Doomed' } }]))[0]);
+      await t.driver.purge!(t.dataset);
+      await t.driver.purge!(t.dataset);
+      expect((await t.driver.prepare(t.dataset)).refused).to.deep.equal([]);
+      expect(await t.driver.read(t.dataset, 'suite.Company', cid)).to.equal(undefined);
+    });
   });
 }

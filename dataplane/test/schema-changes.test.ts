@@ -1,5 +1,6 @@
 /** Config changes reaching storage: additive DDL applied, destructive changes refused and reported. */
 import { expect } from 'chai';
+import pg from 'pg';
 import pino from 'pino';
 import { renderDatasetConfig } from '../../model/render.js';
 import type { DatasetResource, RecordSchemaDef } from '../../model/types.js';
@@ -19,13 +20,17 @@ describe('schema changes on PostgreSQL', function () {
   let driver: PostgresDriver;
   let store: ConfigStore;
 
+  let url: string;
   before(async () => {
-    const url = await freshDatabase();
+    url = await freshDatabase();
     driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: url } });
     store = new ConfigStore({
       async prepare(config) {
         const report = await driver.prepare(config);
         return report.refused.length ? report.refused.join('; ') : undefined;
+      },
+      async purge(config) {
+        await driver.purge(config);
       },
     });
   });
@@ -66,5 +71,25 @@ describe('schema changes on PostgreSQL', function () {
     const clash = renderDatasetConfig(dataset(4, { properties: { homeCity: { type: 'string' }, home: { type: 'object', properties: { city: { type: 'string' } } } } }));
     const report = await driver.prepare(clash);
     expect(report.refused.join()).to.contain('"home_city"');
+  });
+
+  it('purges a removed dataset with deletionPolicy Delete, and refuses to purge one served again', async () => {
+    const served = store.dataset('evolving')!.config;
+    store.upsertDataset(served);
+    await store.settled();
+    let refused: Error | undefined;
+    await store.purgeDataset(served).catch((err: Error) => (refused = err));
+    expect(refused?.message).to.contain('served again');
+    store.removeDataset('evolving');
+    await store.purgeDataset(served);
+    const db = new pg.Client(url);
+    await db.connect();
+    try {
+      const { rows } = await db.query("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'evolving'");
+      expect(rows[0].n).to.equal(0);
+      expect((await db.query("SELECT 1 FROM pg_namespace WHERE nspname = 'evolving'")).rowCount).to.equal(0);
+    } finally {
+      await db.end();
+    }
   });
 });

@@ -15,6 +15,8 @@ export type DatasetState =
 export interface DatasetPreparer {
   /** Returns undefined when the config can be served, or the reason it cannot. */
   prepare(config: DatasetConfig, previous?: DatasetConfig): Promise<string | undefined>;
+  /** Drops a deleted dataset's stored data (`deletionPolicy: Delete`). */
+  purge?(config: DatasetConfig): Promise<void>;
 }
 
 export class ConfigStore extends EventEmitter implements ConfigSink {
@@ -67,8 +69,18 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
 
   removeDataset(id: string): void {
     this.datasets.delete(id);
-    this.chains.delete(id);
+    // The preparation chain stays: a purge waits for it, and a re-created dataset continues it.
     this.emit('dataset', id, undefined);
+  }
+
+  /**
+   * Called by the ConfigMap source for a deleted dataset whose policy is Delete. Runs after any
+   * preparation still under way, so a late CREATE TABLE cannot resurrect what was dropped.
+   */
+  async purgeDataset(config: DatasetConfig): Promise<void> {
+    await this.chains.get(config.id);
+    if (this.datasets.has(config.id)) throw new Error(`dataset "${config.id}" is being served again; its data is kept`);
+    await this.preparer.purge?.(config);
   }
 
   /** Resolves once every dataset update received so far has been prepared. */

@@ -58,5 +58,10 @@ export interface LocationDriver {
   write(dataset: DatasetConfig, ops: WriteOp[], consistency: Exclude<Consistency, 'ASYNC'>, ctx?: StatementContext): Promise<OpResult[]>;
   /** Read-only query on the dataset's read-only connection; undefined when the location has none. */
   rawQuery?(dataset: DatasetConfig, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]>;
+  /**
+   * Drops the dataset's stored data (records and history), for `deletionPolicy: Delete`. Idempotent;
+   * returns what it removed.
+   */
+  purge?(dataset: DatasetConfig): Promise<string[]>;
   close(): Promise<void>;
 }

@@ -29,6 +29,8 @@ export interface PostgresDriverOptions {
   readOnly?: {
     query(dataset: DatasetConfig, pool: pg.Pool, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]>;
     prepare?(dataset: DatasetConfig, pool: pg.Pool): Promise<void>;
+    /** The dataset is gone: its read-only role must not log in any more. */
+    retire?(dataset: DatasetConfig, pool: pg.Pool): Promise<void>;
     close(): Promise<void>;
   };
 }
@@ -92,6 +94,41 @@ export class PostgresDriver implements LocationDriver {
     } finally {
       client.release();
     }
+  }
+
+  async purge(dataset: DatasetConfig): Promise<string[]> {
+    const pool = this.pool(dataset);
+    const client = await pool.connect();
+    const dropped: string[] = [];
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`data-access:ddl:${dataset.id}`]);
+      const layouts = Object.entries(dataset.schemas).map(([name, schema]) => tableLayout(dataset, name, schema));
+      for (const layout of layouts) {
+        for (const table of [layout.table, layout.history]) {
+          await client.query(`DROP TABLE IF EXISTS ${table}`);
+          dropped.push(table);
+        }
+      }
+      // The schema goes too when nothing else lives in it (never `public`, never someone else's objects).
+      const dbSchema = layouts[0]?.dbSchema;
+      if (dbSchema && dbSchema !== 'public') {
+        const left = await client.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 LIMIT 1', [dbSchema]);
+        if (!left.rowCount) {
+          await client.query(`DROP SCHEMA IF EXISTS ${q(dbSchema)}`);
+          dropped.push(q(dbSchema));
+        }
+      }
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+    for (const key of [...this.layouts.keys()]) if (key.startsWith(`${dataset.id}\0`)) this.layouts.delete(key);
+    await this.options.readOnly?.retire?.(dataset, pool);
+    return dropped;
   }
 
   async read(dataset: DatasetConfig, schema: string, id: string, version?: number, ctx?: StatementContext): Promise<StoredRecord | undefined> {

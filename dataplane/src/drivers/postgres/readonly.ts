@@ -110,6 +110,11 @@ export class PostgresReadOnlyExecutor {
     await this.schedulePrepare(dataset, adminPool);
   }
 
+  /** The dataset was deleted: its role loses LOGIN and its connections close, as when disabled. */
+  retire(dataset: DatasetConfig, adminPool: pg.Pool): Promise<void> {
+    return this.disable(dataset, adminPool);
+  }
+
   private async disable(dataset: DatasetConfig, adminPool: pg.Pool): Promise<void> {
     const dbSchema = databaseSchemaOf(dataset);
     const byAdmin = this.states.get(adminPool);
