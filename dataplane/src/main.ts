@@ -8,6 +8,7 @@
  *   DAS_ENVIRONMENT    the Environment to serve (files: default the first one; kubernetes: required)
  *   DAS_NAMESPACE      kubernetes: the namespace of the ConfigMaps
  *   DATABASE_URL / PG* an external PostgreSQL; without them an embedded one under DATA_DIR
+ *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME)
  */
 import { resolve } from 'node:path';
 import pino from 'pino';
@@ -15,6 +16,7 @@ import { ManifestError } from '../../model/manifests.js';
 import { bootstrapDataPlane } from './bootstrap.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
+import { startFunctionGateway } from './function-gateway/server.js';
 
 // Buffered, asynchronous writes: one access-log line per request must not block the event loop.
 // The buffer is flushed on exit (pino's destination flushes synchronously at process exit).
@@ -31,8 +33,28 @@ function configSource(env: NodeJS.ProcessEnv): ConfigSource {
 
 const usesExternalDatabase = (env: NodeJS.ProcessEnv) => Boolean(env.DATABASE_URL || env.PGHOST || env.PGDATABASE);
 
+/** DAS_MODE=function-gateway: the environment's function gateway, a proxy to the internal REST API. */
+async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
+  if (!env.DAS_UPSTREAM_URL || !env.DAS_FUNCTION_NAME) throw new Error('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
+  const gateway = await startFunctionGateway({
+    upstreamUrl: env.DAS_UPSTREAM_URL,
+    principal: env.DAS_FUNCTION_NAME,
+    logger,
+    port: Number(env.PORT ?? 8080),
+    host: env.HOST ?? '0.0.0.0',
+  });
+  const stop = () => void gateway.stop().then(() => {
+    destination.flushSync();
+    process.exit(0);
+  });
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
 async function main(): Promise<void> {
   const env = { ...process.env };
+  if (env.DAS_MODE === 'function-gateway') return functionGateway(env);
+  if (env.DAS_MODE && env.DAS_MODE !== 'dataplane') throw new Error(`unknown DAS_MODE "${env.DAS_MODE}": dataplane or function-gateway`);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   let embedded: EmbeddedDatabase | undefined;
   if (!usesExternalDatabase(env)) {
