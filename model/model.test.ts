@@ -62,7 +62,7 @@ describe('model: rendering', () => {
   const set = loadManifests(EXAMPLES);
   it('renders the dataset config with defaults, rawSqlEndpointEnabled included', () => {
     const demo = renderDatasetConfig(set.datasets.find((d) => d.metadata.name === 'demo')!);
-    expect(demo.auth.iam).to.deep.equal({ principals: ['demo-admin'], rawSqlEndpointEnabled: true });
+    expect(demo.auth.iam).to.deep.equal({ principals: ['demo-admin', 'service-local-function-service-gateway'], rawSqlEndpointEnabled: true });
     expect(demo.location.defaultConsistency).to.equal('ATOMIC');
     expect(demo.deletionPolicy).to.equal('Retain');
     const sealed = renderDatasetConfig(set.datasets.find((d) => d.metadata.name === 'sealed')!);
