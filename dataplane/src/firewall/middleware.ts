@@ -30,6 +30,27 @@ export function firewallBodyMiddleware(getConfig: () => FirewallConfig, logger: 
   return middleware(getConfig, logger, (hasBody) => (hasBody ? 'body' : undefined));
 }
 
+/**
+ * Request-scope verdicts for recently seen requests. `inspect` is a pure function of the method,
+ * URL, client address and headers, and clients repeat them (same URL, same headers); a verdict is
+ * kept per config object, so a changed config is judged afresh. Long keys are not cached.
+ */
+const verdicts = new WeakMap<FirewallConfig, Map<string, FirewallVerdict | null>>();
+const MAX_CACHED_KEY = 4096;
+const MAX_CACHED = 2048;
+
+function recentVerdict(config: FirewallConfig, key: string, judge: () => FirewallVerdict | undefined): FirewallVerdict | undefined {
+  if (key.length > MAX_CACHED_KEY) return judge();
+  let cache = verdicts.get(config);
+  if (!cache) verdicts.set(config, (cache = new Map()));
+  const known = cache.get(key);
+  if (known !== undefined) return known ?? undefined;
+  const verdict = judge();
+  if (cache.size >= MAX_CACHED) cache.clear();
+  cache.set(key, verdict ?? null);
+  return verdict;
+}
+
 function middleware(getConfig: () => FirewallConfig, logger: FirewallLogger, scopeFor: (hasBody: boolean) => InspectionScope | undefined): Middleware {
   return function firewall(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void {
     let verdict: FirewallVerdict | undefined;
@@ -45,7 +66,9 @@ function middleware(getConfig: () => FirewallConfig, logger: FirewallLogger, sco
       const config = getConfig();
       clientAddress = resolveClientAddress(req.socket?.remoteAddress, req.headers['x-forwarded-for'], compileFirewall(config).trustedProxies);
       const bodyBytes = typeof raw === 'string' ? Buffer.byteLength(raw) : Buffer.isBuffer(raw) ? raw.length : undefined;
-      verdict = inspect({ method: req.method ?? 'GET', rawUrl: (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/', headers: req.headers, clientAddress, bodyText, bodyBytes }, config, scope);
+      const rawUrl = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+      const judge = () => inspect({ method: req.method ?? 'GET', rawUrl, headers: req.headers, clientAddress, bodyText, bodyBytes }, config, scope);
+      verdict = scope === 'request' ? recentVerdict(config, `${req.method}\n${rawUrl}\n${clientAddress}\n${req.rawHeaders.join('\n')}`, judge) : judge();
     } catch (err) {
       next(err); // fail closed: an unusable firewall config answers 500, never lets requests through
       return;
