@@ -50,7 +50,7 @@ export const datasetSpecSchema = {
           type: 'object',
           required: ['name', 'key'],
           additionalProperties: false,
-          properties: { name: { type: 'string', pattern: NAME_PATTERN }, key: { type: 'string', minLength: 1 } },
+          properties: { name: { type: 'string', pattern: NAME_PATTERN }, key: { type: 'string', pattern: '^[-._a-zA-Z0-9]{1,253}$' } },
         },
         databaseSchema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
         warehouse: { type: 'string', minLength: 1 },

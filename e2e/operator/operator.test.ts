@@ -13,6 +13,7 @@ import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import {
   CHART,
   REPO_ROOT,
+  apply,
   condition,
   createNamespace,
   freePort,
@@ -202,6 +203,36 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
       { ipBlock: { cidr: '0.0.0.0/0', except: ['10.1.0.0/16', '192.168.0.0/16'] } },
       { ipBlock: { cidr: '::/0', except: ['2001:db8:bad::/48'] } },
     ]);
+  });
+
+  it('a Dataset\'s connection Secret is mounted into the data-plane Deployment (secretKeyRef), and unmounted when the Dataset goes', async () => {
+    const ns = await applyExamples('secrets');
+    await kubectl(cluster, ['-n', ns, 'create', 'secret', 'generic', 'orders-db', '--from-literal=url=postgres://orders@db.invalid:5432/orders']);
+    const orders = {
+      apiVersion: 'dataaccess.dev/v1alpha1',
+      kind: 'Dataset',
+      metadata: { name: 'orders' },
+      spec: {
+        environment: 'local',
+        location: { kind: 'postgres', databaseSchema: 'orders', connectionSecretRef: { name: 'orders-db', key: 'url' } },
+        schemas: { 'orders.Order': { properties: { total: { type: 'number' } } } },
+      },
+    };
+    await apply(cluster, ns, JSON.stringify(orders));
+    const secretEnv = async () =>
+      ((await getObject(cluster, ns, 'deployment', 'local-dataplane')).spec.template.spec.containers[0].env as { name: string }[]).filter((e) => e.name.startsWith('DAS_SECRET_'));
+    const mounted = await waitFor('the data-plane Deployment to mount the Secret', async () => {
+      const env = await secretEnv();
+      return env.length ? env : undefined;
+    });
+    expect(mounted).to.deep.equal([{ name: 'DAS_SECRET_orders-db_url', valueFrom: { secretKeyRef: { name: 'orders-db', key: 'url' } } }]);
+    await waitFor('the Environment to count three Datasets', async () => (await getObject(cluster, ns, 'environment', 'local')).status.datasets === 3);
+    // What the API server stores matches what the operator renders: no rewrite on a resync.
+    expect((await resyncAndCountWrites(operator)).writes).to.equal(0);
+
+    await kubectl(cluster, ['-n', ns, 'delete', 'dataset', 'orders', '--wait=true']);
+    await waitFor('the Deployment to drop the Secret', async () => (await secretEnv()).length === 0);
+    await kubectl(cluster, ['-n', ns, 'delete', 'secret', 'orders-db']);
   });
 
   it('a Dataset edit updates its ConfigMap and the running data plane serves the new schema without a restart', async function () {

@@ -164,7 +164,7 @@ const datasetSpecSchema = obj(
         ),
         connectionSecretRef: obj(
           'The Secret key holding the connection settings (for postgres a connection URL).',
-          { name: str('Secret name, in the Dataset\'s namespace.', { pattern: NAME_PATTERN }), key: str('Key within the Secret.', { minLength: 1 }) },
+          { name: str('Secret name, in the Dataset\'s namespace.', { pattern: NAME_PATTERN }), key: str('Key within the Secret: letters, digits, "-", "_" and ".".', { pattern: '^[-._a-zA-Z0-9]{1,253}$' }) },
           { required: ['name', 'key'] },
         ),
         databaseSchema: str('SQL locations: the database schema holding this dataset\'s tables.', { pattern: '^[a-z_][a-z0-9_]{0,62}$' }),

@@ -1,19 +1,23 @@
 /**
  * Environment → data plane (ServiceAccount, Role, RoleBinding, config ConfigMap, Deployment), the
  * Services, the firewall NetworkPolicy and the function gateway. Deleting the Environment deletes
- * them through their ownerReferences (garbage collection), so it needs no finalizer.
+ * them through their ownerReferences (garbage collection), so it needs no finalizer. Its Datasets
+ * count too: their connection Secrets are mounted into the data plane (the controller queues the
+ * Environment whenever one of its Datasets changes).
  */
 import { checkEnvironmentSpec } from '../../../model/validate.js';
 import type { EnvironmentResource, EnvironmentSpec } from '../../../model/types.js';
 import type { KubeObject } from '../kube/object-client.js';
 import { objectNames } from '../names.js';
 import { renderEnvironmentObjects } from '../render/environment.js';
+import { datasetSecretRefs, type WithConnectionSecret } from '../render/secrets.js';
 import { WAIT_REQUEUE_MS, applyOwned, failureOutcome, ownedCache, publishStatus, type ReconcileContext, type ReconcileResult } from './context.js';
 import { environmentStatus, type DeploymentView, type Outcome } from './status.js';
 
 export const ENVIRONMENT_OWNED_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ConfigMap', 'Deployment', 'Service', 'NetworkPolicy'] as const;
 
 type EnvironmentObject = KubeObject & { spec: EnvironmentSpec };
+type DatasetObject = KubeObject & WithConnectionSecret & { spec?: { environment?: string } };
 
 export async function reconcileEnvironment(ctx: ReconcileContext, namespace: string, name: string): Promise<ReconcileResult> {
   const env = ctx.environments.get(namespace, name) as EnvironmentObject | undefined;
@@ -26,7 +30,8 @@ export async function reconcileEnvironment(ctx: ReconcileContext, namespace: str
     outcome = { kind: 'invalid', problems };
   } else {
     try {
-      const desired = renderEnvironmentObjects(env as unknown as EnvironmentResource, ctx.settings);
+      const secretRefs = datasetSecretRefs(environmentDatasets(ctx, namespace, name));
+      const desired = renderEnvironmentObjects(env as unknown as EnvironmentResource, ctx.settings, secretRefs);
       outcome = await applyOwned(ctx, env, desired, ENVIRONMENT_OWNED_KINDS);
     } catch (err) {
       failure = err;
@@ -38,7 +43,7 @@ export async function reconcileEnvironment(ctx: ReconcileContext, namespace: str
     env,
     outcome,
     {
-      datasets: countDatasets(ctx, namespace, name),
+      datasets: environmentDatasets(ctx, namespace, name).length,
       dataplane: ownedCache(ctx, 'Deployment').get(namespace, objectNames.dataplane(name)) as DeploymentView | undefined,
     },
     ctx.now(),
@@ -48,8 +53,7 @@ export async function reconcileEnvironment(ctx: ReconcileContext, namespace: str
   return outcome.kind === 'waiting' ? { requeueAfterMs: WAIT_REQUEUE_MS } : {};
 }
 
-function countDatasets(ctx: ReconcileContext, namespace: string, environment: string): number {
-  return ctx.datasets
-    .list(namespace)
-    .filter((d) => (d.spec as { environment?: string } | undefined)?.environment === environment && !d.metadata.deletionTimestamp).length;
+/** The Datasets of this Environment that are not being deleted (from the cache). */
+function environmentDatasets(ctx: ReconcileContext, namespace: string, environment: string): DatasetObject[] {
+  return (ctx.datasets.list(namespace) as DatasetObject[]).filter((d) => d.spec?.environment === environment && !d.metadata.deletionTimestamp);
 }

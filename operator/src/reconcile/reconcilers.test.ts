@@ -62,6 +62,34 @@ describe('operator: Environment reconciler (fake API server)', () => {
     expect(events.events.length).to.equal(eventCount);
   });
 
+  it('mounts the connection Secrets of its Datasets into the data plane; then nothing changed, no write', async () => {
+    const { cluster, ctx } = setup();
+    cluster.seed(exampleEnvironment());
+    const withSecret = exampleDataset();
+    (withSecret.spec as any).location.connectionSecretRef = { name: 'demo-db', key: 'url' };
+    cluster.seed(withSecret);
+    const elsewhere = { ...exampleDataset('sealed'), spec: { ...(exampleDataset('sealed').spec as object), environment: 'other' } };
+    (elsewhere.spec as any).location = { kind: 'postgres', connectionSecretRef: { name: 'other-db', key: 'url' } };
+    cluster.seed(elsewhere); // another Environment's Dataset: not mounted here
+    cluster.sync();
+    await reconcileEnvironment(ctx, NS, 'local');
+    const secretEnv = () =>
+      ((cluster.get('Deployment', NS, 'local-dataplane') as any).spec.template.spec.containers[0].env as { name: string }[]).filter((e) => e.name.startsWith('DAS_SECRET_'));
+    expect(secretEnv()).to.deep.equal([{ name: 'DAS_SECRET_demo-db_url', valueFrom: { secretKeyRef: { name: 'demo-db', key: 'url' } } }]);
+    cluster.sync();
+    const mark = cluster.writes.length;
+    await reconcileEnvironment(ctx, NS, 'local');
+    expect(cluster.writesSince(mark)).to.deep.equal([]);
+
+    // The Dataset is being deleted: its Secret goes from the Deployment (and only the Deployment changes).
+    await cluster.delete({ apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Dataset', namespace: NS, name: 'demo' });
+    cluster.sync();
+    const before = cluster.writes.length;
+    await reconcileEnvironment(ctx, NS, 'local');
+    expect(cluster.writesSince(before).filter((w) => w.verb !== 'update-status')).to.deep.equal([{ verb: 'update', kind: 'Deployment', name: 'local-dataplane' }]);
+    expect(secretEnv()).to.deep.equal([]);
+  });
+
   it('makes no write either when its cache has not yet seen its own writes', async () => {
     const { cluster, ctx } = setup();
     cluster.seed(exampleEnvironment());

@@ -1,12 +1,14 @@
 /**
  * The data plane of one Environment: ServiceAccount, the Role that lets it watch its ConfigMaps,
- * and the Deployment (container port 8080, config from ConfigMaps, hot-reloaded).
+ * and the Deployment (container port 8080, config from ConfigMaps, hot-reloaded; the connection
+ * Secrets of its Datasets as environment variables).
  */
 import type { V1Deployment, V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
-import type { EnvironmentResource } from '../../../model/types.js';
+import type { EnvironmentResource, SecretKeyRef } from '../../../model/types.js';
 import { COMPONENT, LABELS, componentSelector, environmentLabels, objectNames } from '../names.js';
 import { ownedMetadata, type OwnerRef } from './meta.js';
 import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
+import { secretEnvVars } from './secrets.js';
 import { HTTP_PORT, type RenderSettings, type Rendered } from './types.js';
 
 export const DEFAULT_DATAPLANE_REPLICAS = 2;
@@ -30,7 +32,11 @@ export function renderDataplaneServiceAccount(env: EnvironmentResource, owner: O
   };
 }
 
-/** Read access to ConfigMaps, nothing else: a label-selected watch cannot be narrowed by resourceNames. */
+/**
+ * Read access to ConfigMaps, nothing else: a label-selected watch cannot be narrowed by resourceNames.
+ * No Secrets: the connection Secrets reach the container through `secretKeyRef`, which the kubelet
+ * resolves.
+ */
 export function renderDataplaneRole(env: EnvironmentResource, owner: OwnerRef, namespace: string): Rendered<V1Role> {
   const name = env.metadata.name;
   return {
@@ -52,11 +58,17 @@ export function renderDataplaneRoleBinding(env: EnvironmentResource, owner: Owne
   };
 }
 
+/**
+ * `secretRefs`: the `location.connectionSecretRef`s of the Environment's Datasets, in any order and
+ * with repeats (see `secretEnvVars`). A change of that set changes the pod template, so it rolls
+ * the Deployment out; a new value in a Secret does not (environment variables are read at start).
+ */
 export function renderDataplaneDeployment(
   env: EnvironmentResource,
   owner: OwnerRef,
   namespace: string,
   settings: RenderSettings,
+  secretRefs: readonly SecretKeyRef[] = [],
 ): Rendered<V1Deployment> {
   const name = env.metadata.name;
   const spec = env.spec.dataplane ?? {};
@@ -85,6 +97,7 @@ export function renderDataplaneDeployment(
                 { name: 'PORT', value: String(HTTP_PORT) },
                 { name: 'DATA_DIR', value: DATA_DIR },
                 { name: 'LOG_LEVEL', value: spec.logLevel ?? 'info' },
+                ...secretEnvVars(secretRefs),
               ],
               ...httpProbes(),
               resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },

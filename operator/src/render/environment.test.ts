@@ -4,6 +4,7 @@ import type { DatasetResource, EnvironmentResource, EnvironmentSpec } from '../.
 import { canonicalJson } from './canonical-json.js';
 import { renderDatasetObjects } from './dataset.js';
 import { renderEnvironmentObjects } from './environment.js';
+import { datasetSecretRefs, type WithConnectionSecret } from './secrets.js';
 import { DEFAULT_RENDER_SETTINGS, type DesiredObject } from './types.js';
 
 const examples = loadManifests('examples');
@@ -162,6 +163,51 @@ describe('operator: rendering an Environment', () => {
   it('is a pure function: rendering twice gives identical objects', () => {
     const again = renderEnvironmentObjects(environment(), DEFAULT_RENDER_SETTINGS);
     expect(canonicalJson(again)).to.equal(canonicalJson(objects));
+  });
+
+  describe('connection Secrets of its Datasets', () => {
+    const withRef = (name: string, key: string) => ({ spec: { location: { connectionSecretRef: { name, key } } } });
+    const render = (datasets: WithConnectionSecret[]) =>
+      byKindAndName(renderEnvironmentObjects(environment(), DEFAULT_RENDER_SETTINGS, datasetSecretRefs(datasets)), 'Deployment', 'local-dataplane');
+    const secretEnv = (deployment: any) => deployment.spec.template.spec.containers[0].env.filter((e: { name: string }) => e.name.startsWith('DAS_SECRET_'));
+
+    it('no refs: no DAS_SECRET_ variable, and a Dataset without a ref adds none', () => {
+      expect(secretEnv(byKindAndName(objects, 'Deployment', 'local-dataplane'))).to.deep.equal([]);
+      expect(render([{ spec: { location: {} } }, {}])).to.deep.equal(byKindAndName(objects, 'Deployment', 'local-dataplane'));
+    });
+
+    it('one variable per ref, as valueFrom.secretKeyRef (the kubelet reads the Secret; no value in the Deployment)', () => {
+      expect(secretEnv(render([withRef('orders-db', 'url')]))).to.deep.equal([
+        { name: 'DAS_SECRET_orders-db_url', valueFrom: { secretKeyRef: { name: 'orders-db', key: 'url' } } },
+      ]);
+    });
+
+    it('the order of the Datasets changes nothing: sorted by variable name', () => {
+      const a = withRef('zeta-db', 'url');
+      const b = withRef('alpha-db', 'conn.string');
+      const forward = render([a, b]);
+      expect(render([b, a])).to.deep.equal(forward);
+      expect(secretEnv(forward).map((e: { name: string }) => e.name)).to.deep.equal(['DAS_SECRET_alpha-db_conn.string', 'DAS_SECRET_zeta-db_url']);
+    });
+
+    it('a ref named by several Datasets is mounted once', () => {
+      const env = secretEnv(render([withRef('shared-db', 'url'), withRef('other-db', 'url'), withRef('shared-db', 'url')]));
+      expect(env.map((e: { name: string }) => e.name)).to.deep.equal(['DAS_SECRET_other-db_url', 'DAS_SECRET_shared-db_url']);
+    });
+
+    it('refs that differ only in where name ends and key begins, or in case, get variables of their own', () => {
+      const names = secretEnv(render([withRef('a-b', 'c'), withRef('a', 'b-c'), withRef('a', 'B-c')])).map((e: any) => `${e.name}=${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`);
+      expect(names).to.deep.equal(['DAS_SECRET_a-b_c=a-b/c', 'DAS_SECRET_a_B-c=a/B-c', 'DAS_SECRET_a_b-c=a/b-c']);
+    });
+
+    it('a key no Secret can have is left out (the API server would refuse the whole Deployment)', () => {
+      expect(secretEnv(render([withRef('db', 'a/b'), withRef('db', 'url')])).map((e: { name: string }) => e.name)).to.deep.equal(['DAS_SECRET_db_url']);
+    });
+
+    it('no Secret access for the data plane: its Role is unchanged', () => {
+      const rendered = renderEnvironmentObjects(environment(), DEFAULT_RENDER_SETTINGS, [{ name: 'orders-db', key: 'url' }]);
+      expect(byKindAndName(rendered, 'Role', 'local-dataplane')).to.deep.equal(byKindAndName(objects, 'Role', 'local-dataplane'));
+    });
   });
 
   it('refuses an Environment without a uid (it must come from the API server)', () => {

@@ -1,5 +1,5 @@
-/** Everything an Environment owns, as desired objects: a pure function of the resource and settings. */
-import type { EnvironmentResource } from '../../../model/types.js';
+/** Everything an Environment owns, as desired objects: a pure function of the resource, the settings and its Datasets' Secret refs. */
+import type { EnvironmentResource, SecretKeyRef } from '../../../model/types.js';
 import { renderEnvironmentConfigMap } from './configmaps.js';
 import {
   renderDataplaneDeployment,
@@ -21,9 +21,10 @@ export function environmentOwner(env: EnvironmentResource): OwnerRef {
 /**
  * In apply order: identity and permissions first, then config, workloads, and the ways in. Objects
  * that are not in the list (the internal load balancer of a public environment, the function
- * gateway when opted out) are deleted by the reconciler.
+ * gateway when opted out) are deleted by the reconciler. `secretRefs`: the connection Secrets of the
+ * Environment's Datasets (`datasetSecretRefs`), mounted into the data plane.
  */
-export function renderEnvironmentObjects(env: EnvironmentResource, settings: RenderSettings): DesiredObject[] {
+export function renderEnvironmentObjects(env: EnvironmentResource, settings: RenderSettings, secretRefs: readonly SecretKeyRef[] = []): DesiredObject[] {
   const owner = environmentOwner(env);
   const namespace = env.metadata.namespace ?? 'default';
   const objects: DesiredObject[] = [
@@ -31,7 +32,7 @@ export function renderEnvironmentObjects(env: EnvironmentResource, settings: Ren
     renderDataplaneRole(env, owner, namespace),
     renderDataplaneRoleBinding(env, owner, namespace),
     renderEnvironmentConfigMap(env, owner, namespace),
-    renderDataplaneDeployment(env, owner, namespace, settings),
+    renderDataplaneDeployment(env, owner, namespace, settings, secretRefs),
   ];
   if (env.spec.type === 'internal') objects.push(renderInternalService(env, owner, namespace));
   objects.push(renderApiService(env, owner, namespace));
