@@ -66,6 +66,20 @@ describe('iam authentication', () => {
     expect(authenticateIam(`Proxy ${long}`, dataset).id).to.equal(long);
   });
 
+  it('a remembered acceptance ends with the config: a principal removed from a new config is refused at once', () => {
+    const before = datasetConfig({ auth: { iam: { principals: ['svc-a', 'svc-b'] } } });
+    const first = authenticateIam('Proxy svc-a', before);
+    expect(authenticateIam('Proxy svc-a', before)).to.equal(first); // same request again: remembered
+    expect(Object.isFrozen(first)).to.equal(true);
+    expect(authenticateIam('Proxy svc-b', before).id).to.equal('svc-b');
+    const after = datasetConfig({ auth: { iam: { principals: ['svc-b'] } } });
+    expect(failure(() => authenticateIam('Proxy svc-a', after)).code).to.equal('PRINCIPAL_NOT_ALLOWED');
+    expect(authenticateIam('Proxy svc-b', after).id).to.equal('svc-b');
+    // A refusal is not remembered either: the same header after the principal is added succeeds.
+    const readded = datasetConfig({ auth: { iam: { principals: ['svc-a'] } } });
+    expect(authenticateIam('Proxy svc-a', readded).id).to.equal('svc-a');
+  });
+
   it('rejects a principal the dataset does not list with 403 PRINCIPAL_NOT_ALLOWED', () => {
     const err = failure(() => authenticateIam('Proxy arn:aws:iam::999999999999:role/reader', dataset));
     expect([err.status, err.code]).to.deep.equal([403, 'PRINCIPAL_NOT_ALLOWED']);

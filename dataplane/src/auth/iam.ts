@@ -17,7 +17,29 @@ const PRINCIPAL = /^[\x21-\x7e]+$/;
 export const IAM_CHALLENGE = 'Proxy realm="iam"';
 const USAGE = 'send "Authorization: Proxy <principal identifier>"';
 
+/**
+ * Callers repeat their credentials: an accepted `Authorization` value is remembered per dataset
+ * config object (a changed config is a new object, so a removed principal is refused at once).
+ * Refusals are not remembered. The remembered Caller is frozen: requests share it.
+ */
+const accepted = new WeakMap<DatasetConfig, Map<string, Caller>>();
+const MAX_ACCEPTED = 1024;
+
 export function authenticateIam(authorization: string | undefined, dataset: DatasetConfig): Caller {
+  if (authorization === undefined) return checkIamCredentials(authorization, dataset);
+  let known = accepted.get(dataset);
+  const caller = known?.get(authorization);
+  if (caller) return caller;
+  const fresh = checkIamCredentials(authorization, dataset);
+  if (fresh.anon) return fresh;
+  if (!known) accepted.set(dataset, (known = new Map()));
+  if (known.size >= MAX_ACCEPTED) known.clear();
+  Object.freeze(fresh.claims);
+  known.set(authorization, Object.freeze(fresh));
+  return fresh;
+}
+
+function checkIamCredentials(authorization: string | undefined, dataset: DatasetConfig): Caller {
   const parsed = parseAuthorization(authorization);
   if (parsed === undefined) {
     if (dataset.caller.anon) return anonymousCaller();

@@ -49,6 +49,7 @@ export class RecordEngine {
       const what = action.version === undefined ? '' : ` at version ${action.version}`;
       throw new ApiError(404, 'RECORD_NOT_FOUND', `no ${action.schema} record with id "${action.id}"${what}`);
     }
+    if (!expand.length && !action.projection) return apiForm(stored); // the common read: no second round trip to wait for
     const [record] = await this.present(dataset, [stored], expand, action.projection, ctx);
     return record;
   }
@@ -138,7 +139,7 @@ export class RecordEngine {
 
   /** API form of stored records, with links expanded in place of `{id}`. */
   private async present(dataset: DatasetConfig, stored: StoredRecord[], expand: Field[], projection: string[] | undefined, ctx?: StatementContext): Promise<ApiRecord[]> {
-    const records = stored.map((s) => ({ id: s.id, version: s.version, ...s.data }) as ApiRecord);
+    const records = stored.map(apiForm);
     for (const field of expand) {
       const ids = [...new Set(records.map((r) => linkIdAt(r, field.path)).filter((id): id is string => id !== undefined))];
       const targets = new Map((await this.driver(dataset).readMany(dataset, field.target!, ids, ctx)).map((t) => [t.id, t]));
@@ -200,3 +201,8 @@ function project(record: ApiRecord, names: string[]): ApiRecord {
 }
 
 export type { SingleAction };
+
+/** A stored record as the API shows it: id and version, then the data. */
+function apiForm(stored: StoredRecord): ApiRecord {
+  return { id: stored.id, version: stored.version, ...stored.data } as ApiRecord;
+}

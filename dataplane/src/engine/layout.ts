@@ -41,11 +41,13 @@ export function valueAt(data: Record<string, unknown>, field: Field): unknown {
 /** Sets a value at a path, creating the intermediate objects. */
 export function setAt(target: Record<string, unknown>, path: string[], value: unknown): void {
   let node = target;
-  for (const key of path.slice(0, -1)) {
+  const last = path.length - 1;
+  for (let i = 0; i < last; i++) {
+    const key = path[i];
     if (typeof node[key] !== 'object' || node[key] === null) node[key] = {};
     node = node[key] as Record<string, unknown>;
   }
-  node[path[path.length - 1]] = value;
+  node[path[last]] = value;
 }
 
 /**

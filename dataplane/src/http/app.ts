@@ -191,7 +191,6 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
 
   return (req, res) => {
     const x = beginExchange(deps.logger, req, res);
-    const fail = (err: unknown) => respondWithError(x, err, deps.logger);
     if (x.req.method === 'GET') {
       if (x.path === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (x.path === '/readyz') {
@@ -200,18 +199,20 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       }
     }
     if (x.path.startsWith('/.well-known/')) {
-      auxiliary(req as express.Request, res as express.Response, (err?: unknown) => fail(err ?? new ApiError(404, 'NOT_FOUND', `no endpoint at ${x.path.slice(0, 200)}`)));
+      auxiliary(req as express.Request, res as express.Response, (err?: unknown) =>
+        respondWithError(x, err ?? new ApiError(404, 'NOT_FOUND', `no endpoint at ${x.path.slice(0, 200)}`), deps.logger),
+      );
       return;
     }
     if (!deps.firewall) {
-      dispatch(x).catch(fail);
+      dispatch(x).catch((err: unknown) => respondWithError(x, err, deps.logger));
       return;
     }
     let passed = false;
     deps.firewall(req, res, (err?: unknown) => {
       passed = true;
-      if (err) fail(err);
-      else dispatch(x).catch(fail);
+      if (err) respondWithError(x, err, deps.logger);
+      else dispatch(x).catch((failure: unknown) => respondWithError(x, failure, deps.logger));
     });
     // A blocked request's path may be the exploit string itself: keep it out of the access log.
     if (!passed) x.redactPath = true;

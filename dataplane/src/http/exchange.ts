@@ -63,6 +63,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   const text = JSON.stringify(body);
   res.statusCode = status;
   res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', Buffer.byteLength(text));
+  // end(text) sets Content-Length itself; a HEAD response sends no body, so it is set here.
+  if (res.req?.method === 'HEAD') res.setHeader('content-length', Buffer.byteLength(text));
   res.end(text);
 }

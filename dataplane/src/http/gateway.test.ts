@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { AddressingError, resolveGateway } from './gateway.js';
+import { AddressingError, decodeSegments, resolveGateway } from './gateway.js';
 
 describe('gateway addressing', () => {
   it('takes the authkind from the first host label and the dataset from the path', () => {
@@ -21,5 +21,18 @@ describe('gateway addressing', () => {
   it('decodes path segments and rejects broken percent-encoding', () => {
     expect(resolveGateway('iam.x', '/demo/demo.Person/a%20b', undefined).rest).to.deep.equal(['demo.Person', 'a b']);
     expect(() => resolveGateway('iam.x', '/demo/%E0%A4%A', undefined)).to.throw(AddressingError);
+  });
+  it('answers a repeated Host the same way (remembered labels), and a different Host on its own terms', () => {
+    for (let i = 0; i < 3; i++) {
+      expect(resolveGateway('demo.iam.example.com', '/echo', undefined)).to.include({ authkind: 'iam', datasetId: 'demo', by: 'host' });
+      expect(resolveGateway('Demo.IAM.example.com.', '/echo', undefined)).to.include({ authkind: 'iam', datasetId: 'demo', by: 'host' });
+      expect(resolveGateway('sealed.public.example.com', '/echo', undefined)).to.include({ authkind: 'public', datasetId: 'sealed' });
+    }
+    for (let i = 0; i < 600; i++) resolveGateway(`d${i}.iam.example.com`, '/', undefined); // past the bound: cleared, still right
+    expect(resolveGateway('demo.iam.example.com', '/', undefined)).to.include({ datasetId: 'demo' });
+    expect(resolveGateway('d599.iam.example.com', '/', undefined)).to.include({ datasetId: 'd599' });
+  });
+  it('keeps empty segments out and decodes only encoded ones', () => {
+    expect(decodeSegments('//demo///demo.Person/a%2Fb/')).to.deep.equal(['demo', 'demo.Person', 'a/b']);
   });
 });

@@ -36,18 +36,38 @@ export function hostLabels(host: string | undefined): string[] {
 }
 
 export function decodeSegments(pathname: string): string[] {
-  const segments = pathname.split('/').filter((s) => s.length > 0);
-  return segments.map((s) => {
+  const segments: string[] = [];
+  for (const s of pathname.split('/')) {
+    if (s.length === 0) continue;
+    if (!s.includes('%')) {
+      segments.push(s);
+      continue;
+    }
     try {
-      return decodeURIComponent(s);
+      segments.push(decodeURIComponent(s));
     } catch {
       throw new AddressingError(`path segment "${s}" is not valid percent-encoding`);
     }
-  });
+  }
+  return segments;
+}
+
+/** Clients repeat their Host header: its labels are worked out once (bounded; never mutated). */
+const knownHosts = new Map<string, readonly string[]>();
+const MAX_KNOWN_HOSTS = 256;
+
+function cachedHostLabels(host: string | undefined): readonly string[] {
+  if (host === undefined || host.length > 255) return hostLabels(host);
+  let labels = knownHosts.get(host);
+  if (!labels) {
+    if (knownHosts.size >= MAX_KNOWN_HOSTS) knownHosts.clear();
+    knownHosts.set(host, (labels = hostLabels(host)));
+  }
+  return labels;
 }
 
 export function resolveGateway(host: string | undefined, pathname: string, authorization: string | undefined): GatewayRoute {
-  const labels = hostLabels(host);
+  const labels = cachedHostLabels(host);
   const segments = decodeSegments(pathname);
   let authkind: Authkind | undefined;
   let hostDataset: string | undefined;

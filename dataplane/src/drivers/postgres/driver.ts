@@ -215,18 +215,23 @@ export class PostgresDriver implements LocationDriver {
    * Runs a statement; reads without tags use a named (server-side prepared) statement. With tags,
    * the statement carries them as a SQL comment and the session's application_name names them.
    */
-  private async run(client: Queryable | pg.Pool, statement: Statement, ctx?: StatementContext, name?: string): Promise<pg.QueryResult> {
+  /** Not async itself: the untagged statement (the common case) hands back pg's own promise. */
+  private run(client: Queryable | pg.Pool, statement: Statement, ctx?: StatementContext, name?: string): Promise<pg.QueryResult> {
     const comment = tagComment(ctx);
     if (!comment) return client.query(name ? { name, text: statement.text, values: statement.values } : statement);
+    return this.runWithComment(client, statement, comment, ctx!);
+  }
+
+  private async runWithComment(client: Queryable | pg.Pool, statement: Statement, comment: string, ctx: StatementContext): Promise<pg.QueryResult> {
     if (client instanceof pg.Pool) {
       const dedicated = await client.connect();
       try {
-        return await this.runTagged(dedicated, statement, comment, ctx!);
+        return await this.runTagged(dedicated, statement, comment, ctx);
       } finally {
         dedicated.release();
       }
     }
-    return this.runTagged(client, statement, comment, ctx!);
+    return this.runTagged(client, statement, comment, ctx);
   }
 
   private async runTagged(client: Queryable, statement: Statement, comment: string, ctx: StatementContext): Promise<pg.QueryResult> {
