@@ -103,8 +103,13 @@ async function main() {
     for (const [name, r] of results) {
       console.log(`  ${name.padEnd(22)} ${median(r.rps).toFixed(0).padStart(7)} req/s  p50 ${median(r.p50)} ms  p99 ${median(r.p99)} ms  errors ${r.errors}`);
     }
-    const ratio = median(results.get('data plane')!.rps) / median(results.get('bare node:http + pg')!.rps);
+    const dpRps = results.get('data plane')!.rps;
+    const bareRps = results.get('bare node:http + pg')!.rps;
+    const ratio = median(dpRps) / median(bareRps);
+    // Each round measures both back to back, so its own ratio cancels the machine's slow drift.
+    const perRound = dpRps.map((rps, i) => rps / bareRps[i]);
     console.log(`\nthroughput ratio data plane / bare handler: ${ratio.toFixed(2)} (expectation: >= 0.85)`);
+    console.log(`per-round ratios: ${perRound.map((r) => r.toFixed(2)).join(' ')}  (median ${median(perRound).toFixed(2)})`);
   } finally {
     for (const t of targets) t.child.kill('SIGTERM');
     await Promise.all(targets.map((t) => new Promise((r) => (t.child.exitCode !== null ? r(null) : t.child.on('exit', r)))));
