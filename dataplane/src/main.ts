@@ -14,13 +14,22 @@ import { resolve } from 'node:path';
 import pino from 'pino';
 import { ManifestError } from '../../model/manifests.js';
 import { bootstrapDataPlane } from './bootstrap.js';
+import { BatchedLogDestination } from './log-destination.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
 import { startFunctionGateway } from './function-gateway/server.js';
 
-// Buffered, asynchronous writes: one access-log line per request must not block the event loop.
-// The buffer is flushed on exit (pino's destination flushes synchronously at process exit).
-const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+// Buffered, asynchronous writes: one access-log line per request must not block the event loop,
+// and lines are batched for up to 100 ms (see log-destination.ts). Every exit path below calls
+// flushSync, and a plain exit is covered by the 'exit' hook.
+const destination = new BatchedLogDestination(pino.destination({ dest: 1, sync: false }));
+process.on('exit', () => {
+  try {
+    destination.flushSync();
+  } catch {
+    /* stdout gone: nothing left to tell */
+  }
+});
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'data-plane' } }, destination);
 
 function configSource(env: NodeJS.ProcessEnv): ConfigSource {
