@@ -41,6 +41,7 @@ export class PostgresDriver implements LocationDriver {
   readonly kind = 'postgres' as const;
   private readonly pools = new Map<string, pg.Pool>();
   private readonly layouts = new Map<string, TableLayout>(); // `${dataset}\0${generation}\0${schema}`
+  private closing = false;
 
   constructor(private readonly options: PostgresDriverOptions) {}
 
@@ -50,7 +51,11 @@ export class PostgresDriver implements LocationDriver {
     let pool = this.pools.get(key);
     if (!pool) {
       pool = new pg.Pool({ connectionString: url, max: this.options.poolSize ?? 10, types: recordTypes, application_name: 'data-access' });
-      pool.on('error', (err) => this.options.logger.warn({ err: err.message }, 'idle PostgreSQL connection failed'));
+      // pool.end() resolves before the sockets have closed; a server stopping right after (the
+      // embedded one at shutdown) then ends them, which is no failure worth a warning.
+      pool.on('error', (err) => {
+        if (!this.closing) this.options.logger.warn({ err: err.message }, 'idle PostgreSQL connection failed');
+      });
       this.pools.set(key, pool);
     }
     return pool;
@@ -245,6 +250,7 @@ export class PostgresDriver implements LocationDriver {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.options.readOnly?.close();
     await Promise.all([...this.pools.values()].map((pool) => pool.end()));
     this.pools.clear();
