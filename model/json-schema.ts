@@ -58,6 +58,7 @@ export const datasetSpecSchema = {
         readOnlyRole: { type: 'string', minLength: 1 },
         tablePrefix: { type: 'string', pattern: '^[A-Za-z0-9_.-]{0,200}$' },
         region: { type: 'string', minLength: 1 },
+        defaultConsistency: { enum: [...CONSISTENCY_LEVELS] },
       },
     },
     auth: {
@@ -200,4 +201,3 @@ export const environmentSpecSchema = {
   },
 } as const;
 
-export const consistencySchema = { enum: [...CONSISTENCY_LEVELS] } as const;

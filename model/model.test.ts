@@ -52,6 +52,17 @@ describe('model: manifests', () => {
     expect(env[0].path).to.equal('$.spec.gateways.api.firewall.ipAddresses.allowed[0]');
   });
 
+  it('takes a default consistency from the enum only, and refuses ATOMIC_ALL as the default of an iceberg location', () => {
+    const schemas = '  schemas: {a.B: {properties: {}}}\n';
+    expect(problemsOf(`${header}  location: {kind: postgres, defaultConsistency: STRONG}\n${schemas}`)).to.deep.equal([
+      { path: '$.spec.location.defaultConsistency', message: 'must be one of "ATOMIC_ALL", "ATOMIC", "QUORUM", "EVENTUAL", "ASYNC"' },
+    ]);
+    expect(problemsOf(`${header}  location: {kind: iceberg, defaultConsistency: ATOMIC_ALL}\n${schemas}`)).to.deep.equal([
+      { path: '$.spec.location.defaultConsistency', message: 'ATOMIC_ALL is not available on an iceberg location (atomic per table at most: ATOMIC)' },
+    ]);
+    expect(problemsOf(`${header}  location: {kind: iceberg, defaultConsistency: ATOMIC}\n${schemas}`)).to.deep.equal([]);
+  });
+
   it('names the document of a multi-document file', () => {
     const problems = problemsOf(`${header}  location: {kind: postgres}\n  schemas: {a.B: {properties: {}}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n`);
     expect(problems[0].path).to.equal('$[1].apiVersion');
@@ -67,6 +78,9 @@ describe('model: rendering', () => {
     expect(demo.deletionPolicy).to.equal('Retain');
     const sealed = renderDatasetConfig(set.datasets.find((d) => d.metadata.name === 'sealed')!);
     expect(sealed.auth.iam.rawSqlEndpointEnabled).to.equal(false);
+    const eventual = structuredClone(set.datasets.find((d) => d.metadata.name === 'demo')!);
+    eventual.spec.location.defaultConsistency = 'EVENTUAL';
+    expect(renderDatasetConfig(eventual).location.defaultConsistency).to.equal('EVENTUAL');
   });
   it('renders the environment config with the function gateway name and firewall', () => {
     const env = renderEnvironmentConfig(set.environments[0]);

@@ -60,7 +60,7 @@ export function renderDatasetConfig(dataset: DatasetResource): DatasetConfig {
     id: dataset.metadata.name,
     environment: spec.environment,
     generation: dataset.metadata.generation ?? 1,
-    location: { ...spec.location, defaultConsistency: DEFAULT_CONSISTENCY[spec.location.kind] },
+    location: { ...spec.location, defaultConsistency: spec.location.defaultConsistency ?? DEFAULT_CONSISTENCY[spec.location.kind] },
     auth: {
       iam: {
         principals: spec.auth?.iam?.principals ?? [],

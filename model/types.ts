@@ -72,6 +72,8 @@ export interface LocationSpec {
   /** DynamoDB: prefix of the table names and the region. */
   tablePrefix?: string;
   region?: string;
+  /** What writes that name no `consistency` get; without it, the location kind's default. */
+  defaultConsistency?: Consistency;
 }
 
 export interface DatasetAuthSpec {

@@ -70,6 +70,10 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProbl
   if (dbSchema === 'das_internal' || dbSchema?.startsWith('pg_')) {
     problems.push({ path: `${base}.location.databaseSchema`, message: `"${dbSchema}" is reserved` });
   }
+  // The spec: ATOMIC_ALL is rejected on an open-table-format location, so it cannot be its default.
+  if (spec.location.kind === 'iceberg' && spec.location.defaultConsistency === 'ATOMIC_ALL') {
+    problems.push({ path: `${base}.location.defaultConsistency`, message: 'ATOMIC_ALL is not available on an iceberg location (atomic per table at most: ATOMIC)' });
+  }
   for (const [schemaName, schema] of Object.entries(spec.schemas)) {
     const schemaPath = `${base}.schemas[${JSON.stringify(schemaName)}]`;
     const walk = (props: Record<string, import('./types.js').PropertyDef>, path: string) => {

@@ -1,5 +1,8 @@
 /** The record API over a real PostgreSQL, through the iam gateway, as an application team uses it. */
 import { expect } from 'chai';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { client } from '../test-support/http.js';
@@ -343,6 +346,50 @@ describe('record API over PostgreSQL', function () {
       const ready = await api({ path: '/readyz' });
       expect(ready.status).to.equal(200);
       expect(ready.json.datasets.demo.status).to.equal('ready');
+    });
+  });
+
+  describe("a dataset's default consistency (spec.location.defaultConsistency)", () => {
+    let eventual: TestDataPlane;
+    let eventualPost: (body: unknown) => ReturnType<typeof api>;
+
+    before(async () => {
+      const manifests = mkdtempSync(join(tmpdir(), 'das-eventual-'));
+      cpSync(resolve(import.meta.dirname, '../../examples'), manifests, { recursive: true });
+      const demo = join(manifests, 'dataset-demo.yaml');
+      writeFileSync(demo, readFileSync(demo, 'utf8').replace(/^  location:\n/m, '  location:\n    defaultConsistency: EVENTUAL\n'));
+      eventual = await startTestDataPlane({ manifests });
+      const eventualApi = client(eventual.url, { host: 'iam.example.test', headers: { authorization: 'Proxy demo-admin' } });
+      eventualPost = (body) => eventualApi({ method: 'POST', path: '/demo', body });
+    });
+    after(async () => eventual?.stop());
+
+    it('applies to batch actions that name none: under EVENTUAL the others commit and each outcome is reported', async () => {
+      expect((await eventualPost({ create: { schema: 'demo.Company', id: 'dc-taken', data: { name: 'Taken' } } })).status).to.equal(201);
+      const res = await eventualPost({
+        batch: {
+          actions: {
+            ok: { create: { schema: 'demo.Company', id: 'dc-ok', data: { name: 'Ok' } } },
+            clash: { create: { schema: 'demo.Company', id: 'dc-taken', data: { name: 'Clash' } } },
+          },
+        },
+      });
+      expect(res.status).to.equal(207);
+      expect(res.json.clash.error.code).to.equal('RECORD_EXISTS');
+      expect((await eventualPost({ read: { schema: 'demo.Company', id: 'dc-ok' } })).json).to.deep.equal({ id: 'dc-ok', version: 1, name: 'Ok' });
+    });
+
+    it('is only a default: an action that asks for ATOMIC still gets all or nothing', async () => {
+      const res = await eventualPost({
+        batch: {
+          actions: {
+            fresh: { create: { schema: 'demo.Company', id: 'dc-fresh', data: { name: 'Fresh' }, consistency: 'ATOMIC' } },
+            clash: { create: { schema: 'demo.Company', id: 'dc-taken', data: { name: 'Clash' }, consistency: 'ATOMIC' } },
+          },
+        },
+      });
+      expect(res.status).to.equal(409);
+      expect((await eventualPost({ read: { schema: 'demo.Company', id: 'dc-fresh' } })).status).to.equal(404);
     });
   });
 });

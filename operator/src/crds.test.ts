@@ -154,5 +154,12 @@ describe('operator: CRDs', () => {
       badLink.spec.schemas['demo.Person'].properties.employer.schema = 'not a schema';
       expect(check(badLink).join()).to.match(/employer\/schema/);
     });
+
+    it('takes consistency values from the enum only', () => {
+      const dataset = parse(readFileSync('examples/dataset-demo.yaml', 'utf8'));
+      const withDefault = (level: string) => ({ ...dataset, spec: { ...dataset.spec, location: { ...dataset.spec.location, defaultConsistency: level } } });
+      expect(check(withDefault('EVENTUAL'))).to.deep.equal([]);
+      expect(check(withDefault('SOMETIMES')).join()).to.match(/location\/defaultConsistency/);
+    });
   });
 });

@@ -173,6 +173,12 @@ const datasetSpecSchema = obj(
         readOnlyRole: str('Warehouse locations: the read-only role the raw SQL endpoint uses.', { minLength: 1 }),
         tablePrefix: str('DynamoDB: prefix of the table names.', { pattern: '^[A-Za-z0-9_.-]{0,200}$' }),
         region: str('DynamoDB: the region.', { minLength: 1 }),
+        defaultConsistency: str(
+          `The consistency of writes that name none; without it, the kind's default (${Object.entries(DEFAULT_CONSISTENCY)
+            .map(([kind, level]) => `${level} on ${kind}`)
+            .join(', ')}). ATOMIC_ALL is not available on iceberg.`,
+          { enum: [...CONSISTENCY_LEVELS] },
+        ),
       },
       { required: ['kind'] },
     ),
