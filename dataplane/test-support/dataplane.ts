@@ -2,9 +2,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { bootstrapDataPlane } from '../src/bootstrap.js';
 import type { DataPlane } from '../src/server.js';
+import { client } from './http.js';
 import { freshDatabase } from './postgres.js';
 
 export interface TestDataPlane {
@@ -17,10 +18,19 @@ export interface TestDataPlane {
 
 export const EXAMPLES_DIR = resolve(import.meta.dirname, '../../examples');
 
-export async function startTestDataPlane(options: { manifests?: string; databaseUrl?: string; dataDir?: string; env?: NodeJS.ProcessEnv } = {}): Promise<TestDataPlane> {
+export interface TestDataPlaneOptions {
+  manifests?: string;
+  databaseUrl?: string;
+  dataDir?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Where the data plane logs; silent (or TEST_LOG_LEVEL) by default. */
+  logger?: Logger;
+}
+
+export async function startTestDataPlane(options: TestDataPlaneOptions = {}): Promise<TestDataPlane> {
   const databaseUrl = options.databaseUrl ?? (await freshDatabase());
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'das-data-'));
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const dataPlane = await bootstrapDataPlane({
     logger,
     configSource: { kind: 'files', path: options.manifests ?? EXAMPLES_DIR },
@@ -30,4 +40,9 @@ export async function startTestDataPlane(options: { manifests?: string; database
     env: { ...process.env, ...options.env, DATABASE_URL: databaseUrl },
   });
   return { url: dataPlane.url, databaseUrl, dataDir, dataPlane, stop: () => dataPlane.stop() };
+}
+
+/** A client on the data plane's iam gateway as the example dataset's super principal, demo-admin. */
+export function adminClient(dp: Pick<TestDataPlane, 'url'>): ReturnType<typeof client> {
+  return client(dp.url, { host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } });
 }

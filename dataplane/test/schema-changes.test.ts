@@ -6,6 +6,8 @@ import { renderDatasetConfig } from '../../model/render.js';
 import type { DatasetResource, RecordSchemaDef } from '../../model/types.js';
 import { ConfigStore } from '../src/config/store.js';
 import { PostgresDriver } from '../src/drivers/postgres/driver.js';
+import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
+import { client } from '../test-support/http.js';
 import { freshDatabase } from '../test-support/postgres.js';
 
 const dataset = (generation: number, person: RecordSchemaDef): DatasetResource => ({
@@ -91,5 +93,53 @@ describe('schema changes on PostgreSQL', function () {
     } finally {
       await db.end();
     }
+  });
+});
+
+describe('removing a dataset with deletionPolicy Retain from a running data plane', function () {
+  this.timeout(60000);
+  let dp: TestDataPlane;
+  let api: ReturnType<typeof client>;
+  before(async () => {
+    dp = await startTestDataPlane();
+    api = adminClient(dp);
+  });
+  after(async () => dp?.stop());
+
+  it('keeps the tables and records, and serves them again when the dataset comes back', async () => {
+    const store = dp.dataPlane.store;
+    const config = store.dataset('demo')!.config;
+    expect(config.deletionPolicy, 'the example dataset uses the default policy').to.equal('Retain');
+    expect((await api({ path: '/demo', body: { create: { schema: 'demo.Company', id: 'kept', data: { name: 'First' } } } })).status).to.equal(201);
+    const updated = await api({ path: '/demo', body: { update: { schema: 'demo.Company', id: 'kept', data: { name: 'Second' } } } });
+    expect(updated.status, updated.text).to.equal(200);
+
+    store.removeDataset('demo');
+    await store.settled();
+    const gone = await api({ path: '/demo/demo.Company/kept' });
+    expect(gone.status).to.equal(404);
+    expect(gone.json.error.code).to.equal('DATASET_NOT_FOUND');
+
+    const db = new pg.Client(dp.databaseUrl);
+    await db.connect();
+    try {
+      const tables = await db.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'demo' ORDER BY table_name");
+      expect(tables.rows.map((r) => r.table_name)).to.include.members(['demo_company', 'demo_company_history', 'demo_person', 'demo_person_history']);
+      expect((await db.query('SELECT id, version, name FROM demo.demo_company')).rows).to.deep.equal([{ id: 'kept', version: 2, name: 'Second' }]);
+      expect((await db.query('SELECT version, name FROM demo.demo_company_history ORDER BY version')).rows).to.deep.equal([
+        { version: 1, name: 'First' },
+        { version: 2, name: 'Second' },
+      ]);
+    } finally {
+      await db.end();
+    }
+
+    store.upsertDataset(config);
+    await store.settled();
+    expect(store.dataset('demo')?.status).to.equal('ready');
+    const back = await api({ path: '/demo/demo.Company/kept' });
+    expect(back.status, back.text).to.equal(200);
+    expect(back.json).to.include({ id: 'kept', name: 'Second', version: 2 });
+    expect((await api({ path: '/demo/demo.Company/kept?version=1' })).json).to.include({ id: 'kept', name: 'First', version: 1 });
   });
 });
