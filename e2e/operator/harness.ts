@@ -226,6 +226,36 @@ export async function resyncAndCountWrites(operator: OperatorProcess): Promise<{
   };
 }
 
+/** The kinds the operator writes (Events and Leases aside), as the API server's metrics name them. */
+const OPERATOR_RESOURCES = new Set(['environments', 'datasets', 'configmaps', 'deployments', 'services', 'networkpolicies', 'serviceaccounts', 'roles', 'rolebindings']);
+const WRITE_VERBS = new Set(['POST', 'CREATE', 'PUT', 'UPDATE', 'PATCH', 'APPLY', 'DELETE', 'DELETECOLLECTION']);
+
+/**
+ * Write requests the API server itself has counted (`apiserver_request_total`) on the kinds the
+ * operator manages, from every client: a check that does not rely on the operator's own metrics.
+ */
+export async function apiServerWrites(cluster: KubeCluster): Promise<number> {
+  let total = 0;
+  for (const line of (await kubectl(cluster, ['get', '--raw', '/metrics'])).split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (WRITE_VERBS.has(labels.verb) && OPERATOR_RESOURCES.has(labels.resource)) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
+/** Once nothing (controllers included) has written those kinds for a second: the count then. */
+export async function quiescentApiServerWrites(cluster: KubeCluster): Promise<number> {
+  let previous = await apiServerWrites(cluster);
+  return waitFor('the cluster to stop writing', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = await apiServerWrites(cluster);
+    const settled = now === previous;
+    previous = now;
+    return settled ? { now } : undefined;
+  }).then((r) => r.now);
+}
+
 // --- credentials ---------------------------------------------------------------------------------
 
 /**

@@ -13,6 +13,7 @@ import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import {
   CHART,
   REPO_ROOT,
+  apiServerWrites,
   apply,
   condition,
   createNamespace,
@@ -22,6 +23,7 @@ import {
   httpRequest,
   kubectl,
   kubectlJson,
+  quiescentApiServerWrites,
   resyncAndCountWrites,
   serviceAccountKubeconfig,
   startDataPlane,
@@ -173,9 +175,13 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
 
   it('a full resync with nothing changed makes zero API write requests', async () => {
     await applyExamples('resync');
+    const before = await quiescentApiServerWrites(cluster);
+    expect(before, 'the API server counted the creates of the apply').to.be.greaterThan(0);
     const { writes, reconciles } = await resyncAndCountWrites(operator);
     expect(reconciles).to.be.greaterThanOrEqual(3);
     expect(writes).to.equal(0);
+    // The API server's own count agrees: nobody wrote the operator's kinds during the resync.
+    expect(await apiServerWrites(cluster)).to.equal(before);
   });
 
   it('a firewall edit updates the NetworkPolicy', async () => {

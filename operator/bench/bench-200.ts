@@ -11,7 +11,18 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startKubeCluster } from '../../e2e/peers/kube/cluster.js';
-import { REPO_ROOT, createNamespace, kubectl, kubectlJson, resyncAndCountWrites, startOperator, waitFor, waitForCondition } from '../../e2e/operator/harness.js';
+import {
+  REPO_ROOT,
+  apiServerWrites,
+  createNamespace,
+  kubectl,
+  kubectlJson,
+  quiescentApiServerWrites,
+  resyncAndCountWrites,
+  startOperator,
+  waitFor,
+  waitForCondition,
+} from '../../e2e/operator/harness.js';
 
 const { values } = parseArgs({ options: { datasets: { type: 'string', default: '200' } } });
 const COUNT = Number(values.datasets);
@@ -85,7 +96,9 @@ async function main(): Promise<void> {
     const afterLoad = await operator.metrics();
     const env = await kubectlJson(cluster, ['-n', ns, 'get', 'environment', 'local']);
 
+    const serverCountedBefore = await quiescentApiServerWrites(cluster);
     const resync = await resyncAndCountWrites(operator);
+    const serverCounted = (await apiServerWrites(cluster)) - serverCountedBefore;
     clearInterval(sampler);
     sampler = undefined;
 
@@ -102,9 +115,10 @@ async function main(): Promise<void> {
       'Environment status.datasets': env.status?.datasets,
       'full resync: reconciles': resync.reconciles,
       'full resync: API write requests': resync.writes,
+      'full resync: writes the API server counted': serverCounted,
     };
     for (const [name, value] of Object.entries(figures)) process.stdout.write(`${name.padEnd(46)} ${value}\n`);
-    if (resync.writes !== 0) {
+    if (resync.writes !== 0 || serverCounted !== 0) {
       process.stderr.write('FAIL: a resync with nothing changed made write requests\n');
       process.exitCode = 1;
     }
