@@ -5,12 +5,12 @@
  * count too: their connection Secrets are mounted into the data plane (the controller queues the
  * Environment whenever one of its Datasets changes).
  */
-import { checkEnvironmentSpec } from '../../../model/validate.js';
-import type { EnvironmentResource, EnvironmentSpec } from '../../../model/types.js';
+import { checkDatasetSpec, checkEnvironmentSpec } from '../../../model/validate.js';
+import type { EnvironmentResource, EnvironmentSpec, SecretKeyRef } from '../../../model/types.js';
 import type { KubeObject } from '../kube/object-client.js';
 import { objectNames } from '../names.js';
 import { renderEnvironmentObjects } from '../render/environment.js';
-import { datasetSecretRefs, type WithConnectionSecret } from '../render/secrets.js';
+import { datasetSecretRefs, publishedSecretRef, type WithConnectionSecret } from '../render/secrets.js';
 import { WAIT_REQUEUE_MS, applyOwned, failureOutcome, ownedCache, publishStatus, type ReconcileContext, type ReconcileResult } from './context.js';
 import { environmentStatus, type DeploymentView, type Outcome } from './status.js';
 
@@ -30,7 +30,7 @@ export async function reconcileEnvironment(ctx: ReconcileContext, namespace: str
     outcome = { kind: 'invalid', problems };
   } else {
     try {
-      const secretRefs = datasetSecretRefs(environmentDatasets(ctx, namespace, name));
+      const secretRefs = neededSecretRefs(ctx, namespace, name);
       const desired = renderEnvironmentObjects(env as unknown as EnvironmentResource, ctx.settings, secretRefs);
       outcome = await applyOwned(ctx, env, desired, ENVIRONMENT_OWNED_KINDS);
     } catch (err) {
@@ -56,4 +56,20 @@ export async function reconcileEnvironment(ctx: ReconcileContext, namespace: str
 /** The Datasets of this Environment that are not being deleted (from the cache). */
 function environmentDatasets(ctx: ReconcileContext, namespace: string, environment: string): DatasetObject[] {
   return (ctx.datasets.list(namespace) as DatasetObject[]).filter((d) => d.spec?.environment === environment && !d.metadata.deletionTimestamp);
+}
+
+/**
+ * The connection Secrets the data plane needs: the one of each Dataset's published config (what
+ * it serves now) and the one of each valid spec (what it is about to be given). An invalid edit is
+ * never published, so the Secret it names is not mounted and the published one stays.
+ */
+function neededSecretRefs(ctx: ReconcileContext, namespace: string, environment: string): SecretKeyRef[] {
+  const configMaps = ownedCache(ctx, 'ConfigMap');
+  const sources: WithConnectionSecret[] = [];
+  for (const dataset of environmentDatasets(ctx, namespace, environment)) {
+    if (checkDatasetSpec(dataset.spec).length === 0) sources.push(dataset);
+    const published = publishedSecretRef(configMaps.get(namespace, objectNames.datasetConfigMap(environment, dataset.metadata.name)) as { data?: Record<string, string> } | undefined);
+    if (published) sources.push({ spec: { location: { connectionSecretRef: published } } });
+  }
+  return datasetSecretRefs(sources);
 }

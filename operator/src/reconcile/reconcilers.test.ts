@@ -90,6 +90,45 @@ describe('operator: Environment reconciler (fake API server)', () => {
     expect(secretEnv()).to.deep.equal([]);
   });
 
+  it('an invalid edit of a Dataset keeps the Secret its published config uses; a valid one mounts the new Secret', async () => {
+    const { cluster, ctx } = setup();
+    cluster.seed(exampleEnvironment());
+    const dataset = exampleDataset();
+    (dataset.spec as any).location.connectionSecretRef = { name: 'old-db', key: 'url' };
+    cluster.seed(dataset);
+    cluster.sync();
+    await reconcileDataset(ctx, NS, 'demo'); // publishes the ConfigMap naming old-db
+    cluster.sync();
+    const mounted = async () => {
+      await reconcileEnvironment(ctx, NS, 'local');
+      cluster.sync();
+      const env = (cluster.get('Deployment', NS, 'local-dataplane') as any).spec.template.spec.containers[0].env as { name: string }[];
+      return env.filter((e) => e.name.startsWith('DAS_SECRET_')).map((e) => e.name);
+    };
+    expect(await mounted()).to.deep.equal(['DAS_SECRET_old-db_url']);
+
+    const edit = async (change: (spec: any) => void) => {
+      const current = structuredClone(cluster.get('Dataset', NS, 'demo')!);
+      change(current.spec);
+      await cluster.replace(current);
+      cluster.sync();
+      await reconcileDataset(ctx, NS, 'demo');
+      cluster.sync();
+    };
+    // Invalid (a link to a missing schema): not published, so the data plane still needs old-db.
+    await edit((spec) => {
+      spec.location.connectionSecretRef = { name: 'new-db', key: 'url' };
+      spec.schemas['demo.Person'].properties.employer.schema = 'demo.Nowhere';
+    });
+    expect(await mounted()).to.deep.equal(['DAS_SECRET_old-db_url']);
+
+    // Fixed: published with new-db, and old-db is no longer needed.
+    await edit((spec) => {
+      spec.schemas['demo.Person'].properties.employer.schema = 'demo.Company';
+    });
+    expect(await mounted()).to.deep.equal(['DAS_SECRET_new-db_url']);
+  });
+
   it('makes no write either when its cache has not yet seen its own writes', async () => {
     const { cluster, ctx } = setup();
     cluster.seed(exampleEnvironment());

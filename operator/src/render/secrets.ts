@@ -6,6 +6,7 @@
  */
 import type { V1EnvVar } from '@kubernetes/client-node';
 import { secretEnvName } from '../../../dataplane/src/drivers/postgres/connection.js';
+import { DATASET_CONFIG_KEY } from '../../../dataplane/src/config/sink.js';
 import type { SecretKeyRef } from '../../../model/types.js';
 
 /** The part of a Dataset (resource or cached object) that names its connection Secret. */
@@ -42,4 +43,19 @@ export function secretEnvVars(refs: Iterable<SecretKeyRef>): V1EnvVar[] {
     name: secretEnvName(ref),
     valueFrom: { secretKeyRef: { name: ref.name, key: ref.key } },
   }));
+}
+
+/**
+ * The connection Secret of the config a data plane was given for a Dataset (its published
+ * ConfigMap), if any. An unreadable ConfigMap names none.
+ */
+export function publishedSecretRef(configMap: { data?: Record<string, string> } | undefined): SecretKeyRef | undefined {
+  const text = configMap?.data?.[DATASET_CONFIG_KEY];
+  if (!text) return undefined;
+  try {
+    const ref = (JSON.parse(text) as WithConnectionSecret['spec'])?.location?.connectionSecretRef;
+    return typeof ref?.name === 'string' && typeof ref.key === 'string' ? { name: ref.name, key: ref.key } : undefined;
+  } catch {
+    return undefined;
+  }
 }
