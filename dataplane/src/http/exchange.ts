@@ -50,12 +50,23 @@ export function beginExchange(logger: Logger, req: IncomingMessage, res: ServerR
   // The firewall middleware and Express-style code read the id from the request.
   (req as IncomingMessage & { id?: string }).id = x.id;
   res.setHeader('x-request-id', x.id);
-  const started = performance.now();
-  res.once('finish', () => {
-    const path = x.redactPath ? '[redacted: blocked by the firewall]' : x.path.slice(0, 512);
-    logger.info({ reqId: x.id, method: req.method, path, status: res.statusCode, ms: Math.round((performance.now() - started) * 100) / 100 }, 'request');
-  });
+  // One shared listener, its state on the response: no closure or once-wrapper per request.
+  (res as LoggedResponse)[ACCESS_LOG] = { exchange: x, logger, started: performance.now() };
+  res.on('finish', logAccess);
   return x;
+}
+
+const ACCESS_LOG = Symbol('access log');
+type LoggedResponse = ServerResponse & { [ACCESS_LOG]?: { exchange: Exchange; logger: Logger; started: number } };
+
+/** The access-log line, written when the response finishes (`this` is the response). */
+function logAccess(this: LoggedResponse): void {
+  const entry = this[ACCESS_LOG];
+  if (!entry) return;
+  this[ACCESS_LOG] = undefined;
+  const { exchange: x, logger, started } = entry;
+  const path = x.redactPath ? '[redacted: blocked by the firewall]' : x.path.slice(0, 512);
+  logger.info({ reqId: x.id, method: x.req.method, path, status: this.statusCode, ms: Math.round((performance.now() - started) * 100) / 100 }, 'request');
 }
 
 /** JSON without framework detours (etag, charset negotiation): the hot path's response. */
