@@ -144,37 +144,34 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
       expect(many.map((r) => r.id).sort()).to.deep.equal([a, b].sort());
     });
 
+    /** A fresh create and a create of a taken id, in one write at `consistency`. */
+    const freshAndClash = async (consistency: Exclude<Consistency, 'ASYNC'>) => {
+      const taken = id('c');
+      const fresh = id('c');
+      ok((await write([{ op: 'create', schema: 'suite.Company', id: taken, data: { name: 'T' } }]))[0]);
+      const results = await write(
+        [
+          { op: 'create', schema: 'suite.Company', id: fresh, data: { name: 'F' } },
+          { op: 'create', schema: 'suite.Company', id: taken, data: { name: 'Clash' } },
+        ],
+        consistency,
+      );
+      return { outcomes: results.map((r) => (r.ok ? 'ok' : r.error.code)), stored: await t.driver.read(t.dataset, 'suite.Company', fresh) };
+    };
+
     for (const consistency of ['ATOMIC', 'ATOMIC_ALL'] as const) {
       it(`writes nothing under ${consistency} when one op fails`, async () => {
-        const taken = id('c');
-        const fresh = id('c');
-        ok((await write([{ op: 'create', schema: 'suite.Company', id: taken, data: { name: 'T' } }]))[0]);
-        const results = await write(
-          [
-            { op: 'create', schema: 'suite.Company', id: fresh, data: { name: 'F' } },
-            { op: 'create', schema: 'suite.Company', id: taken, data: { name: 'Clash' } },
-          ],
-          consistency,
-        );
-        expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).to.deep.equal(['TRANSACTION_ABORTED', 'RECORD_EXISTS']);
-        expect(await t.driver.read(t.dataset, 'suite.Company', fresh)).to.equal(undefined);
+        const { outcomes, stored } = await freshAndClash(consistency);
+        expect(outcomes).to.deep.equal(['TRANSACTION_ABORTED', 'RECORD_EXISTS']);
+        expect(stored).to.equal(undefined);
       });
     }
 
     for (const consistency of ['QUORUM', 'EVENTUAL'] as const) {
       it(`commits the other ops under ${consistency} and reports each outcome`, async () => {
-        const taken = id('c');
-        const fresh = id('c');
-        ok((await write([{ op: 'create', schema: 'suite.Company', id: taken, data: { name: 'T' } }]))[0]);
-        const results = await write(
-          [
-            { op: 'create', schema: 'suite.Company', id: fresh, data: { name: 'F' } },
-            { op: 'create', schema: 'suite.Company', id: taken, data: { name: 'Clash' } },
-          ],
-          consistency,
-        );
-        expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).to.deep.equal(['ok', 'RECORD_EXISTS']);
-        expect((await t.driver.read(t.dataset, 'suite.Company', fresh))?.data).to.deep.equal({ name: 'F' });
+        const { outcomes, stored } = await freshAndClash(consistency);
+        expect(outcomes).to.deep.equal(['ok', 'RECORD_EXISTS']);
+        expect(stored?.data).to.deep.equal({ name: 'F' });
       });
     }
 

@@ -1,6 +1,7 @@
 /** The operator's settings, from environment variables (the Helm chart sets them). */
 import { hostname } from 'node:os';
 import { DEFAULT_RENDER_SETTINGS, type RenderSettings } from './render/types.js';
+import type { LeaseSettings } from './leader-election.js';
 
 export interface OperatorConfig {
   /** Watch one namespace; all namespaces when undefined. */
@@ -8,15 +9,7 @@ export interface OperatorConfig {
   metricsPort: number;
   metricsBindAddress: string;
   logLevel: string;
-  leaderElection: {
-    enabled: boolean;
-    namespace: string;
-    name: string;
-    identity: string;
-    leaseDurationMs: number;
-    renewDeadlineMs: number;
-    retryPeriodMs: number;
-  };
+  leaderElection: LeaseSettings & { enabled: boolean };
   resyncPeriodMs: number;
   workers: number;
   render: RenderSettings;

@@ -18,14 +18,18 @@ export interface LeaseSpec {
 
 export type LeaseObject = KubeObject & { spec?: LeaseSpec };
 
-export interface LeaderElectionOptions {
-  client: ObjectWriter;
+/** Which Lease, who holds it, and the timing: what the operator's configuration decides. */
+export interface LeaseSettings {
   namespace: string;
   name: string;
   identity: string;
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+}
+
+export interface LeaderElectionOptions extends LeaseSettings {
+  client: ObjectWriter;
   logger: Logger;
   /** Monotonic milliseconds (injected in tests). */
   clock?: () => number;

@@ -45,6 +45,11 @@ export function environmentLabels(env: string): Record<string, string> {
   return { [LABELS.managedBy]: MANAGED_BY, [LABELS.environment]: env };
 }
 
+/** The labels of one component's objects: the environment's, plus app name, instance and component. */
+export function componentLabels(env: string, appName: string, component: string): Record<string, string> {
+  return { ...environmentLabels(env), [LABELS.name]: appName, [LABELS.instance]: env, [LABELS.component]: component };
+}
+
 /** Selects the pods of one component of one environment (stable: Deployment selectors are immutable). */
 export function componentSelector(env: string, component: string): Record<string, string> {
   return { [LABELS.environment]: env, [LABELS.component]: component };

@@ -25,12 +25,13 @@ export async function reconcileEnvironment(ctx: ReconcileContext, namespace: str
 
   let outcome: Outcome;
   let failure: unknown;
+  const datasets = environmentDatasets(ctx, namespace, name);
   const problems = checkEnvironmentSpec(env.spec);
   if (problems.length) {
     outcome = { kind: 'invalid', problems };
   } else {
     try {
-      const secretRefs = neededSecretRefs(ctx, namespace, name);
+      const secretRefs = neededSecretRefs(ctx, namespace, name, datasets);
       const desired = renderEnvironmentObjects(env as unknown as EnvironmentResource, ctx.settings, secretRefs);
       outcome = await applyOwned(ctx, env, desired, ENVIRONMENT_OWNED_KINDS);
     } catch (err) {
@@ -43,7 +44,7 @@ export async function reconcileEnvironment(ctx: ReconcileContext, namespace: str
     env,
     outcome,
     {
-      datasets: environmentDatasets(ctx, namespace, name).length,
+      datasets: datasets.length,
       dataplane: ownedCache(ctx, 'Deployment').get(namespace, objectNames.dataplane(name)) as DeploymentView | undefined,
     },
     ctx.now(),
@@ -63,10 +64,10 @@ function environmentDatasets(ctx: ReconcileContext, namespace: string, environme
  * it serves now) and the one of each valid spec (what it is about to be given). An invalid edit is
  * never published, so the Secret it names is not mounted and the published one stays.
  */
-function neededSecretRefs(ctx: ReconcileContext, namespace: string, environment: string): SecretKeyRef[] {
+function neededSecretRefs(ctx: ReconcileContext, namespace: string, environment: string, datasets: DatasetObject[]): SecretKeyRef[] {
   const configMaps = ownedCache(ctx, 'ConfigMap');
   const sources: WithConnectionSecret[] = [];
-  for (const dataset of environmentDatasets(ctx, namespace, environment)) {
+  for (const dataset of datasets) {
     if (checkDatasetSpec(dataset.spec).length === 0) sources.push(dataset);
     const published = publishedSecretRef(configMaps.get(namespace, objectNames.datasetConfigMap(environment, dataset.metadata.name)) as { data?: Record<string, string> } | undefined);
     if (published) sources.push({ spec: { location: { connectionSecretRef: published } } });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { loadManifests } from '../../../model/manifests.js';
 import { FakeCluster, fakeContext } from '../../test/fake-cluster.js';
+import { EXAMPLE_ENVIRONMENT_OBJECTS } from '../../test/example-objects.js';
 import type { KubeObject } from '../kube/object-client.js';
 import { FINALIZER } from '../names.js';
 import { OwnershipConflictError } from './applier.js';
@@ -30,18 +31,7 @@ describe('operator: Environment reconciler (fake API server)', () => {
     cluster.sync();
     await reconcileEnvironment(ctx, NS, 'local');
     const created = cluster.writes.filter((w) => w.verb === 'create').map((w) => `${w.kind}/${w.name}`);
-    expect(created).to.have.members([
-      'ServiceAccount/local-dataplane',
-      'Role/local-dataplane',
-      'RoleBinding/local-dataplane',
-      'ConfigMap/local-dataplane',
-      'Deployment/local-dataplane',
-      'Service/local-internal',
-      'Service/local-api',
-      'Deployment/service-local-function-service-gateway',
-      'Service/service-local-function-service-gateway',
-      'NetworkPolicy/local-firewall',
-    ]);
+    expect(created).to.have.members(EXAMPLE_ENVIRONMENT_OBJECTS);
     expect(events.events.filter((e) => e.reason === 'Created')).to.have.length(10);
     const env = cluster.get('Environment', NS, 'local');
     expect(conditions(env).Reconciled.status).to.equal('True');

@@ -5,7 +5,7 @@
  */
 import type { V1Deployment, V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
 import type { EnvironmentResource, SecretKeyRef } from '../../../model/types.js';
-import { COMPONENT, LABELS, componentSelector, environmentLabels, objectNames } from '../names.js';
+import { COMPONENT, componentLabels, componentSelector, objectNames } from '../names.js';
 import { ownedMetadata, type OwnerRef } from './meta.js';
 import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
 import { secretEnvVars } from './secrets.js';
@@ -15,12 +15,7 @@ export const DEFAULT_DATAPLANE_REPLICAS = 2;
 const DATA_DIR = '/var/lib/data-access';
 
 export function dataplaneLabels(env: string): Record<string, string> {
-  return {
-    ...environmentLabels(env),
-    [LABELS.name]: 'data-access-dataplane',
-    [LABELS.instance]: env,
-    [LABELS.component]: COMPONENT.dataplane,
-  };
+  return componentLabels(env, 'data-access-dataplane', COMPONENT.dataplane);
 }
 
 export function renderDataplaneServiceAccount(env: EnvironmentResource, owner: OwnerRef, namespace: string): Rendered<V1ServiceAccount> {

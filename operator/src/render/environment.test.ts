@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { loadManifests } from '../../../model/manifests.js';
+import { EXAMPLE_ENVIRONMENT_OBJECTS } from '../../test/example-objects.js';
 import type { DatasetResource, EnvironmentResource, EnvironmentSpec } from '../../../model/types.js';
 import { canonicalJson } from './canonical-json.js';
 import { renderDatasetObjects } from './dataset.js';
@@ -28,18 +29,7 @@ describe('operator: rendering an Environment', () => {
   const objects = renderEnvironmentObjects(environment(), DEFAULT_RENDER_SETTINGS);
 
   it('renders the objects named in DESIGN.md, in the Environment\'s namespace', () => {
-    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).to.have.members([
-      'ServiceAccount/local-dataplane',
-      'Role/local-dataplane',
-      'RoleBinding/local-dataplane',
-      'ConfigMap/local-dataplane',
-      'Deployment/local-dataplane',
-      'Service/local-internal',
-      'Service/local-api',
-      'Deployment/service-local-function-service-gateway',
-      'Service/service-local-function-service-gateway',
-      'NetworkPolicy/local-firewall',
-    ]);
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).to.have.members(EXAMPLE_ENVIRONMENT_OBJECTS);
     for (const o of objects) expect(o.metadata.namespace).to.equal('team-a');
   });
 

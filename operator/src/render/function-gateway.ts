@@ -5,22 +5,17 @@
  */
 import type { V1Deployment, V1Service } from '@kubernetes/client-node';
 import type { EnvironmentResource } from '../../../model/types.js';
-import { COMPONENT, LABELS, componentSelector, environmentLabels, objectNames } from '../names.js';
+import { COMPONENT, componentLabels, componentSelector, objectNames } from '../names.js';
 import { ownedMetadata, type OwnerRef } from './meta.js';
 import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
-import { HTTP_PORT, SERVICE_PORT, type RenderSettings, type Rendered } from './types.js';
+import { HTTP_PORT, SERVICE_HTTP_PORT, SERVICE_PORT, type RenderSettings, type Rendered } from './types.js';
 
 export function functionGatewayEnabled(env: EnvironmentResource): boolean {
   return env.spec.functionGateway?.enabled !== false;
 }
 
 export function functionGatewayLabels(env: string): Record<string, string> {
-  return {
-    ...environmentLabels(env),
-    [LABELS.name]: 'data-access-function-gateway',
-    [LABELS.instance]: env,
-    [LABELS.component]: COMPONENT.functionGateway,
-  };
+  return componentLabels(env, 'data-access-function-gateway', COMPONENT.functionGateway);
 }
 
 /** The in-cluster URL of the REST API the function gateway forwards to. */
@@ -85,7 +80,7 @@ export function renderFunctionGatewayService(env: EnvironmentResource, owner: Ow
     spec: {
       type: 'ClusterIP',
       selector: componentSelector(name, COMPONENT.functionGateway),
-      ports: [{ name: 'http', port: SERVICE_PORT, targetPort: 'http', protocol: 'TCP' }],
+      ports: [SERVICE_HTTP_PORT],
     },
   };
 }

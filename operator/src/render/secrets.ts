@@ -28,9 +28,12 @@ const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
  * Deployment: that one Dataset then fails in the data plane ("secret … is not mounted").
  */
 export function datasetSecretRefs(datasets: Iterable<WithConnectionSecret>): SecretKeyRef[] {
+  return distinctRefs([...datasets].flatMap((d) => d.spec?.location?.connectionSecretRef ?? []));
+}
+
+function distinctRefs(refs: Iterable<SecretKeyRef>): SecretKeyRef[] {
   const byEnvName = new Map<string, SecretKeyRef>();
-  for (const d of datasets) {
-    const ref = d.spec?.location?.connectionSecretRef;
+  for (const ref of refs) {
     if (typeof ref?.name !== 'string' || typeof ref.key !== 'string' || !SECRET_KEY.test(ref.key)) continue;
     byEnvName.set(secretEnvName(ref), { name: ref.name, key: ref.key });
   }
@@ -39,7 +42,7 @@ export function datasetSecretRefs(datasets: Iterable<WithConnectionSecret>): Sec
 
 /** One `secretKeyRef` variable per distinct ref, sorted by variable name. */
 export function secretEnvVars(refs: Iterable<SecretKeyRef>): V1EnvVar[] {
-  return datasetSecretRefs([...refs].map((ref) => ({ spec: { location: { connectionSecretRef: ref } } }))).map((ref) => ({
+  return distinctRefs(refs).map((ref) => ({
     name: secretEnvName(ref),
     valueFrom: { secretKeyRef: { name: ref.name, key: ref.key } },
   }));

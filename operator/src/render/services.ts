@@ -7,7 +7,7 @@ import type { EnvironmentResource } from '../../../model/types.js';
 import { COMPONENT, componentSelector, objectNames } from '../names.js';
 import { dataplaneLabels } from './dataplane.js';
 import { ownedMetadata, type OwnerRef } from './meta.js';
-import { SERVICE_PORT, type Rendered } from './types.js';
+import { SERVICE_HTTP_PORT, type Rendered } from './types.js';
 
 /** What the major clouds' load-balancer controllers read to keep a LoadBalancer off the internet. */
 export const INTERNAL_LB_ANNOTATIONS: Readonly<Record<string, string>> = {
@@ -19,7 +19,6 @@ export const INTERNAL_LB_ANNOTATIONS: Readonly<Record<string, string>> = {
 
 type ServiceObject = Rendered<V1Service>;
 
-const httpPort = { name: 'http', port: SERVICE_PORT, targetPort: 'http', protocol: 'TCP' };
 
 export function renderInternalService(env: EnvironmentResource, owner: OwnerRef, namespace: string): ServiceObject {
   const name = env.metadata.name;
@@ -30,7 +29,7 @@ export function renderInternalService(env: EnvironmentResource, owner: OwnerRef,
     spec: {
       type: 'LoadBalancer',
       selector: componentSelector(name, COMPONENT.dataplane),
-      ports: [httpPort],
+      ports: [SERVICE_HTTP_PORT],
     },
   };
 }
@@ -46,7 +45,7 @@ export function renderApiService(env: EnvironmentResource, owner: OwnerRef, name
       // Local keeps the client's address, so the firewall NetworkPolicy's ipBlocks see who is calling.
       externalTrafficPolicy: 'Local',
       selector: componentSelector(name, COMPONENT.dataplane),
-      ports: [httpPort],
+      ports: [SERVICE_HTTP_PORT],
     },
   };
 }

@@ -29,3 +29,5 @@ export const DEFAULT_RENDER_SETTINGS: RenderSettings = {
 export const HTTP_PORT = 8080;
 /** The port the Services expose (plain HTTP inside the private network, as the spec says). */
 export const SERVICE_PORT = 80;
+/** Every Service's one port: 80 → the pods' named `http` port. */
+export const SERVICE_HTTP_PORT = { name: 'http', port: SERVICE_PORT, targetPort: 'http', protocol: 'TCP' };

@@ -1,0 +1,13 @@
+/** What the example Environment `local` (internal, function gateway on) renders into: Kind/name. */
+export const EXAMPLE_ENVIRONMENT_OBJECTS = [
+  'ServiceAccount/local-dataplane',
+  'Role/local-dataplane',
+  'RoleBinding/local-dataplane',
+  'ConfigMap/local-dataplane',
+  'Deployment/local-dataplane',
+  'Service/local-internal',
+  'Service/local-api',
+  'Deployment/service-local-function-service-gateway',
+  'Service/service-local-function-service-gateway',
+  'NetworkPolicy/local-firewall',
+];
