@@ -5,7 +5,7 @@ import type { Consistency, DatasetConfig } from '../../../../model/types.js';
 import { ApiError, badRequest } from '../../engine/errors.js';
 import { setAt } from '../../engine/layout.js';
 import type { LocationDriver, OpResult, PrepareReport, RawQuery, RawQueryOptions, StatementContext, StoredRecord, WriteOp } from '../driver.js';
-import { postgresNaming as naming, quoteIdent as q } from '../sql-naming.js';
+import { quoteIdent as q } from '../sql-naming.js';
 import { connectionStringFor } from './connection.js';
 import { planSchemaChanges } from './ddl.js';
 import {
@@ -13,11 +13,13 @@ import {
   insertSql,
   selectByIdSql,
   selectManySql,
+  SYSTEM_COLUMN_INDEX,
   tableLayout,
   updateSql,
   type Statement,
   type TableLayout,
 } from './sql.js';
+import { PreparedRead } from './prepared-read.js';
 import { recordTypes } from './types.js';
 import { applicationName, tagComment } from './tags.js';
 
@@ -138,8 +140,13 @@ export class PostgresDriver implements LocationDriver {
 
   async read(dataset: DatasetConfig, schema: string, id: string, version?: number, ctx?: StatementContext): Promise<StoredRecord | undefined> {
     const layout = this.layout(dataset, schema);
-    const result = await this.run(this.pool(dataset), selectByIdSql(layout, id, version), ctx, version === undefined ? layout.reads.byId.name : layout.reads.byVersion.name);
-    return result.rows[0] && toRecord(layout, result.rows[0]);
+    const { statement, values } = selectByIdSql(layout, id, version);
+    const comment = tagComment(ctx);
+    // Untagged (the common read): the prepared statement, its columns known from the layout.
+    const rows = comment
+      ? (await this.runWithComment(this.pool(dataset), { text: statement.text, values }, comment, ctx!)).rows
+      : await PreparedRead.run(this.pool(dataset), statement, values);
+    return rows[0] && toRecord(layout, rows[0]);
   }
 
   async readMany(dataset: DatasetConfig, schema: string, ids: string[], ctx?: StatementContext): Promise<StoredRecord[]> {
@@ -217,17 +224,17 @@ export class PostgresDriver implements LocationDriver {
   }
 
   /**
-   * Runs a statement; reads without tags use a named (server-side prepared) statement. With tags,
-   * the statement carries them as a SQL comment and the session's application_name names them.
+   * Runs a statement, its rows as arrays in column order. With tags, the statement carries them as
+   * a SQL comment and the session's application_name names them.
    */
   /** Not async itself: the untagged statement (the common case) hands back pg's own promise. */
-  private run(client: Queryable | pg.Pool, statement: Statement, ctx?: StatementContext, name?: string): Promise<pg.QueryResult> {
+  private run(client: Queryable | pg.Pool, statement: Statement, ctx?: StatementContext): Promise<pg.QueryArrayResult> {
     const comment = tagComment(ctx);
-    if (!comment) return client.query(name ? { name, text: statement.text, values: statement.values } : statement);
+    if (!comment) return client.query({ text: statement.text, values: statement.values, rowMode: 'array' });
     return this.runWithComment(client, statement, comment, ctx!);
   }
 
-  private async runWithComment(client: Queryable | pg.Pool, statement: Statement, comment: string, ctx: StatementContext): Promise<pg.QueryResult> {
+  private async runWithComment(client: Queryable | pg.Pool, statement: Statement, comment: string, ctx: StatementContext): Promise<pg.QueryArrayResult> {
     if (client instanceof pg.Pool) {
       const dedicated = await client.connect();
       try {
@@ -239,10 +246,10 @@ export class PostgresDriver implements LocationDriver {
     return this.runTagged(client, statement, comment, ctx);
   }
 
-  private async runTagged(client: Queryable, statement: Statement, comment: string, ctx: StatementContext): Promise<pg.QueryResult> {
+  private async runTagged(client: Queryable, statement: Statement, comment: string, ctx: StatementContext): Promise<pg.QueryArrayResult> {
     await client.query("SELECT set_config('application_name', $1, false)", [applicationName(ctx)]);
     try {
-      return await client.query({ text: `${comment}${statement.text}`, values: statement.values });
+      return await client.query({ text: `${comment}${statement.text}`, values: statement.values, rowMode: 'array' });
     } finally {
       // In a failed transaction this fails too, and the rollback restores the setting.
       await client.query("SELECT set_config('application_name', 'data-access', false)").catch(() => undefined);
@@ -257,20 +264,23 @@ export class PostgresDriver implements LocationDriver {
   }
 }
 
-export function toRecord(layout: TableLayout, row: Record<string, unknown>): StoredRecord {
-  const s = naming.system;
+/** A row (every statement returns the layout's columns, in order) as a stored record. */
+export function toRecord(layout: TableLayout, row: readonly unknown[]): StoredRecord {
   const data: Record<string, unknown> = {};
-  for (const column of layout.columns) {
-    const value = row[column.name];
-    if (!column.field || value === null || value === undefined) continue;
-    setAt(data, column.field.path, column.field.type === 'link' ? { id: value } : value);
+  const { columns } = layout;
+  for (let i = 0; i < columns.length; i++) {
+    const field = columns[i].field;
+    const value = row[i];
+    if (!field || value === null || value === undefined) continue;
+    setAt(data, field.path, field.type === 'link' ? { id: value } : value);
   }
+  const at = SYSTEM_COLUMN_INDEX;
   return {
-    id: row[s.id] as string,
-    version: row[s.version] as number,
+    id: row[at.id] as string,
+    version: row[at.version] as number,
     data,
-    createdAt: row[s.createdAt] as string,
-    updatedAt: row[s.updatedAt] as string,
+    createdAt: row[at.createdAt] as string,
+    updatedAt: row[at.updatedAt] as string,
   };
 }
 

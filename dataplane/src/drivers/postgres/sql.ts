@@ -6,6 +6,8 @@ import { createHash } from 'node:crypto';
 import type { DatasetConfig, RecordSchemaDef, ScalarPropertyType } from '../../../../model/types.js';
 import { fieldsOf, isGiven, valueAt, type Field } from '../../engine/layout.js';
 import { postgresNaming as naming, quoteIdent as q, snakeCase } from '../sql-naming.js';
+import type { PreparedSelect } from './prepared-read.js';
+import { columnParser } from './types.js';
 
 export const COLUMN_TYPES: Record<ScalarPropertyType | 'link', string> = {
   string: 'text',
@@ -28,13 +30,11 @@ export function databaseSchemaOf(dataset: DatasetConfig): string {
   return dataset.location.databaseSchema ?? snakeCase(dataset.id.replace(/-/g, '_'));
 }
 
-export interface NamedText {
-  /** Server-side prepared statement name: a digest of the text, within PostgreSQL's 63 bytes. */
-  name: string;
-  text: string;
-}
+/** Server-side prepared statement name: a digest of the text, within PostgreSQL's 63 bytes. */
+const statementName = (text: string) => `das_${createHash('sha256').update(text).digest('base64url').slice(0, 32)}`;
 
-const named = (text: string): NamedText => ({ name: `das_${createHash('sha256').update(text).digest('base64url').slice(0, 32)}`, text });
+/** Where the system columns sit in `columns` and in every row a statement of this module returns. */
+export const SYSTEM_COLUMN_INDEX = { id: 0, version: 1, createdAt: 2, updatedAt: 3 } as const;
 
 export interface TableLayout {
   schemaName: string;
@@ -44,9 +44,12 @@ export interface TableLayout {
   historyName: string;
   dbSchema: string;
   fields: Field[];
-  columns: Column[]; // system columns first
-  /** The read statements, built once per layout (reads are the hot path), with prepared-statement names. */
-  reads: { byId: NamedText; byVersion: NamedText; many: string };
+  columns: Column[]; // system columns first, at SYSTEM_COLUMN_INDEX
+  /**
+   * The read statements, built once per layout (reads are the hot path): prepared-statement names
+   * and the parsers of their columns (every read and write returns `columns`, in order).
+   */
+  reads: { byId: PreparedSelect; byVersion: PreparedSelect; many: string };
 }
 
 export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: RecordSchemaDef): TableLayout {
@@ -66,6 +69,8 @@ export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: 
   const history = `${q(dbSchema)}.${q(historyName)}`;
   const cols = columns.map((c) => q(c.name)).join(', ');
   const id = q(s.id);
+  const parsers = columns.map((c) => columnParser(c.sqlType));
+  const prepared = (text: string): PreparedSelect => ({ name: statementName(text), text, parsers });
   return {
     schemaName,
     dbSchema,
@@ -76,8 +81,8 @@ export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: 
     fields,
     columns,
     reads: {
-      byId: named(`SELECT ${cols} FROM ${table} WHERE ${id} = $1`),
-      byVersion: named(`SELECT ${cols} FROM ${history} WHERE ${id} = $1 AND ${q(s.version)} = $2`),
+      byId: prepared(`SELECT ${cols} FROM ${table} WHERE ${id} = $1`),
+      byVersion: prepared(`SELECT ${cols} FROM ${history} WHERE ${id} = $1 AND ${q(s.version)} = $2`),
       many: `SELECT ${cols} FROM ${table} WHERE ${id} = ANY($1::text[])`,
     },
   };
@@ -154,8 +159,9 @@ export function deleteSql(layout: TableLayout, id: string): Statement {
   };
 }
 
-export function selectByIdSql(layout: TableLayout, id: string, version?: number): Statement {
-  return version === undefined ? { text: layout.reads.byId.text, values: [id] } : { text: layout.reads.byVersion.text, values: [id, version] };
+/** The read of one record (a version of it from the history table), and its bind values. */
+export function selectByIdSql(layout: TableLayout, id: string, version?: number): { statement: PreparedSelect; values: string[] } {
+  return version === undefined ? { statement: layout.reads.byId, values: [id] } : { statement: layout.reads.byVersion, values: [id, String(version)] };
 }
 
 export function selectManySql(layout: TableLayout, ids: string[]): Statement {

@@ -22,6 +22,24 @@ export const recordTypes = {
   },
 };
 
+/** The type OIDs of the column types the driver creates (sql.ts COLUMN_TYPES and system columns). */
+const COLUMN_TYPE_OIDS: Record<string, number> = {
+  text: 25,
+  integer: 23,
+  bigint: INT8,
+  'double precision': 701,
+  boolean: 16,
+  date: DATE,
+  'timestamp with time zone': TIMESTAMPTZ,
+};
+
+/** The parser of a text-format column of a type the driver creates: what a query with recordTypes would apply. */
+export function columnParser(sqlType: string): (text: string) => unknown {
+  const oid = COLUMN_TYPE_OIDS[sqlType];
+  if (oid === undefined) throw new Error(`no parser for column type "${sqlType}"`);
+  return recordTypes.getTypeParser(oid, 'text') as (text: string) => unknown;
+}
+
 function safeInteger(v: string): number | string {
   const n = Number(v);
   return Number.isSafeInteger(n) ? n : v;
