@@ -1,25 +1,37 @@
 /**
- * `npm run bench`: read-by-id throughput and latency of the data plane against a bare node:http + pg
- * handler on the same database, side by side in one run, alternating rounds; prints medians and
- * the ratio. Not a test: the machine is noisy, so read the ratio, not the absolute numbers.
+ * `npm run bench`: read-by-id throughput and latency of the data plane against bare node:http + pg
+ * handlers on the same database, side by side in one run, rotating rounds; prints medians and
+ * ratios. Not a test: the machine is noisy, so read the ratios, not the absolute numbers.
  *
- * BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_CONNECTIONS (32), BENCH_LOG_LEVEL (info).
+ * Two bare handlers (bench/bare-server.ts): the yardstick, which reads through pg's own Query, and
+ * one that reads exactly as the PostgreSQL driver does (PreparedRead). The first ratio is what a
+ * user gets from the data plane compared with hand-written code on pg; the second isolates the
+ * cost of the data plane's own layers (gateway, auth, firewall, engine, access log).
+ *
+ * Besides throughput it reports each server's CPU time per request (user + system, from
+ * /proc/<pid>/stat over the round): load from other tenants of a noisy machine moves throughput
+ * a lot and CPU per request much less, so the two ratios together say more than either.
+ *
+ * BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_CONNECTIONS (32), BENCH_LOG_LEVEL (info);
+ * BENCH_PROFILE_DIR=<dir> writes a CPU profile of each server there (one subfolder each).
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const RECORDS = 1000;
 const HEADERS = { host: 'iam.localhost', authorization: 'Proxy demo-admin' };
+const DATA_PLANE = 'data plane';
+const PG_QUERY_FLOOR = 'bare node:http + pg';
+const SAME_READ_FLOOR = 'bare, same read as driver';
 
 interface Target {
   name: string;
@@ -40,12 +52,28 @@ async function waitFor(url: string, path: string, child: ChildProcess): Promise<
   throw new Error(`${url} did not start`);
 }
 
+/** Node with tsx's loader in the same process (the tsx CLI would put a wrapper process in between). */
 function start(script: string, env: Record<string, string>): ChildProcess {
-  return spawn(TSX, [script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const folder = [script.split('/').pop(), env.BARE_READ].filter(Boolean).join('-');
+  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_PROFILE_DIR, folder)}`] : [];
+  return spawn(process.execPath, [...profile, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-async function measure(target: Target): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** CPU time (user + system) a process has used, in ms; undefined where /proc is not there. */
+function cpuMs(pid: number | undefined): number | undefined {
+  const file = `/proc/${pid}/stat`;
+  if (pid === undefined || !existsSync(file)) return undefined;
+  // Fields after the parenthesised command name: state is 3rd, utime 14th and stime 15th overall.
+  const stat = readFileSync(file, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+}
+
+async function measure(target: Target): Promise<{ rps: number; p50: number; p99: number; errors: number; cpuUs?: number }> {
   let i = 0;
+  const cpuBefore = cpuMs(target.child.pid);
   const result = await autocannon({
     url: target.url,
     connections: CONNECTIONS,
@@ -53,7 +81,9 @@ async function measure(target: Target): Promise<{ rps: number; p50: number; p99:
     headers: HEADERS,
     requests: [{ setupRequest: (req: any) => ({ ...req, path: `/demo/demo.Person/p${i++ % RECORDS}` }) }],
   });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  const cpuAfter = cpuMs(target.child.pid);
+  const cpuUs = cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1000) / result.requests.total;
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -68,7 +98,7 @@ async function main() {
   try {
     const dpPort = await freePort();
     const dp = start('dataplane/src/main.ts', { DATABASE_URL: databaseUrl, PORT: String(dpPort), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' });
-    targets.push({ name: 'data plane', url: `http://127.0.0.1:${dpPort}`, child: dp });
+    targets.push({ name: DATA_PLANE, url: `http://127.0.0.1:${dpPort}`, child: dp });
     await waitFor(targets[0].url, '/readyz', dp);
     const batch: Record<string, unknown> = {};
     for (let n = 0; n < RECORDS; n++) {
@@ -77,18 +107,26 @@ async function main() {
     const seeded = await call(targets[0].url, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: { batch: { actions: batch } } });
     if (seeded.status !== 200) throw new Error(`seeding failed: ${seeded.status} ${seeded.text.slice(0, 300)}`);
 
-    const barePort = await freePort();
-    const bare = start('bench/bare-server.ts', { DATABASE_URL: databaseUrl, PORT: String(barePort) });
-    targets.push({ name: 'bare node:http + pg', url: `http://127.0.0.1:${barePort}`, child: bare });
-    await waitFor(targets[1].url, '/demo/demo.Person/p1', bare);
+    // Two floors: the issue's yardstick (pg's own Query) and the same read the driver does, which
+    // leaves only the cost of everything the data plane does besides the database round trip.
+    for (const [name, read] of [
+      [PG_QUERY_FLOOR, 'pg'],
+      [SAME_READ_FLOOR, 'prepared'],
+    ] as const) {
+      const port = await freePort();
+      const child = start('bench/bare-server.ts', { DATABASE_URL: databaseUrl, PORT: String(port), BARE_READ: read });
+      targets.push({ name, url: `http://127.0.0.1:${port}`, child });
+      await waitFor(targets.at(-1)!.url, '/demo/demo.Person/p1', child);
+    }
 
-    // Warm up both (JIT, prepared statements, pool connections).
+    // Warm up every server (JIT, prepared statements, pool connections).
     for (const t of targets) await autocannon({ url: `${t.url}/demo/demo.Person/p1`, connections: CONNECTIONS, duration: 2, headers: HEADERS });
 
-    const results = new Map<string, { rps: number[]; p50: number[]; p99: number[]; errors: number }>();
-    for (const t of targets) results.set(t.name, { rps: [], p50: [], p99: [], errors: 0 });
+    const results = new Map<string, { rps: number[]; p50: number[]; p99: number[]; cpuUs: number[]; errors: number }>();
+    for (const t of targets) results.set(t.name, { rps: [], p50: [], p99: [], cpuUs: [], errors: 0 });
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? targets : [...targets].reverse();
+      // Each round starts with another server, so none is always measured first or last.
+      const order = targets.map((_, i) => targets[(i + round) % targets.length]);
       for (const t of order) {
         const m = await measure(t);
         const r = results.get(t.name)!;
@@ -96,20 +134,30 @@ async function main() {
         r.p50.push(m.p50);
         r.p99.push(m.p99);
         r.errors += m.errors;
-        console.log(`round ${round + 1} ${t.name.padEnd(22)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}`);
+        if (m.cpuUs !== undefined) r.cpuUs.push(m.cpuUs);
+        const cpu = m.cpuUs === undefined ? '' : `  cpu ${m.cpuUs.toFixed(0)} µs/req`;
+        console.log(`round ${round + 1} ${t.name.padEnd(24)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms${cpu}  errors ${m.errors}`);
       }
     }
     console.log(`\nread-by-id, ${CONNECTIONS} connections, ${SECONDS}s x ${ROUNDS} rounds (medians):`);
     for (const [name, r] of results) {
-      console.log(`  ${name.padEnd(22)} ${median(r.rps).toFixed(0).padStart(7)} req/s  p50 ${median(r.p50)} ms  p99 ${median(r.p99)} ms  errors ${r.errors}`);
+      const cpu = r.cpuUs.length ? `  cpu ${median(r.cpuUs).toFixed(0)} µs/req` : '';
+      console.log(`  ${name.padEnd(24)} ${median(r.rps).toFixed(0).padStart(7)} req/s  p50 ${median(r.p50)} ms  p99 ${median(r.p99)} ms${cpu}  errors ${r.errors}`);
     }
-    const dpRps = results.get('data plane')!.rps;
-    const bareRps = results.get('bare node:http + pg')!.rps;
-    const ratio = median(dpRps) / median(bareRps);
-    // Each round measures both back to back, so its own ratio cancels the machine's slow drift.
-    const perRound = dpRps.map((rps, i) => rps / bareRps[i]);
-    console.log(`\nthroughput ratio data plane / bare handler: ${ratio.toFixed(2)} (expectation: >= 0.85)`);
-    console.log(`per-round ratios: ${perRound.map((r) => r.toFixed(2)).join(' ')}  (median ${median(perRound).toFixed(2)})`);
+    const plane = results.get(DATA_PLANE)!;
+    for (const floor of [PG_QUERY_FLOOR, SAME_READ_FLOOR]) {
+      const bare = results.get(floor)!;
+      // Each round measures every server back to back, so its own ratio cancels the machine's slow drift.
+      const perRound = plane.rps.map((rps, i) => rps / bare.rps[i]);
+      const expectation = floor === PG_QUERY_FLOOR ? ' (expectation: >= 0.85)' : '';
+      console.log(`\ndata plane / ${floor}:`);
+      console.log(`  throughput, ratio of medians ${(median(plane.rps) / median(bare.rps)).toFixed(2)}${expectation}`);
+      console.log(`  throughput per round: ${perRound.map((r) => r.toFixed(2)).join(' ')}  (median ${median(perRound).toFixed(2)})`);
+      if (plane.cpuUs.length === ROUNDS && bare.cpuUs.length === ROUNDS) {
+        const cpuRatios = plane.cpuUs.map((us, i) => us / bare.cpuUs[i]);
+        console.log(`  server CPU per request, per round: ${cpuRatios.map((r) => r.toFixed(2)).join(' ')}  (median ${median(cpuRatios).toFixed(2)})`);
+      }
+    }
   } finally {
     for (const t of targets) t.child.kill('SIGTERM');
     await Promise.all(targets.map((t) => new Promise((r) => (t.child.exitCode !== null ? r(null) : t.child.on('exit', r)))));
