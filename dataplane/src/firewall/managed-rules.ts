@@ -97,7 +97,13 @@ export class InspectedRequest {
   readonly method: string;
   readonly rawPath: string;
   readonly rawQuery: string;
-  private memo = new Map<string, unknown>();
+  // Each view is computed on first use; plain fields, since every request builds one of these.
+  private path?: string[];
+  private query?: string[];
+  private url?: string[];
+  private entries?: [string, string][];
+  private headerValues?: string[];
+  private body?: string[];
 
   constructor(readonly request: FirewallRequest) {
     this.method = request.method.toUpperCase();
@@ -106,29 +112,24 @@ export class InspectedRequest {
     this.rawQuery = q < 0 ? '' : request.rawUrl.slice(q + 1);
   }
 
-  private once<T>(key: string, compute: () => T): T {
-    if (!this.memo.has(key)) this.memo.set(key, compute());
-    return this.memo.get(key) as T;
-  }
-
   /** Raw path, then its decodings. */
   get pathRounds(): string[] {
-    return this.once('path', () => decodingRounds(this.rawPath, false));
+    return (this.path ??= decodingRounds(this.rawPath, false));
   }
   /** Raw query, then its decodings (`+` read as a space). */
   get queryRounds(): string[] {
-    return this.once('query', () => decodingRounds(this.rawQuery, true));
+    return (this.query ??= decodingRounds(this.rawQuery, true));
   }
   /** Every header as [lower-case name, value]; repeated headers give several entries. */
   get headerEntries(): [string, string][] {
-    return this.once('headers', () => {
-      const entries: [string, string][] = [];
-      for (const [name, value] of Object.entries(this.request.headers)) {
-        if (value === undefined) continue;
-        for (const v of Array.isArray(value) ? value : [value]) entries.push([name.toLowerCase(), String(v)]);
-      }
-      return entries;
-    });
+    if (this.entries) return this.entries;
+    const entries: [string, string][] = [];
+    for (const [name, value] of Object.entries(this.request.headers)) {
+      if (value === undefined) continue;
+      if (Array.isArray(value)) for (const v of value) entries.push([name.toLowerCase(), String(v)]);
+      else entries.push([name.toLowerCase(), String(value)]);
+    }
+    return (this.entries = entries);
   }
   header(name: string): string | undefined {
     const value = this.request.headers[name] ?? this.request.headers[name.toLowerCase()];
@@ -142,31 +143,29 @@ export class InspectedRequest {
   }
   /** Body texts to inspect: the raw text, its JSON-unescaped form and, for form bodies, its decodings. */
   get bodyTexts(): string[] {
-    return this.once('body', () => {
-      const body = this.request.bodyText;
-      if (body === undefined || body === '') return [];
-      const texts = new Set([body, unescapeJsonText(body)]);
-      if (this.isFormBody) for (const round of decodingRounds(body, true)) texts.add(round);
-      return [...texts];
-    });
+    if (this.body) return this.body;
+    const body = this.request.bodyText;
+    if (body === undefined || body === '') return (this.body = []);
+    const texts = new Set([body, unescapeJsonText(body)]);
+    if (this.isFormBody) for (const round of decodingRounds(body, true)) texts.add(round);
+    return (this.body = [...texts]);
   }
   /** URL texts: path and query, raw and decoded. */
   get urlTexts(): string[] {
-    return [...this.pathRounds, ...this.queryRounds];
+    return (this.url ??= [...this.pathRounds, ...this.queryRounds]);
   }
   /** Header values, raw and (where they hold escapes) percent-decoded. */
   get headerTexts(): string[] {
-    return this.once('headerTexts', () => {
-      const texts: string[] = [];
-      for (const [, value] of this.headerEntries) {
-        texts.push(value);
-        if (value.includes('%')) {
-          const decoded = lenientDecode(value);
-          if (decoded !== value) texts.push(decoded);
-        }
+    if (this.headerValues) return this.headerValues;
+    const texts: string[] = [];
+    for (const [, value] of this.headerEntries) {
+      texts.push(value);
+      if (value.includes('%')) {
+        const decoded = lenientDecode(value);
+        if (decoded !== value) texts.push(decoded);
       }
-      return texts;
-    });
+    }
+    return (this.headerValues = texts);
   }
 }
 
@@ -213,6 +212,7 @@ function checkQuerySize(req: InspectedRequest): string | undefined {
 
 /** A `..` path segment (also `..;param`, Tomcat-style), with `/` or `\` as separators. */
 function hasDotDotSegment(path: string): boolean {
+  if (!path.includes('..')) return false; // the common path, without splitting it
   return path.split(/[/\\]/).some((segment) => /^\.\.(;.*)?$/.test(segment.trim()));
 }
 
@@ -303,6 +303,8 @@ function mightNameMetadata(authority: string): boolean {
 }
 
 export function findMetadataUrl(text: string): boolean {
+  // A run of two or more separators is either `//` or holds a backslash: most texts have neither.
+  if (!text.includes('//') && !text.includes('\\')) return false;
   for (const match of text.matchAll(SEPARATORS)) {
     const at = match.index;
     const previous = at === 0 ? -1 : text.charCodeAt(at - 1);
@@ -322,10 +324,29 @@ export function findMetadataUrl(text: string): boolean {
   return false;
 }
 
+/**
+ * Clients send the same Host header on every request: its verdict is remembered (bounded), which
+ * spares a URL parse per request. `isMetadataHost` is a pure function of the value.
+ */
+const knownHostVerdicts = new Map<string, boolean>();
+const MAX_KNOWN_HOSTS = 256;
+const MAX_REMEMBERED_HOST = 255;
+
+function headerNamesMetadata(value: string): boolean {
+  if (value.length > MAX_REMEMBERED_HOST) return value.split(',').some((v) => isMetadataHost(v.trim()));
+  let verdict = knownHostVerdicts.get(value);
+  if (verdict === undefined) {
+    verdict = value.split(',').some((v) => isMetadataHost(v.trim()));
+    if (knownHostVerdicts.size >= MAX_KNOWN_HOSTS) knownHostVerdicts.clear();
+    knownHostVerdicts.set(value, verdict);
+  }
+  return verdict;
+}
+
 function checkMetadataAddress(req: InspectedRequest): string | undefined {
   for (const name of ['host', 'x-forwarded-host', ':authority']) {
     const value = req.header(name);
-    if (value !== undefined && value.split(',').some((v) => isMetadataHost(v.trim()))) return `the ${name} header names a cloud metadata endpoint`;
+    if (value !== undefined && headerNamesMetadata(value)) return `the ${name} header names a cloud metadata endpoint`;
   }
   if (req.urlTexts.some(findMetadataUrl)) return 'the URL contains a URL of a cloud metadata endpoint';
   return undefined;

@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolveClientAddress } from './client-address.js';
 import { compileFirewall, type FirewallConfig } from './config.js';
-import { inspect, type FirewallRequest, type FirewallVerdict, type InspectionScope } from './inspect.js';
+import { inspect, type FirewallVerdict, type InspectionScope } from './inspect.js';
 
 export interface FirewallLogger {
   warn(object: Record<string, unknown>, message: string): void;
@@ -29,31 +29,6 @@ export function firewallMiddleware(getConfig: () => FirewallConfig, logger: Fire
 export function firewallBodyMiddleware(getConfig: () => FirewallConfig, logger: FirewallLogger): Middleware {
   return middleware(getConfig, logger, (hasBody) => (hasBody ? 'body' : undefined));
 }
-
-/**
- * Request-scope verdicts for recently seen requests. `inspect` is a pure function of the method,
- * URL, client address and headers, and clients repeat them (same URL, same headers); a verdict is
- * kept per config object, so a changed config is judged afresh. Long keys are not cached.
- */
-const verdicts = new WeakMap<FirewallConfig, Map<string, FirewallVerdict | null>>();
-const MAX_CACHED_KEY = 4096;
-const MAX_CACHED = 2048;
-
-function recentVerdict(config: FirewallConfig, request: JudgedRequest): FirewallVerdict | undefined {
-  const key = `${request.method}\n${request.rawUrl}\n${request.clientAddress}\n${request.rawHeaders.join('\n')}`;
-  if (key.length > MAX_CACHED_KEY) return inspect(request, config, 'request');
-  let cache = verdicts.get(config);
-  if (!cache) verdicts.set(config, (cache = new Map()));
-  const known = cache.get(key);
-  if (known !== undefined) return known ?? undefined;
-  const verdict = inspect(request, config, 'request');
-  if (cache.size >= MAX_CACHED) cache.clear();
-  cache.set(key, verdict ?? null);
-  return verdict;
-}
-
-/** What the verdict depends on; `rawHeaders` keys the cache. */
-type JudgedRequest = FirewallRequest & { rawHeaders: string[] };
 
 function middleware(getConfig: () => FirewallConfig, logger: FirewallLogger, scopeFor: (hasBody: boolean) => InspectionScope | undefined): Middleware {
   return function firewall(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void {
@@ -71,8 +46,7 @@ function middleware(getConfig: () => FirewallConfig, logger: FirewallLogger, sco
       clientAddress = resolveClientAddress(req.socket?.remoteAddress, req.headers['x-forwarded-for'], compileFirewall(config).trustedProxies);
       const bodyBytes = typeof raw === 'string' ? Buffer.byteLength(raw) : Buffer.isBuffer(raw) ? raw.length : undefined;
       const rawUrl = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
-      const request: JudgedRequest = { method: req.method ?? 'GET', rawUrl, headers: req.headers, rawHeaders: req.rawHeaders, clientAddress, bodyText, bodyBytes };
-      verdict = scope === 'request' ? recentVerdict(config, request) : inspect(request, config, scope);
+      verdict = inspect({ method: req.method ?? 'GET', rawUrl, headers: req.headers, clientAddress, bodyText, bodyBytes }, config, scope);
     } catch (err) {
       next(err); // fail closed: an unusable firewall config answers 500, never lets requests through
       return;
