@@ -321,6 +321,25 @@ describe('record API over PostgreSQL', function () {
     it('400 for an unknown query parameter or a bad version', async () => {
       expectError(await api({ path: '/demo/demo.Person/x?expnad=employer' }), 400, 'UNKNOWN_PARAMETER');
       expectError(await api({ path: '/demo/demo.Person/x?version=0' }), 400, 'INVALID_PARAMETER');
+      // Versions are 32-bit: one past the largest is refused by the API, not by the database.
+      expectError(await api({ path: `/demo/demo.Person/x?version=${2 ** 31}` }), 400, 'INVALID_PARAMETER');
+      expectError(await api({ path: '/demo/demo.Person/x?version=9999999999' }), 400, 'INVALID_PARAMETER');
+      expectError(await api({ path: `/demo/demo.Person/x?version=${2 ** 31 - 1}` }), 404, 'RECORD_NOT_FOUND');
+      const tooHigh = await post({ read: { schema: 'demo.Person', id: 'x', version: 2 ** 31 } });
+      expectError(tooHigh, 400, 'INVALID_FIELD');
+      expect(tooHigh.json.error.details[0].path).to.equal('$.read.version');
+      expectError(await post({ read: { schema: 'demo.Person', id: 'x', version: 1.5 } }), 400, 'INVALID_FIELD');
+      expectError(await post({ read: { schema: 'demo.Person', id: 'x', version: 2 ** 31 - 1 } }), 404, 'RECORD_NOT_FOUND');
+    });
+    it('400 for an id holding a NUL character, on reads and writes alike', async () => {
+      const read = await post({ read: { schema: 'demo.Person', id: 'a\u0000b' } });
+      expectError(read, 400, 'INVALID_FIELD');
+      expect(read.json.error.details[0].path).to.equal('$.read.id');
+      expectError(await post({ create: { schema: 'demo.Company', id: 'a\u0000b', data: { name: 'N' } } }), 400, 'INVALID_FIELD');
+      expectError(await post({ delete: { schema: 'demo.Company', id: '\u0000' } }), 400, 'INVALID_FIELD');
+      const batch = await post({ batch: { actions: { ok: { create: { schema: 'demo.Company', id: 'nul-ok', data: { name: 'N' } } }, bad: { create: { schema: 'demo.Company', id: 'x\u0000', data: { name: 'N' } } } } } });
+      expect(batch.status).to.equal(400);
+      expectError(await api({ path: '/demo/demo.Company/nul-ok' }), 404, 'RECORD_NOT_FOUND');
     });
     it('401 without credentials and 403 for a principal the dataset does not allow', async () => {
       const anon = client(dp.url, { host: 'iam.example.test' });

@@ -56,6 +56,8 @@ const ACTION_FIELDS: Record<string, { required: string[]; optional: string[] }> 
 };
 export const MAX_BATCH_ACTIONS = 1000;
 const MAX_ID_LENGTH = 512;
+/** Versions are stored as 32-bit integers: no record reaches a higher one. */
+export const MAX_VERSION = 2 ** 31 - 1;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -92,7 +94,13 @@ function str(args: Record<string, unknown>, key: string, path: string, maxLength
   if (typeof value !== 'string' || value.length === 0 || value.length > maxLength) {
     throw badRequest('INVALID_FIELD', `"${key}" must be a non-empty string of at most ${maxLength} characters`, [{ path: `${path}.${key}`, message: 'must be a non-empty string' }]);
   }
+  // No store keeps NUL in a key (PostgreSQL text cannot hold it): refused here, not by the database.
+  if (value.includes('\u0000')) throw badRequest('INVALID_FIELD', `"${key}" must not contain NUL characters`, [{ path: `${path}.${key}`, message: 'contains U+0000' }]);
   return value;
+}
+
+export function isVersionNumber(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 1 && (value as number) <= MAX_VERSION;
 }
 
 /** `expand` and `projection` are sets of names: a JSON array of strings, or a comma-separated string. */
@@ -126,8 +134,8 @@ function parseSingle(kind: string, args: Record<string, unknown>, path: string):
     case 'read': {
       let version: number | undefined;
       if (args.version !== undefined) {
-        if (!Number.isSafeInteger(args.version) || (args.version as number) < 1) {
-          throw badRequest('INVALID_FIELD', '"version" must be a positive integer', [{ path: `${path}.version`, message: 'must be a positive integer' }]);
+        if (!isVersionNumber(args.version)) {
+          throw badRequest('INVALID_FIELD', `"version" must be a positive integer of at most ${MAX_VERSION}`, [{ path: `${path}.version`, message: 'must be a positive integer' }]);
         }
         version = args.version as number;
       }

@@ -15,7 +15,7 @@ import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import type { LocationDriver, StatementContext } from '../drivers/driver.js';
-import { nameList, parseStructuredRequest } from '../engine/actions.js';
+import { isVersionNumber, MAX_VERSION, nameList, parseStructuredRequest } from '../engine/actions.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import { echoResponse } from './echo.js';
@@ -112,8 +112,10 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     }
     let version: number | undefined;
     if (query.version !== undefined) {
-      if (!/^[1-9][0-9]{0,9}$/.test(query.version as string)) throw badRequest('INVALID_PARAMETER', '"version" must be a positive integer', [{ path: 'query:version', message: 'not a positive integer' }]);
-      version = Number(query.version);
+      version = /^[1-9][0-9]{0,9}$/.test(query.version as string) ? Number(query.version) : undefined;
+      if (!isVersionNumber(version)) {
+        throw badRequest('INVALID_PARAMETER', `"version" must be a positive integer of at most ${MAX_VERSION}`, [{ path: 'query:version', message: 'not a positive integer' }]);
+      }
     }
     const record = await deps.engine.read(
       d.dataset,

@@ -21,6 +21,7 @@ describe('gateway addressing', () => {
   it('decodes path segments and rejects broken percent-encoding', () => {
     expect(resolveGateway('iam.x', '/demo/demo.Person/a%20b', undefined).rest).to.deep.equal(['demo.Person', 'a b']);
     expect(() => resolveGateway('iam.x', '/demo/%E0%A4%A', undefined)).to.throw(AddressingError);
+    expect(() => resolveGateway('iam.x', '/demo/demo.Person/a%00b', undefined)).to.throw(AddressingError, /NUL/);
   });
   it('answers a repeated Host the same way (remembered labels), and a different Host on its own terms', () => {
     for (let i = 0; i < 3; i++) {

@@ -43,11 +43,15 @@ export function decodeSegments(pathname: string): string[] {
       segments.push(s);
       continue;
     }
+    let decoded: string;
     try {
-      segments.push(decodeURIComponent(s));
+      decoded = decodeURIComponent(s);
     } catch {
-      throw new AddressingError(`path segment "${s}" is not valid percent-encoding`);
+      throw new AddressingError(`path segment "${s.slice(0, 200)}" is not valid percent-encoding`);
     }
+    // No dataset, schema or record id holds NUL (PostgreSQL text cannot).
+    if (decoded.includes('\u0000')) throw new AddressingError(`path segment "${s.slice(0, 200)}" decodes to a NUL character`);
+    segments.push(decoded);
   }
   return segments;
 }
