@@ -8,12 +8,17 @@
  * user gets from the data plane compared with hand-written code on pg; the second isolates the
  * cost of the data plane's own layers (gateway, auth, firewall, engine, access log).
  *
+ * A third peer, Platformatic DB 2 (REST generated over the same tables; installed on demand
+ * outside the repository, see bench/peers/platformatic.ts), shows where the data plane stands
+ * against a product of its kind.
+ *
  * Besides throughput it reports each server's CPU time per request (user + system, from
  * /proc/<pid>/stat over the round): load from other tenants of a noisy machine moves throughput
  * a lot and CPU per request much less, so the two ratios together say more than either.
  *
  * BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_CONNECTIONS (32), BENCH_RECORDS (10000), BENCH_LOG_LEVEL (info);
- * BENCH_PROFILE_DIR=<dir> writes a CPU profile of each server there (one subfolder each).
+ * BENCH_PROFILE_DIR=<dir> writes a CPU profile of each server there (one subfolder each);
+ * BENCH_PLATFORMATIC=0 leaves Platformatic DB out.
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -22,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
+import { ensurePlatformatic } from './peers/platformatic.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -35,12 +41,17 @@ const HEADERS = { host: 'iam.localhost', authorization: 'Proxy demo-admin' };
 const DATA_PLANE = 'data plane';
 const PG_QUERY_FLOOR = 'bare node:http + pg';
 const SAME_READ_FLOOR = 'bare, same read as driver';
+const PLATFORMATIC = 'Platformatic DB 2';
 
 interface Target {
   name: string;
   url: string;
   child: ChildProcess;
+  /** The read-by-id path of record `p<n>` on this server. */
+  pathOf: (n: number) => string;
 }
+
+const recordPath = (n: number) => `/demo/demo.Person/p${n}`;
 
 async function waitFor(url: string, path: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 300; i++) {
@@ -82,14 +93,18 @@ async function measure(target: Target): Promise<{ rps: number; p50: number; p99:
     connections: CONNECTIONS,
     duration: SECONDS,
     headers: HEADERS,
-    requests: [{ setupRequest: (req: any) => ({ ...req, path: `/demo/demo.Person/p${i++ % RECORDS}` }) }],
+    requests: [{ setupRequest: (req: any) => ({ ...req, path: target.pathOf(i++ % RECORDS) }) }],
   });
   const cpuAfter = cpuMs(target.child.pid);
   const cpuUs = cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1000) / result.requests.total;
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'das-bench-'));
@@ -101,7 +116,7 @@ async function main() {
   try {
     const dpPort = await freePort();
     const dp = start('dataplane/src/main.ts', { DATABASE_URL: databaseUrl, PORT: String(dpPort), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' });
-    targets.push({ name: DATA_PLANE, url: `http://127.0.0.1:${dpPort}`, child: dp });
+    targets.push({ name: DATA_PLANE, url: `http://127.0.0.1:${dpPort}`, child: dp, pathOf: recordPath });
     await waitFor(targets[0].url, '/readyz', dp);
     for (let first = 0; first < RECORDS; first += SEED_BATCH) {
       const batch: Record<string, unknown> = {};
@@ -120,12 +135,19 @@ async function main() {
     ] as const) {
       const port = await freePort();
       const child = start('bench/bare-server.ts', { DATABASE_URL: databaseUrl, PORT: String(port), BARE_READ: read });
-      targets.push({ name, url: `http://127.0.0.1:${port}`, child });
-      await waitFor(targets.at(-1)!.url, '/demo/demo.Person/p1', child);
+      targets.push({ name, url: `http://127.0.0.1:${port}`, child, pathOf: recordPath });
+      await waitFor(targets.at(-1)!.url, recordPath(1), child);
+    }
+    const platformatic = ensurePlatformatic((line) => console.log(line));
+    if (platformatic) {
+      const port = await freePort();
+      const child = start('bench/platformatic-server.ts', { DATABASE_URL: databaseUrl, PORT: String(port), PLATFORMATIC_DIR: platformatic });
+      targets.push({ name: PLATFORMATIC, url: `http://127.0.0.1:${port}`, child, pathOf: (n) => `/demoDemoPerson/p${n}` });
+      await waitFor(targets.at(-1)!.url, '/demoDemoPerson/p1', child);
     }
 
     // Warm up every server (JIT, prepared statements, pool connections).
-    for (const t of targets) await autocannon({ url: `${t.url}/demo/demo.Person/p1`, connections: CONNECTIONS, duration: 2, headers: HEADERS });
+    for (const t of targets) await autocannon({ url: `${t.url}${t.pathOf(1)}`, connections: CONNECTIONS, duration: 2, headers: HEADERS });
 
     const results = new Map<string, { rps: number[]; p50: number[]; p99: number[]; cpuUs: number[]; errors: number }>();
     for (const t of targets) results.set(t.name, { rps: [], p50: [], p99: [], cpuUs: [], errors: 0 });
@@ -150,7 +172,7 @@ async function main() {
       console.log(`  ${name.padEnd(24)} ${median(r.rps).toFixed(0).padStart(7)} req/s  p50 ${median(r.p50)} ms  p99 ${median(r.p99)} ms${cpu}  errors ${r.errors}`);
     }
     const plane = results.get(DATA_PLANE)!;
-    for (const floor of [PG_QUERY_FLOOR, SAME_READ_FLOOR]) {
+    for (const floor of targets.slice(1).map((t) => t.name)) {
       const bare = results.get(floor)!;
       // Each round measures every server back to back, so its own ratio cancels the machine's slow drift.
       const perRound = plane.rps.map((rps, i) => rps / bare.rps[i]);
