@@ -225,9 +225,9 @@ export class PostgresDriver implements LocationDriver {
 
   /**
    * Runs a statement, its rows as arrays in column order. With tags, the statement carries them as
-   * a SQL comment and the session's application_name names them.
+   * a SQL comment and the session's application_name names them. Not async itself: the untagged
+   * statement (the common case) hands back pg's own promise.
    */
-  /** Not async itself: the untagged statement (the common case) hands back pg's own promise. */
   private run(client: Queryable | pg.Pool, statement: Statement, ctx?: StatementContext): Promise<pg.QueryArrayResult> {
     const comment = tagComment(ctx);
     if (!comment) return client.query({ text: statement.text, values: statement.values, rowMode: 'array' });
