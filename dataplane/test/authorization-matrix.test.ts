@@ -13,7 +13,7 @@ const ISSUER = 'http://localhost:8080/.well-known/dev-issuer';
 const AUDIENCE = 'data-access-local';
 
 type Credential = { name: string; header: () => string | undefined };
-type Endpoint = { name: string; method: string; path: string; body?: unknown; okStatus: number; publicStatus?: number; publicCode?: string };
+type Endpoint = { name: string; method: string; path: string; body?: unknown; okStatus: number; publicStatus?: number; publicCode?: string; publicRefusesAll?: boolean };
 
 const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
 
@@ -71,6 +71,8 @@ describe('authorization matrix: endpoint × gateway × credential', function () 
       okStatus: 200,
       publicStatus: 403,
       publicCode: 'RAW_SQL_IAM_ONLY',
+      // Not served on the public gateway at all: the same 403 whatever the credentials.
+      publicRefusesAll: true,
     },
   ];
 
@@ -95,7 +97,8 @@ describe('authorization matrix: endpoint × gateway × credential', function () 
   for (const gateway of ['iam', 'public'] as const) {
     for (const endpoint of endpoints) {
       for (const credential of credentials) {
-        const [status, code] = credential[gateway];
+        const refused = gateway === 'public' && endpoint.publicRefusesAll;
+        const [status, code] = refused ? [0] : credential[gateway];
         const expectOk = status === 0;
         const wantStatus = expectOk ? (gateway === 'public' && endpoint.publicStatus ? endpoint.publicStatus : endpoint.okStatus) : status;
         const wantCode = expectOk ? (gateway === 'public' ? endpoint.publicCode : undefined) : code;

@@ -18,6 +18,7 @@ import type { LocationDriver, StatementContext } from '../drivers/driver.js';
 import { isVersionNumber, MAX_VERSION, nameList, parseStructuredRequest } from '../engine/actions.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { ApiError, badRequest } from '../engine/errors.js';
+import { rawSqlIamOnly } from '../rawsql/handler.js';
 import { echoResponse } from './echo.js';
 import { respondWithError } from './errors.js';
 import { AddressingError, resolveGateway, type Authkind, type GatewayRoute } from './gateway.js';
@@ -186,7 +187,11 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     const rest = route.rest;
     if (rest.length === 0) return serve(x, 'POST', structured);
     if (rest.length === 1 && rest[0] === 'echo') return serve(x, 'GET', echo);
-    if (rest.length === 1 && rest[0] === 'raw-query') return serve(x, 'POST', rawQuery);
+    if (rest.length === 1 && rest[0] === 'raw-query') {
+      // Refused on other gateways before authentication: whatever the credentials, the answer is the same.
+      if (route.authkind !== 'iam') throw rawSqlIamOnly();
+      return serve(x, 'POST', rawQuery);
+    }
     if (rest.length === 2) return serve(x, 'GET,HEAD', readOne);
     throw new ApiError(404, 'NOT_FOUND', `no endpoint at ${x.path.slice(0, 200)}`);
   }

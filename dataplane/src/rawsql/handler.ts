@@ -51,9 +51,14 @@ export interface RawQueryInput {
   limits?: Partial<RawSqlLimits>;
 }
 
+/** The endpoint exists on the iam gateway only (spec: 403 through any other). */
+export function rawSqlIamOnly(): ApiError {
+  return new ApiError(403, 'RAW_SQL_IAM_ONLY', 'the raw SQL endpoint is available only through the iam gateway');
+}
+
 export async function executeRawQuery(input: RawQueryInput): Promise<Record<string, unknown>[]> {
   const { dataset, driver, ctx } = input;
-  if (input.authkind !== 'iam') throw new ApiError(403, 'RAW_SQL_IAM_ONLY', 'the raw SQL endpoint is available only through the iam gateway');
+  if (input.authkind !== 'iam') throw rawSqlIamOnly();
   if (!dataset.auth.iam.rawSqlEndpointEnabled) {
     throw new ApiError(403, 'RAW_SQL_DISABLED', `the raw SQL endpoint is not enabled for dataset "${dataset.id}" (auth.iam.rawSqlEndpointEnabled)`);
   }
