@@ -259,10 +259,16 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
     };
     const dataplane = startDataPlane(env);
     try {
+      let readiness = 'no answer yet';
       await waitFor('the data plane to be ready', async () => {
         if (dataplane.child.exitCode !== null) throw new Error(`data plane exited: ${dataplane.output()}`);
-        return (await httpGet(port, '/readyz').catch(() => ({ status: 0 }))).status === 200;
-      }, 120_000);
+        const res = await httpGet(port, '/readyz').catch((err: Error) => ({ status: 0, body: err.message }));
+        readiness = `${res.status} ${res.body.slice(0, 500)}`;
+        return res.status === 200;
+      }, 120_000).catch((err: Error) => {
+        // What /readyz last said and what the process logged: enough to tell a slow start from a stuck one.
+        throw new Error(`${err.message}\n/readyz: ${readiness}\ndata plane output (tail):\n${dataplane.output().slice(-4000)}`);
+      });
       const createPet = () =>
         httpRequest(port, 'POST', '/demo', { host: 'iam.localhost', authorization: 'Proxy demo-admin', 'content-type': 'application/json' }, JSON.stringify({ create: { schema: 'demo.Pet', id: 'rex', data: { name: 'Rex' } } }));
       const before = await createPet();
