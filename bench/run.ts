@@ -33,8 +33,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-// More distinct ids than the data plane remembers firewall verdicts for (2048), so the figure
-// includes a full inspection of most requests, as traffic over many records would.
+// Many distinct ids, as traffic over many records would have: a memo keyed on the URL (the data
+// plane had one for firewall verdicts, 2048 entries) cannot flatter the figure.
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000);
 const SEED_BATCH = 1000;
 const HEADERS = { host: 'iam.localhost', authorization: 'Proxy demo-admin' };
