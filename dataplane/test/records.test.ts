@@ -170,6 +170,15 @@ describe('record API over PostgreSQL', function () {
       }
     };
 
+    it('answers every action name, also names of Object properties such as __proto__', async () => {
+      // Sent as text: a JavaScript object literal would turn "__proto__" into a prototype.
+      const res = await post('{"batch": {"actions": {"__proto__": {"create": {"schema": "demo.Company", "id": "b-proto", "data": {"name": "P"}}}, "constructor": {"create": {"schema": "demo.Company", "id": "b-ctor", "data": {"name": "C"}}}}}}');
+      expect(res.status, res.text).to.equal(200);
+      expect(JSON.parse(res.text)).to.have.all.keys('__proto__', 'constructor');
+      expect(res.text).to.contain('"__proto__":{"id":"b-proto","version":1,"name":"P"}');
+      expect(res.json.constructor).to.deep.equal({ id: 'b-ctor', version: 1, name: 'C' });
+    });
+
     it('maps each caller-chosen action name to its result', async () => {
       const res = await post({
         batch: {
@@ -300,6 +309,12 @@ describe('record API over PostgreSQL', function () {
       expectError(await api({ path: '/demo/demo.Nope/x' }), 404, 'SCHEMA_NOT_FOUND');
       expectError(await post({ create: { schema: 'demo.Nope', data: {} } }), 404, 'SCHEMA_NOT_FOUND');
       expectError(await api({ path: '/demo/demo.Person/nobody-here' }), 404, 'RECORD_NOT_FOUND');
+      // Names of Object's own properties are schemas like any other: unknown here.
+      for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+        expectError(await api({ path: `/demo/${name}/x` }), 404, 'SCHEMA_NOT_FOUND');
+        expectError(await post({ read: { schema: name, id: 'x' } }), 404, 'SCHEMA_NOT_FOUND');
+        expectError(await post({ create: { schema: name, data: {} } }), 404, 'SCHEMA_NOT_FOUND');
+      }
     });
     it('409 for a create with an existing id', async () => {
       await post({ create: { schema: 'demo.Company', id: 'dup', data: { name: 'One' } } });

@@ -86,18 +86,19 @@ export class RecordEngine {
         ]);
       }
     }
-    const body: Record<string, unknown> = {};
+    const entries: [string, unknown][] = [];
     let anyFailed = false;
     for (const [i, name] of batch.order.entries()) {
       const result = results[i];
-      if (result.ok) body[name] = await this.writeResponse(dataset, batch.actions[name], result, ctx);
+      if (result.ok) entries.push([name, await this.writeResponse(dataset, batch.actions[name], result, ctx)]);
       else {
         anyFailed = true;
-        body[name] = { error: { code: result.error.code, message: result.error.message, details: result.error.details }, status: result.error.status };
+        entries.push([name, { error: { code: result.error.code, message: result.error.message, details: result.error.details }, status: result.error.status }]);
       }
     }
     // Under QUORUM/EVENTUAL the others were committed: 207 tells the caller to look at each action.
-    return { status: anyFailed ? 207 : 200, body };
+    // fromEntries defines own properties: an action named "__proto__" is answered like any other.
+    return { status: anyFailed ? 207 : 200, body: Object.fromEntries(entries) };
   }
 
   private acceptAsync(dataset: DatasetConfig, ops: WriteOp[], ctx: StatementContext | undefined, body: Record<string, unknown>): EngineResult {
@@ -152,7 +153,8 @@ export class RecordEngine {
   }
 
   private schemaOf(dataset: DatasetConfig, schema: string, path: string) {
-    const def = dataset.schemas[schema];
+    // Own keys only: a schema named "constructor" or "__proto__" is unknown, not Object's.
+    const def = Object.hasOwn(dataset.schemas, schema) ? dataset.schemas[schema] : undefined;
     if (!def) throw new ApiError(404, 'SCHEMA_NOT_FOUND', `dataset "${dataset.id}" has no schema "${schema}"`, [{ path, message: 'unknown schema' }]);
     return def;
   }

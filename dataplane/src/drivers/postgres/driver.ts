@@ -67,7 +67,7 @@ export class PostgresDriver implements LocationDriver {
     const key = `${dataset.id}\0${dataset.generation}\0${schemaName}`;
     let layout = this.layouts.get(key);
     if (!layout) {
-      const schema = dataset.schemas[schemaName];
+      const schema = Object.hasOwn(dataset.schemas, schemaName) ? dataset.schemas[schemaName] : undefined;
       if (!schema) throw new ApiError(404, 'SCHEMA_NOT_FOUND', `dataset "${dataset.id}" has no schema "${schemaName}"`);
       layout = tableLayout(dataset, schemaName, schema);
       this.layouts.set(key, layout);
