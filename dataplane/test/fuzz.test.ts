@@ -1,7 +1,7 @@
 /**
  * Seeded random requests against the record API: whatever the input, the answer is a JSON body
- * with a status below 500 (a 4xx names a code), and every write that was acknowledged can be read.
- * Deterministic (a fixed seed), so a failure reproduces; the seed and the body are in the message.
+ * with a status below 500, and a 4xx names an error code. Deterministic (fixed seeds), so a
+ * failure reproduces; the seed, the request number and the request are in the message.
  */
 import { expect } from 'chai';
 import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
