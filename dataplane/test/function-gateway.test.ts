@@ -41,6 +41,14 @@ describe('function gateway (service-E-function-service-gateway)', function () {
     expect(gone.data.code).to.equal('RECORD_NOT_FOUND');
   });
 
+  it('gets records whose ids a URL would resolve away (".", "..", "a/b", "?x")', async () => {
+    for (const id of ['.', '..', 'a/b', '?x', '%2e%2e']) {
+      expect((await invoke({ operation: 'create', dataset, schema: 'demo.Company', id, data: { name: `Odd ${id}` } })).status.code, id).to.equal(201);
+      const got = await invoke({ operation: 'get', dataset, schema: 'demo.Company', id });
+      expect(got, id).to.deep.equal({ data: { id, version: 1, name: `Odd ${id}` }, status: { code: 200 } });
+    }
+  });
+
   it('answers a batch as {data: {name: {operation, schema, data}}, status: {code: 200}}', async () => {
     const result = await invoke({
       operation: 'batch',

@@ -99,11 +99,9 @@ export function toRestCall(payload: unknown, principal: string): RestCall {
     headers['executor-name'] = payload.executor.id;
   }
   if (operation === 'get') {
-    const schema = field(payload, 'schema', '$');
-    const id = field(payload, 'id', '$');
-    const expand = expandOf(payload, '$');
-    const query = expand?.length ? `?expand=${encodeURIComponent(expand.join(','))}` : '';
-    return { method: 'GET', path: `/${dataset}/${encodeURIComponent(schema)}/${encodeURIComponent(id)}${query}`, headers };
+    // A structured read, not GET /{dataset}/{schema}/{id}: a URL would turn an id of "." or ".."
+    // into a path step (URL resolution removes dot segments), so such records could not be read.
+    return { method: 'POST', path: `/${dataset}`, headers, body: toAction(payload, '$') };
   }
   if (operation === 'batch') {
     if (!isObject(payload.actions) || Object.keys(payload.actions).length === 0) throw new InvocationError(400, '$.actions must map names to requests');
