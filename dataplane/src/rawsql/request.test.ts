@@ -50,6 +50,7 @@ describe('raw SQL request body', () => {
     expectError({ sql: null }, 'SQL_REQUIRED', '$.sql');
     expectError({ sql: '' }, 'SQL_REQUIRED', '$.sql');
     expectError({ sql: ' \n\t ' }, 'SQL_REQUIRED', '$.sql');
+    expectError({ sql: 'SELECT 1\u0000' }, 'INVALID_SQL', '$.sql');
     expectError({ sql: 42 }, 'INVALID_BODY', '$.sql');
     expectError({ sql: ['SELECT 1'] }, 'INVALID_BODY', '$.sql');
   });

@@ -48,6 +48,8 @@ function parseSql(sql: unknown): string {
   if (sql === undefined || sql === null) throw fail('SQL_REQUIRED', '$.sql', '"sql" is required', 'required');
   if (typeof sql !== 'string') throw fail('INVALID_BODY', '$.sql', '"sql" must be a string of SQL text', 'not a string');
   if (sql.trim() === '') throw fail('SQL_REQUIRED', '$.sql', '"sql" must not be blank', 'blank');
+  // PostgreSQL's protocol cannot carry it (the server would answer "invalid message format").
+  if (sql.includes('\u0000')) throw fail('INVALID_SQL', '$.sql', '"sql" must not contain NUL (U+0000) characters', 'contains U+0000');
   return sql;
 }
 
