@@ -10,7 +10,7 @@ import type { LocationDriver, OpResult, StatementContext, StoredRecord, WriteOp 
 import type { BatchAction, ReadAction, SingleAction, StructuredAction, WriteAction } from './actions.js';
 import { effectiveConsistency, isAtomic } from './consistency.js';
 import { ApiError, badRequest } from './errors.js';
-import { fieldsOf, setAt, type Field } from './layout.js';
+import { fieldsOf, schemaDefOf, setAt, type Field } from './layout.js';
 import { validateRecordData } from './record-validation.js';
 
 export type ApiRecord = Record<string, unknown> & { id: string; version: number };
@@ -153,8 +153,7 @@ export class RecordEngine {
   }
 
   private schemaOf(dataset: DatasetConfig, schema: string, path: string) {
-    // Own keys only: a schema named "constructor" or "__proto__" is unknown, not Object's.
-    const def = Object.hasOwn(dataset.schemas, schema) ? dataset.schemas[schema] : undefined;
+    const def = schemaDefOf(dataset, schema);
     if (!def) throw new ApiError(404, 'SCHEMA_NOT_FOUND', `dataset "${dataset.id}" has no schema "${schema}"`, [{ path, message: 'unknown schema' }]);
     return def;
   }

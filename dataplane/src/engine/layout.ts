@@ -2,7 +2,7 @@
  * The flat field layout of a record schema: every scalar leaf and link of the (possibly nested)
  * property tree, with the path a record uses and the column name a SQL naming strategy gives it.
  */
-import type { PropertyDef, RecordSchemaDef, ScalarPropertyType } from '../../../model/types.js';
+import type { DatasetConfig, PropertyDef, RecordSchemaDef, ScalarPropertyType } from '../../../model/types.js';
 
 export interface Field {
   /** Property path from the record root, e.g. ['address', 'postcode']. */
@@ -12,6 +12,11 @@ export interface Field {
   type: ScalarPropertyType | 'link';
   /** For links: the target schema. */
   target?: string;
+}
+
+/** A dataset's schema by name; own keys only, so "constructor" or "__proto__" is no schema. */
+export function schemaDefOf(dataset: DatasetConfig, name: string): RecordSchemaDef | undefined {
+  return Object.hasOwn(dataset.schemas, name) ? dataset.schemas[name] : undefined;
 }
 
 export function fieldsOf(schema: RecordSchemaDef): Field[] {

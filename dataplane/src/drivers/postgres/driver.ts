@@ -3,7 +3,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Consistency, DatasetConfig } from '../../../../model/types.js';
 import { ApiError, badRequest } from '../../engine/errors.js';
-import { setAt } from '../../engine/layout.js';
+import { schemaDefOf, setAt } from '../../engine/layout.js';
 import type { LocationDriver, OpResult, PrepareReport, RawQuery, RawQueryOptions, StatementContext, StoredRecord, WriteOp } from '../driver.js';
 import { quoteIdent as q } from '../sql-naming.js';
 import { connectionStringFor } from './connection.js';
@@ -67,7 +67,7 @@ export class PostgresDriver implements LocationDriver {
     const key = `${dataset.id}\0${dataset.generation}\0${schemaName}`;
     let layout = this.layouts.get(key);
     if (!layout) {
-      const schema = Object.hasOwn(dataset.schemas, schemaName) ? dataset.schemas[schemaName] : undefined;
+      const schema = schemaDefOf(dataset, schemaName);
       if (!schema) throw new ApiError(404, 'SCHEMA_NOT_FOUND', `dataset "${dataset.id}" has no schema "${schemaName}"`);
       layout = tableLayout(dataset, schemaName, schema);
       this.layouts.set(key, layout);

@@ -1,5 +1,6 @@
 /** Value conversions between PostgreSQL and record JSON. */
 import pg from 'pg';
+import type { ColumnParser } from './prepared-read.js';
 
 const { types } = pg;
 const INT8 = 20;
@@ -34,10 +35,10 @@ const COLUMN_TYPE_OIDS: Record<string, number> = {
 };
 
 /** The parser of a text-format column of a type the driver creates: what a query with recordTypes would apply. */
-export function columnParser(sqlType: string): (text: string) => unknown {
+export function columnParser(sqlType: string): ColumnParser {
   const oid = COLUMN_TYPE_OIDS[sqlType];
   if (oid === undefined) throw new Error(`no parser for column type "${sqlType}"`);
-  return recordTypes.getTypeParser(oid, 'text') as (text: string) => unknown;
+  return recordTypes.getTypeParser(oid, 'text') as ColumnParser;
 }
 
 function safeInteger(v: string): number | string {
