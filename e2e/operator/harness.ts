@@ -1,11 +1,12 @@
 /**
  * Helpers for the operator's end-to-end tests against the real control plane (e2e/peers/kube):
- * the operator and the data plane as local processes, kubectl with JSON output, waiting for a
+ * the operator and the data plane as local processes (the compiled build under dist/, as the
+ * container image runs them), kubectl with JSON output, waiting for a
  * condition (polling, never sleeping a fixed time), metrics scraping, ServiceAccount kubeconfigs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -97,11 +98,46 @@ export interface ManagedProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** The newest source file that goes into the build (tests aside), to catch a stale dist/. */
+function newestSource(): { path: string; mtimeMs: number } {
+  let newest = { path: '', mtimeMs: 0 };
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) {
+        const { mtimeMs } = statSync(path);
+        if (mtimeMs > newest.mtimeMs) newest = { path, mtimeMs };
+      }
+    }
+  };
+  for (const dir of ['model', 'dataplane/src', 'operator/src']) walk(join(REPO_ROOT, dir));
+  return newest;
+}
+
+const checkedEntryPoints = new Set<string>();
+
+/**
+ * The compiled entry point under dist/ (`npm run build`; `npm test` builds it first). A missing or
+ * stale build fails here rather than testing code other than the checkout's.
+ */
+export function compiledEntryPoint(script: string): string {
+  const path = join(REPO_ROOT, 'dist', script);
+  if (!existsSync(path)) throw new Error(`${path} is missing: run npm run build (the e2e runs the compiled JavaScript, as the container image does)`);
+  // Checked once per test process: an edit made while the suite runs does not fail its later tests.
+  if (!checkedEntryPoints.has(path)) {
+    const source = newestSource();
+    if (source.mtimeMs > statSync(path).mtimeMs) throw new Error(`dist/ is older than ${source.path}: run npm run build`);
+    checkedEntryPoints.add(path);
+  }
+  return path;
+}
+
 /** `env` adds variables; `unset` removes inherited ones. */
 function startProcess(script: string, env: Record<string, string>, unset: string[] = []): ManagedProcess {
   const inherited = { ...process.env };
   for (const name of unset) delete inherited[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawn(process.execPath, [compiledEntryPoint(script)], {
     cwd: REPO_ROOT,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -131,7 +167,7 @@ export interface OperatorProcess extends ManagedProcess {
 
 export async function startOperator(kubeconfigPath: string, env: Record<string, string> = {}): Promise<OperatorProcess> {
   const metricsPort = await freePort();
-  const proc = startProcess('operator/src/main.ts', {
+  const proc = startProcess('operator/src/main.js', {
     KUBECONFIG: kubeconfigPath,
     METRICS_PORT: String(metricsPort),
     METRICS_BIND_ADDRESS: '127.0.0.1',
@@ -148,7 +184,7 @@ export async function startOperator(kubeconfigPath: string, env: Record<string, 
 
 /** The data plane as its container runs it; inherited database settings are dropped (embedded PostgreSQL). */
 export function startDataPlane(env: Record<string, string>): ManagedProcess {
-  return startProcess('dataplane/src/main.ts', env, ['DATABASE_URL', 'PGHOST', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGPORT']);
+  return startProcess('dataplane/src/main.js', env, ['DATABASE_URL', 'PGHOST', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGPORT']);
 }
 
 // --- HTTP and metrics ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
+import { DEFAULT_IMAGE } from '../../operator/src/render/types.js';
 import {
   CHART,
   REPO_ROOT,
@@ -82,6 +83,13 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
     expect(role.rules.flatMap((r: { resources: string[] }) => r.resources)).to.not.include('secrets');
     const deployment = await kubectlJson(cluster, ['-n', RELEASE_NAMESPACE, 'get', 'deployment', FULLNAME]);
     expect(deployment.spec.template.spec.serviceAccountName).to.equal(FULLNAME);
+    // One image for everything: the operator runs it with a command override and, by default,
+    // names the same image for the data plane and the function gateway (the operator's own default).
+    const operatorContainer = deployment.spec.template.spec.containers[0];
+    expect(operatorContainer.image).to.equal(DEFAULT_IMAGE);
+    expect(operatorContainer.command).to.deep.equal(['node', 'dist/operator/src/main.js']);
+    const operatorEnv = Object.fromEntries(operatorContainer.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    expect(operatorEnv).to.include({ DATAPLANE_IMAGE: DEFAULT_IMAGE, FUNCTION_GATEWAY_IMAGE: DEFAULT_IMAGE });
     // The local operator runs as the chart's ServiceAccount: it cannot read Secrets.
     const canI = await cluster.kubectl(['auth', 'can-i', 'get', 'secrets', '--kubeconfig', operatorKubeconfig, '-n', 'default']);
     expect(canI.stdout.trim()).to.equal('no');
@@ -119,6 +127,9 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
     const dataplane = await get('deployment', 'local-dataplane');
     const container = dataplane.spec.template.spec.containers[0];
     expect(container.ports[0].containerPort).to.equal(8080);
+    // The image's own entry point (the data plane): no command override.
+    expect(container.image).to.equal(DEFAULT_IMAGE);
+    expect(container.command).to.equal(undefined);
     expect(container.env).to.deep.include.members([
       { name: 'DAS_CONFIG_SOURCE', value: 'kubernetes' },
       { name: 'DAS_NAMESPACE', value: ns },
@@ -132,7 +143,9 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
     expect(policy.spec.policyTypes).to.deep.equal(['Ingress']);
     expect(policy.spec.ingress[0].from.map((f: { ipBlock: { cidr: string } }) => f.ipBlock.cidr)).to.deep.equal(['127.0.0.0/8', '::1/128']);
 
-    expect(await get('deployment', 'service-local-function-service-gateway')).to.not.equal(undefined);
+    const gateway = (await get('deployment', 'service-local-function-service-gateway')).spec.template.spec.containers[0];
+    expect(gateway.image).to.equal(DEFAULT_IMAGE);
+    expect(gateway.env).to.deep.include({ name: 'DAS_MODE', value: 'function-gateway' });
     expect((await get('service', 'service-local-function-service-gateway')).spec.ports[0].port).to.equal(80);
 
     const envConfig = JSON.parse((await get('configmap', 'local-dataplane')).data['environment.json']);

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { loadConfig } from './config.js';
+import { DEFAULT_IMAGE } from './render/types.js';
 
 describe('operator: configuration from the environment', () => {
   it('defaults: all namespaces, metrics on 9090, leader election with client-go timings', () => {
@@ -8,6 +9,16 @@ describe('operator: configuration from the environment', () => {
     expect(config.metricsPort).to.equal(9090);
     expect(config.leaderElection).to.include({ enabled: true, name: 'data-access-operator', namespace: 'default', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
     expect(config.resyncPeriodMs).to.equal(600_000);
+    expect(DEFAULT_IMAGE).to.equal('ghcr.io/data-access-service/data-access:0.1.0');
+    expect(config.render).to.deep.equal({ dataplaneImage: DEFAULT_IMAGE, functionGatewayImage: DEFAULT_IMAGE, imagePullPolicy: 'IfNotPresent' });
+  });
+
+  it('the function gateway image follows DATAPLANE_IMAGE unless FUNCTION_GATEWAY_IMAGE names its own', () => {
+    expect(loadConfig({ DATAPLANE_IMAGE: 'registry.example/dp:1', FUNCTION_GATEWAY_IMAGE: 'registry.example/fg:1' }).render).to.include({
+      dataplaneImage: 'registry.example/dp:1',
+      functionGatewayImage: 'registry.example/fg:1',
+    });
+    expect(loadConfig({ FUNCTION_GATEWAY_IMAGE: 'registry.example/fg:1' }).render).to.include({ dataplaneImage: DEFAULT_IMAGE, functionGatewayImage: 'registry.example/fg:1' });
   });
 
   it('reads the chart\'s variables', () => {

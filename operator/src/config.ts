@@ -60,7 +60,9 @@ const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
  * POD_NAME               leader identity (default hostname-pid)
  * RESYNC_PERIOD_SECONDS  re-queue every resource this often (600; 0 turns it off)
  * MAX_CONCURRENT_RECONCILES (4)
- * DATAPLANE_IMAGE, FUNCTION_GATEWAY_IMAGE, IMAGE_PULL_POLICY
+ * DATAPLANE_IMAGE        default the service's one image (DEFAULT_IMAGE)
+ * FUNCTION_GATEWAY_IMAGE default DATAPLANE_IMAGE (the same image in function-gateway mode)
+ * IMAGE_PULL_POLICY      default IfNotPresent
  */
 export function loadConfig(env: NodeJS.ProcessEnv): OperatorConfig {
   const watchNamespace = env.WATCH_NAMESPACE || undefined;

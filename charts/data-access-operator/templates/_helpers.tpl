@@ -32,6 +32,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
+{{/* The service's one image: the operator's, and by default the data plane's and the gateway's. */}}
+{{- define "dao.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{- define "dao.dataplaneImage" -}}
+{{- .Values.dataplane.image | default (include "dao.image" .) -}}
+{{- end -}}
+
 {{/* The Lease the replicas elect a leader with (in the release namespace). */}}
 {{- define "dao.leaseName" -}}
 {{- include "dao.fullname" . -}}

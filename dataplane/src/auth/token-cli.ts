@@ -5,7 +5,8 @@
  * in the example manifests (or those in DAS_MANIFESTS), using the signing key under DATA_DIR
  * (default `.data/`) — the same key `npm start` verifies with.
  */
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadManifests } from '../../../model/manifests.js';
@@ -22,6 +23,12 @@ const USAGE = `usage: npm run -s token -- --sub <subject> [--email <email>] [--t
 environment: DAS_MANIFESTS (manifest directory, default examples/), DATA_DIR (default .data/)`;
 
 class UsageError extends Error {}
+
+/** The nearest directory with a package.json: the checkout from source (tsx) and from the build (dist/). */
+function packageRoot(from: string): string {
+  for (let dir = from; dirname(dir) !== dir; dir = dirname(dir)) if (existsSync(join(dir, 'package.json'))) return dir;
+  return process.cwd();
+}
 
 async function main(argv: string[]): Promise<string> {
   let values: { sub?: string; email?: string; ttl?: string; environment?: string; help?: boolean };
@@ -49,7 +56,7 @@ async function main(argv: string[]): Promise<string> {
   }
   if (values.email !== undefined && !/^[^\s@]+@[^\s@]+$/.test(values.email)) throw new UsageError('--email must look like an email address');
 
-  const repoRoot = resolve(fileURLToPath(import.meta.url), '../../../..');
+  const repoRoot = packageRoot(dirname(fileURLToPath(import.meta.url)));
   const manifestDir = process.env.DAS_MANIFESTS || resolve(repoRoot, 'examples');
   const environments = loadManifests(manifestDir).environments.map(renderEnvironmentConfig);
   const candidates = values.environment

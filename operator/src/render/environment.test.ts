@@ -6,7 +6,7 @@ import { canonicalJson } from './canonical-json.js';
 import { renderDatasetObjects } from './dataset.js';
 import { renderEnvironmentObjects } from './environment.js';
 import { datasetSecretRefs, type WithConnectionSecret } from './secrets.js';
-import { DEFAULT_RENDER_SETTINGS, type DesiredObject } from './types.js';
+import { DEFAULT_IMAGE, DEFAULT_RENDER_SETTINGS, type DesiredObject } from './types.js';
 
 const examples = loadManifests('examples');
 
@@ -148,6 +148,14 @@ describe('operator: rendering an Environment', () => {
     expect(dataplane.spec.replicas).to.equal(5);
     expect(dataplane.spec.template.spec.containers[0].image).to.equal('registry.example/dp:2');
     expect(byKindAndName(rendered, 'Deployment', 'service-local-function-service-gateway').spec.template.spec.containers[0].image).to.equal('registry.example/fg:2');
+  });
+
+  it('by default the data plane and the function gateway run the service\'s one image, as its entry point (no command)', () => {
+    const gateway = byKindAndName(objects, 'Deployment', 'service-local-function-service-gateway').spec.template.spec.containers[0];
+    const dataplane = byKindAndName(objects, 'Deployment', 'local-dataplane').spec.template.spec.containers[0];
+    expect([dataplane.image, gateway.image]).to.deep.equal([DEFAULT_IMAGE, DEFAULT_IMAGE]);
+    expect([dataplane.command, dataplane.args, gateway.command, gateway.args]).to.deep.equal([undefined, undefined, undefined, undefined]);
+    expect(gateway.env).to.deep.include({ name: 'DAS_MODE', value: 'function-gateway' });
   });
 
   it('is a pure function: rendering twice gives identical objects', () => {

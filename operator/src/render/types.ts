@@ -19,9 +19,15 @@ export interface RenderSettings {
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
 }
 
+/**
+ * The service's one image (Dockerfile at the repo root): the operator, the data plane and, with
+ * DAS_MODE=function-gateway, the function gateway all run it. The chart's default as well.
+ */
+export const DEFAULT_IMAGE = 'ghcr.io/data-access-service/data-access:0.1.0';
+
 export const DEFAULT_RENDER_SETTINGS: RenderSettings = {
-  dataplaneImage: 'ghcr.io/data-access-service/dataplane:0.1.0',
-  functionGatewayImage: 'ghcr.io/data-access-service/dataplane:0.1.0',
+  dataplaneImage: DEFAULT_IMAGE,
+  functionGatewayImage: DEFAULT_IMAGE,
   imagePullPolicy: 'IfNotPresent',
 };
 

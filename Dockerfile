@@ -1,0 +1,41 @@
+# One image for the three roles of the Data Access Service (see README, "Container image"):
+#   data plane        the default: node dist/dataplane/src/main.js
+#   function gateway  the same command with DAS_MODE=function-gateway (the operator renders it so)
+#   operator          command override: node dist/operator/src/main.js (the Helm chart sets it)
+#
+#   docker build -t ghcr.io/data-access-service/data-access:0.1.0 .
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# --- build: compile the TypeScript to dist/ ------------------------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY model ./model
+COPY dataplane/src ./dataplane/src
+COPY operator/src ./operator/src
+RUN npm run build
+
+# --- runtime: production dependencies and the compiled JavaScript only ---------------------------
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+# The example manifests: `docker run` without a cluster serves them, as `npm start` does.
+COPY examples ./examples
+# A numeric non-root user, so that Kubernetes' runAsNonRoot can verify it without /etc/passwd.
+# DATA_DIR (the embedded PostgreSQL, the development signing key) must be writable by it.
+RUN groupadd --system --gid 10001 das \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /app --no-create-home --shell /usr/sbin/nologin das \
+ && mkdir -p /var/lib/data-access \
+ && chown 10001:10001 /var/lib/data-access
+ENV DATA_DIR=/var/lib/data-access
+USER 10001:10001
+EXPOSE 8080
+# Exec form: no shell in between, so SIGTERM reaches node, and environment variables whose names
+# a shell cannot hold (e.g. with '-') reach the process unchanged.
+ENTRYPOINT ["node", "dist/dataplane/src/main.js"]
