@@ -1,6 +1,6 @@
 /**
  * Names, labels and annotations of everything the operator creates (DESIGN.md "Kubernetes names").
- * The ConfigMap conventions are shared with the data plane and live in dataplane/src/config/sink.ts.
+ * The ConfigMap conventions are shared with the data plane and live in model/configmaps.ts.
  */
 import { API_GROUP, API_GROUP_VERSION } from '../../model/types.js';
 import { functionGatewayName } from '../../model/render.js';
@@ -9,14 +9,14 @@ import {
   MANAGED_BY,
   datasetConfigMapName,
   environmentConfigMapName,
-} from '../../dataplane/src/config/sink.js';
+} from '../../model/configmaps.js';
 
 export { API_GROUP_VERSION, MANAGED_BY };
 
 export const OPERATOR_NAME = 'data-access-operator';
 export const FINALIZER = `${API_GROUP}/finalizer`;
 /** Set on a dataset ConfigMap just before the finalizer deletes it, when the Dataset's policy is Delete. */
-export { PURGE_ANNOTATION } from '../../dataplane/src/config/kube-source.js';
+export { PURGE_ANNOTATION } from '../../model/configmaps.js';
 
 export const LABELS = {
   ...CONFIGMAP_LABELS,

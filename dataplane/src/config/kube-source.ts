@@ -10,10 +10,11 @@
 import { CoreV1Api, KubeConfig, ListWatch, Watch, type V1ConfigMap } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import { PURGE_ANNOTATION } from '../../../model/configmaps.js';
 import { CONFIGMAP_LABELS, DATASET_CONFIG_KEY, ENVIRONMENT_CONFIG_KEY, MANAGED_BY, type ConfigSink } from './sink.js';
 
-/** Set by the operator on a dataset ConfigMap it deletes under `deletionPolicy: Delete`. */
-export const PURGE_ANNOTATION = 'dataaccess.dev/purge-data';
+/** Set by the operator on a dataset ConfigMap it deletes under `deletionPolicy: Delete` (model/configmaps.ts). */
+export { PURGE_ANNOTATION };
 
 export interface KubeConfigSourceOptions {
   namespace: string;

@@ -10,21 +10,12 @@ export interface ConfigSink {
   removeDataset(id: string): void;
 }
 
-/** Labels and keys of the ConfigMaps the operator renders and the data plane watches. */
-export const CONFIGMAP_LABELS = {
-  managedBy: 'app.kubernetes.io/managed-by',
-  environment: 'dataaccess.dev/environment',
-  dataset: 'dataaccess.dev/dataset',
-  /** `environment` or `dataset` */
-  config: 'dataaccess.dev/config',
-} as const;
-export const MANAGED_BY = 'data-access-operator';
-export const DATASET_CONFIG_KEY = 'dataset.json';
-export const ENVIRONMENT_CONFIG_KEY = 'environment.json';
-
-export function datasetConfigMapName(environment: string, dataset: string): string {
-  return `${environment}-dataset-${dataset}`;
-}
-export function environmentConfigMapName(environment: string): string {
-  return `${environment}-dataplane`;
-}
+/** The ConfigMap conventions are shared with the operator, so they live in model/. */
+export {
+  CONFIGMAP_LABELS,
+  DATASET_CONFIG_KEY,
+  ENVIRONMENT_CONFIG_KEY,
+  MANAGED_BY,
+  datasetConfigMapName,
+  environmentConfigMapName,
+} from '../../../model/configmaps.js';

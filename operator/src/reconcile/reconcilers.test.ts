@@ -63,9 +63,8 @@ describe('operator: Environment reconciler (fake API server)', () => {
     cluster.seed(elsewhere); // another Environment's Dataset: not mounted here
     cluster.sync();
     await reconcileEnvironment(ctx, NS, 'local');
-    const secretEnv = () =>
-      ((cluster.get('Deployment', NS, 'local-dataplane') as any).spec.template.spec.containers[0].env as { name: string }[]).filter((e) => e.name.startsWith('DAS_SECRET_'));
-    expect(secretEnv()).to.deep.equal([{ name: 'DAS_SECRET_demo-db_url', valueFrom: { secretKeyRef: { name: 'demo-db', key: 'url' } } }]);
+    const secretVolumes = () => ((cluster.get('Deployment', NS, 'local-dataplane') as any).spec.template.spec.volumes as any[]).filter((v) => v.secret);
+    expect(secretVolumes().map((v) => v.secret)).to.deep.equal([{ secretName: 'demo-db', items: [{ key: 'url', path: 'url' }], defaultMode: 0o440, optional: false }]);
     cluster.sync();
     const mark = cluster.writes.length;
     await reconcileEnvironment(ctx, NS, 'local');
@@ -77,7 +76,7 @@ describe('operator: Environment reconciler (fake API server)', () => {
     const before = cluster.writes.length;
     await reconcileEnvironment(ctx, NS, 'local');
     expect(cluster.writesSince(before).filter((w) => w.verb !== 'update-status')).to.deep.equal([{ verb: 'update', kind: 'Deployment', name: 'local-dataplane' }]);
-    expect(secretEnv()).to.deep.equal([]);
+    expect(secretVolumes()).to.deep.equal([]);
   });
 
   it('an invalid edit of a Dataset keeps the Secret its published config uses; a valid one mounts the new Secret', async () => {
@@ -92,10 +91,10 @@ describe('operator: Environment reconciler (fake API server)', () => {
     const mounted = async () => {
       await reconcileEnvironment(ctx, NS, 'local');
       cluster.sync();
-      const env = (cluster.get('Deployment', NS, 'local-dataplane') as any).spec.template.spec.containers[0].env as { name: string }[];
-      return env.filter((e) => e.name.startsWith('DAS_SECRET_')).map((e) => e.name);
+      const volumes = (cluster.get('Deployment', NS, 'local-dataplane') as any).spec.template.spec.volumes as any[];
+      return volumes.filter((v) => v.secret).flatMap((v) => v.secret.items.map((i: { key: string }) => `${v.secret.secretName}/${i.key}`));
     };
-    expect(await mounted()).to.deep.equal(['DAS_SECRET_old-db_url']);
+    expect(await mounted()).to.deep.equal(['old-db/url']);
 
     const edit = async (change: (spec: any) => void) => {
       const current = structuredClone(cluster.get('Dataset', NS, 'demo')!);
@@ -110,13 +109,13 @@ describe('operator: Environment reconciler (fake API server)', () => {
       spec.location.connectionSecretRef = { name: 'new-db', key: 'url' };
       spec.schemas['demo.Person'].properties.employer.schema = 'demo.Nowhere';
     });
-    expect(await mounted()).to.deep.equal(['DAS_SECRET_old-db_url']);
+    expect(await mounted()).to.deep.equal(['old-db/url']);
 
     // Fixed: published with new-db, and old-db is no longer needed.
     await edit((spec) => {
       spec.schemas['demo.Person'].properties.employer.schema = 'demo.Company';
     });
-    expect(await mounted()).to.deep.equal(['DAS_SECRET_new-db_url']);
+    expect(await mounted()).to.deep.equal(['new-db/url']);
   });
 
   it('makes no write either when its cache has not yet seen its own writes', async () => {

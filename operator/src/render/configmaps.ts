@@ -5,7 +5,7 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { renderDatasetConfig, renderEnvironmentConfig } from '../../../model/render.js';
 import type { DatasetResource, EnvironmentResource } from '../../../model/types.js';
-import { DATASET_CONFIG_KEY, ENVIRONMENT_CONFIG_KEY } from '../../../dataplane/src/config/sink.js';
+import { DATASET_CONFIG_KEY, ENVIRONMENT_CONFIG_KEY } from '../../../model/configmaps.js';
 import { LABELS, environmentLabels, objectNames } from '../names.js';
 import { canonicalJson } from './canonical-json.js';
 import { ownedMetadata, type OwnerRef } from './meta.js';

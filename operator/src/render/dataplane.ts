@@ -1,18 +1,25 @@
 /**
  * The data plane of one Environment: ServiceAccount, the Role that lets it watch its ConfigMaps,
  * and the Deployment (container port 8080, config from ConfigMaps, hot-reloaded; the connection
- * Secrets of its Datasets as environment variables).
+ * Secrets of its Datasets as read-only files, refreshed by the kubelet).
  */
 import type { V1Deployment, V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
 import type { EnvironmentResource, SecretKeyRef } from '../../../model/types.js';
 import { COMPONENT, componentLabels, componentSelector, objectNames } from '../names.js';
 import { ownedMetadata, type OwnerRef } from './meta.js';
 import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
-import { secretEnvVars } from './secrets.js';
+import { SECRETS_DIR_ENV, SECRETS_MOUNT_ROOT } from '../../../model/secrets.js';
+import { secretVolumeMounts, secretVolumes } from './secrets.js';
 import { HTTP_PORT, type RenderSettings, type Rendered } from './types.js';
 
 export const DEFAULT_DATAPLANE_REPLICAS = 2;
 const DATA_DIR = '/var/lib/data-access';
+/**
+ * The group of the data-plane image's user (UID 10001). As the pod's fsGroup it owns the mounted
+ * Secret files (mode 0440) and is a supplementary group of the process, so the files are readable
+ * by the data plane whatever UID the image runs as, and by no other user.
+ */
+export const DATAPLANE_FS_GROUP = 10001;
 
 export function dataplaneLabels(env: string): Record<string, string> {
   return componentLabels(env, 'data-access-dataplane', COMPONENT.dataplane);
@@ -29,8 +36,8 @@ export function renderDataplaneServiceAccount(env: EnvironmentResource, owner: O
 
 /**
  * Read access to ConfigMaps, nothing else: a label-selected watch cannot be narrowed by resourceNames.
- * No Secrets: the connection Secrets reach the container through `secretKeyRef`, which the kubelet
- * resolves.
+ * No Secrets: the connection Secrets reach the container as secret volumes, which the kubelet
+ * reads.
  */
 export function renderDataplaneRole(env: EnvironmentResource, owner: OwnerRef, namespace: string): Rendered<V1Role> {
   const name = env.metadata.name;
@@ -55,8 +62,9 @@ export function renderDataplaneRoleBinding(env: EnvironmentResource, owner: Owne
 
 /**
  * `secretRefs`: the `location.connectionSecretRef`s of the Environment's Datasets, in any order and
- * with repeats (see `secretEnvVars`). A change of that set changes the pod template, so it rolls
- * the Deployment out; a new value in a Secret does not (environment variables are read at start).
+ * with repeats (see `datasetSecretRefs`). A change of that set changes the pod template, so it rolls
+ * the Deployment out; a new value in a Secret does not need to: the kubelet rewrites the mounted
+ * file and the data plane re-reads it.
  */
 export function renderDataplaneDeployment(
   env: EnvironmentResource,
@@ -79,7 +87,7 @@ export function renderDataplaneDeployment(
         metadata: { labels },
         spec: {
           serviceAccountName: objectNames.dataplane(name),
-          securityContext: podSecurityContext,
+          securityContext: { ...podSecurityContext, fsGroup: DATAPLANE_FS_GROUP },
           containers: [
             {
               name: 'dataplane',
@@ -92,15 +100,15 @@ export function renderDataplaneDeployment(
                 { name: 'PORT', value: String(HTTP_PORT) },
                 { name: 'DATA_DIR', value: DATA_DIR },
                 { name: 'LOG_LEVEL', value: spec.logLevel ?? 'info' },
-                ...secretEnvVars(secretRefs),
+                { name: SECRETS_DIR_ENV, value: SECRETS_MOUNT_ROOT },
               ],
               ...httpProbes(),
               resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
               securityContext: containerSecurityContext,
-              volumeMounts: [...scratchMounts, { name: 'data', mountPath: DATA_DIR }],
+              volumeMounts: [...scratchMounts, { name: 'data', mountPath: DATA_DIR }, ...secretVolumeMounts(secretRefs)],
             },
           ],
-          volumes: [...scratchVolumes, { name: 'data', emptyDir: {} }],
+          volumes: [...scratchVolumes, { name: 'data', emptyDir: {} }, ...secretVolumes(secretRefs)],
         },
       },
     },

@@ -5,6 +5,7 @@ import type { DatasetResource, EnvironmentResource, EnvironmentSpec } from '../.
 import { canonicalJson } from './canonical-json.js';
 import { renderDatasetObjects } from './dataset.js';
 import { renderEnvironmentObjects } from './environment.js';
+import { SECRETS_MOUNT_ROOT, secretVolumeName } from '../../../model/secrets.js';
 import { datasetSecretRefs, type WithConnectionSecret } from './secrets.js';
 import { DEFAULT_IMAGE, DEFAULT_RENDER_SETTINGS, type DesiredObject } from './types.js';
 
@@ -167,39 +168,80 @@ describe('operator: rendering an Environment', () => {
     const withRef = (name: string, key: string) => ({ spec: { location: { connectionSecretRef: { name, key } } } });
     const render = (datasets: WithConnectionSecret[]) =>
       byKindAndName(renderEnvironmentObjects(environment(), DEFAULT_RENDER_SETTINGS, datasetSecretRefs(datasets)), 'Deployment', 'local-dataplane');
-    const secretEnv = (deployment: any) => deployment.spec.template.spec.containers[0].env.filter((e: { name: string }) => e.name.startsWith('DAS_SECRET_'));
+    const podOf = (deployment: any) => deployment.spec.template.spec;
+    const secretVolumesOf = (deployment: any) => podOf(deployment).volumes.filter((v: any) => v.secret);
+    const secretMountsOf = (deployment: any) => podOf(deployment).containers[0].volumeMounts.filter((m: any) => m.mountPath.startsWith(`${SECRETS_MOUNT_ROOT}/`));
+    /** `mountPath <- secretName: key,key` per mount, joined through the volume name. */
+    const mounted = (deployment: any) =>
+      secretMountsOf(deployment).map((m: any) => {
+        const volume = podOf(deployment).volumes.find((v: any) => v.name === m.name);
+        return `${m.mountPath} <- ${volume.secret.secretName}: ${volume.secret.items.map((i: any) => i.key).join(',')}`;
+      });
 
-    it('no refs: no DAS_SECRET_ variable, and a Dataset without a ref adds none', () => {
-      expect(secretEnv(byKindAndName(objects, 'Deployment', 'local-dataplane'))).to.deep.equal([]);
-      expect(render([{ spec: { location: {} } }, {}])).to.deep.equal(byKindAndName(objects, 'Deployment', 'local-dataplane'));
+    it('no refs: no secret volume or mount, and a Dataset without a ref adds none; the mount root is always set', () => {
+      const plain = byKindAndName(objects, 'Deployment', 'local-dataplane');
+      expect(secretVolumesOf(plain)).to.deep.equal([]);
+      expect(secretMountsOf(plain)).to.deep.equal([]);
+      expect(render([{ spec: { location: {} } }, {}])).to.deep.equal(plain);
+      expect(podOf(plain).containers[0].env).to.deep.include({ name: 'DAS_SECRETS_DIR', value: '/var/run/dataaccess/secrets' });
+      expect(podOf(plain).containers[0].env.filter((e: { name: string }) => e.name.startsWith('DAS_SECRET_'))).to.deep.equal([]);
     });
 
-    it('one variable per ref, as valueFrom.secretKeyRef (the kubelet reads the Secret; no value in the Deployment)', () => {
-      expect(secretEnv(render([withRef('orders-db', 'url')]))).to.deep.equal([
-        { name: 'DAS_SECRET_orders-db_url', valueFrom: { secretKeyRef: { name: 'orders-db', key: 'url' } } },
+    it('a ref becomes a read-only secret volume of only its key, mounted at the root/<secret name>; no value and no secretKeyRef in the Deployment', () => {
+      const deployment = render([withRef('orders-db', 'url')]);
+      const volumeName = secretVolumeName('orders-db');
+      expect(volumeName).to.match(/^secret-[0-9a-f]{16}$/);
+      expect(secretVolumesOf(deployment)).to.deep.equal([
+        { name: volumeName, secret: { secretName: 'orders-db', items: [{ key: 'url', path: 'url' }], defaultMode: 0o440, optional: false } },
+      ]);
+      expect(secretMountsOf(deployment)).to.deep.equal([{ name: volumeName, mountPath: '/var/run/dataaccess/secrets/orders-db', readOnly: true }]);
+      expect(JSON.stringify(podOf(deployment).containers[0].env)).not.to.contain('secretKeyRef');
+    });
+
+    it('the non-root data plane can read the files through the pod fsGroup (0440: owner root, group fsGroup); nobody else can', () => {
+      const deployment = render([withRef('orders-db', 'url')]);
+      expect(podOf(deployment).securityContext).to.include({ runAsNonRoot: true, fsGroup: 10001 });
+      expect(secretVolumesOf(deployment)[0].secret.defaultMode & 0o007).to.equal(0);
+    });
+
+    it('the order of the Datasets changes nothing: volumes sorted by Secret name, keys sorted within', () => {
+      const a = withRef('zeta-db', 'url');
+      const b = withRef('alpha-db', 'conn.string');
+      const c = withRef('alpha-db', 'admin');
+      const forward = render([a, b, c]);
+      expect(render([c, b, a])).to.deep.equal(forward);
+      expect(mounted(forward)).to.deep.equal([
+        '/var/run/dataaccess/secrets/alpha-db <- alpha-db: admin,conn.string',
+        '/var/run/dataaccess/secrets/zeta-db <- zeta-db: url',
       ]);
     });
 
-    it('the order of the Datasets changes nothing: sorted by variable name', () => {
-      const a = withRef('zeta-db', 'url');
-      const b = withRef('alpha-db', 'conn.string');
-      const forward = render([a, b]);
-      expect(render([b, a])).to.deep.equal(forward);
-      expect(secretEnv(forward).map((e: { name: string }) => e.name)).to.deep.equal(['DAS_SECRET_alpha-db_conn.string', 'DAS_SECRET_zeta-db_url']);
-    });
-
     it('a ref named by several Datasets is mounted once', () => {
-      const env = secretEnv(render([withRef('shared-db', 'url'), withRef('other-db', 'url'), withRef('shared-db', 'url')]));
-      expect(env.map((e: { name: string }) => e.name)).to.deep.equal(['DAS_SECRET_other-db_url', 'DAS_SECRET_shared-db_url']);
+      const deployment = render([withRef('shared-db', 'url'), withRef('other-db', 'url'), withRef('shared-db', 'url')]);
+      expect(mounted(deployment)).to.deep.equal(['/var/run/dataaccess/secrets/other-db <- other-db: url', '/var/run/dataaccess/secrets/shared-db <- shared-db: url']);
     });
 
-    it('refs that differ only in where name ends and key begins, or in case, get variables of their own', () => {
-      const names = secretEnv(render([withRef('a-b', 'c'), withRef('a', 'b-c'), withRef('a', 'B-c')])).map((e: any) => `${e.name}=${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`);
-      expect(names).to.deep.equal(['DAS_SECRET_a-b_c=a-b/c', 'DAS_SECRET_a_B-c=a/B-c', 'DAS_SECRET_a_b-c=a/b-c']);
+    it('refs that differ only in where name ends and key begins, or in case, get files of their own', () => {
+      const deployment = render([withRef('a-b', 'c'), withRef('a', 'b-c'), withRef('a', 'B-c')]);
+      expect(mounted(deployment)).to.deep.equal(['/var/run/dataaccess/secrets/a <- a: B-c,b-c', '/var/run/dataaccess/secrets/a-b <- a-b: c']);
+      const names = secretVolumesOf(deployment).map((v: any) => v.name);
+      expect(new Set(names).size).to.equal(2);
     });
 
-    it('a key no Secret can have is left out (the API server would refuse the whole Deployment)', () => {
-      expect(secretEnv(render([withRef('db', 'a/b'), withRef('db', 'url')])).map((e: { name: string }) => e.name)).to.deep.equal(['DAS_SECRET_db_url']);
+    it('volume names are DNS labels of at most 63 characters, even for a 253-character Secret name, and distinct per Secret', () => {
+      const long = `${'a'.repeat(251)}-b`;
+      const longer = `${'a'.repeat(251)}-c`;
+      const deployment = render([withRef(long, 'url'), withRef(longer, 'url')]);
+      const names: string[] = secretVolumesOf(deployment).map((v: any) => v.name);
+      expect(names).to.have.length(2);
+      for (const name of names) expect(name).to.match(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+      expect(names[0]).not.to.equal(names[1]);
+      expect(secretVolumeName(long)).to.equal(names[0]); // deterministic: from the name alone
+    });
+
+    it('a key or name no Secret can have is left out (the API server would refuse the whole Deployment)', () => {
+      const deployment = render([withRef('db', 'a/b'), withRef('db', '..'), withRef('db', '.'), withRef('db', '..x'), withRef('Bad_Name', 'url'), withRef('../etc', 'url'), withRef('db', 'url')]);
+      expect(mounted(deployment)).to.deep.equal(['/var/run/dataaccess/secrets/db <- db: url']);
     });
 
     it('no Secret access for the data plane: its Role is unchanged', () => {

@@ -1,12 +1,14 @@
 /**
- * The connection Secrets of an Environment's Datasets, as environment variables of its data-plane
- * container. Each `location.connectionSecretRef` becomes `DAS_SECRET_<name>_<key>` (the name the
- * data plane reads, `secretEnvName`) with `valueFrom.secretKeyRef`: the kubelet resolves it at Pod
- * start, so neither the operator nor the data plane needs any RBAC on Secrets.
+ * The connection Secrets of an Environment's Datasets, as files in its data-plane container: one
+ * read-only `secret` volume per distinct Secret (only the referenced keys), mounted at
+ * `SECRETS_MOUNT_ROOT/<name>`, so the data plane reads `<name>/<key>` below DAS_SECRETS_DIR
+ * (model/secrets.ts). The kubelet reads the Secret and refreshes the files when it changes, so
+ * neither the operator nor the data plane needs any RBAC on Secrets, and a rotated value needs no
+ * restart.
  */
-import type { V1EnvVar } from '@kubernetes/client-node';
-import { secretEnvName } from '../../../dataplane/src/drivers/postgres/connection.js';
-import { DATASET_CONFIG_KEY } from '../../../dataplane/src/config/sink.js';
+import type { V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import { DATASET_CONFIG_KEY } from '../../../model/configmaps.js';
+import { SECRETS_MOUNT_ROOT, secretDirPath, secretRefProblem, secretVolumeName } from '../../../model/secrets.js';
 import type { SecretKeyRef } from '../../../model/types.js';
 
 /** The part of a Dataset (resource or cached object) that names its connection Secret. */
@@ -14,38 +16,62 @@ export interface WithConnectionSecret {
   spec?: { location?: { connectionSecretRef?: SecretKeyRef } };
 }
 
+/**
+ * Owner and group read (0440): files of a secret volume belong to root and the pod's fsGroup,
+ * which the data-plane pod sets to its container's group, so the non-root process reads them
+ * through the group and nobody else can.
+ */
+export const SECRET_FILE_MODE = 0o440;
+
 /** Code-unit order, independent of the locale. */
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** What the API server accepts as `secretKeyRef.key` (the Dataset CRD refuses anything else too). */
-const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
-
 /**
  * The distinct connection Secret refs of these Datasets (the caller picks the Environment's),
- * sorted, whatever the order of the Datasets: the rendered Deployment must not change when only
- * that order does (a reconcile with nothing changed makes no write). A ref the API server would
- * refuse (a cached object that bypassed validation) is left out rather than blocking the whole
- * Deployment: that one Dataset then fails in the data plane ("secret … is not mounted").
+ * sorted by name then key, whatever the order of the Datasets: the rendered Deployment must not
+ * change when only that order does (a reconcile with nothing changed makes no write). A ref the
+ * API server would refuse (a cached object that bypassed validation) is left out rather than
+ * blocking the whole Deployment: that one Dataset then fails in the data plane ("secret … is not
+ * mounted").
  */
 export function datasetSecretRefs(datasets: Iterable<WithConnectionSecret>): SecretKeyRef[] {
   return distinctRefs([...datasets].flatMap((d) => d.spec?.location?.connectionSecretRef ?? []));
 }
 
 function distinctRefs(refs: Iterable<SecretKeyRef>): SecretKeyRef[] {
-  const byEnvName = new Map<string, SecretKeyRef>();
+  const byPath = new Map<string, SecretKeyRef>();
   for (const ref of refs) {
-    if (typeof ref?.name !== 'string' || typeof ref.key !== 'string' || !SECRET_KEY.test(ref.key)) continue;
-    byEnvName.set(secretEnvName(ref), { name: ref.name, key: ref.key });
+    if (secretRefProblem(ref)) continue;
+    // name and key are separate path segments (neither holds "/"): one file per distinct ref.
+    byPath.set(`${ref.name}/${ref.key}`, { name: ref.name, key: ref.key });
   }
-  return [...byEnvName.entries()].sort(([a], [b]) => compare(a, b)).map(([, ref]) => ref);
+  return [...byPath.values()].sort((a, b) => compare(a.name, b.name) || compare(a.key, b.key));
 }
 
-/** One `secretKeyRef` variable per distinct ref, sorted by variable name. */
-export function secretEnvVars(refs: Iterable<SecretKeyRef>): V1EnvVar[] {
-  return distinctRefs(refs).map((ref) => ({
-    name: secretEnvName(ref),
-    valueFrom: { secretKeyRef: { name: ref.name, key: ref.key } },
+/** The refs grouped by Secret, in name order, each with its keys in order. */
+function bySecret(refs: Iterable<SecretKeyRef>): [string, string[]][] {
+  const keys = new Map<string, string[]>();
+  for (const ref of distinctRefs(refs)) keys.set(ref.name, [...(keys.get(ref.name) ?? []), ref.key]);
+  return [...keys.entries()];
+}
+
+/** One `secret` volume per distinct Secret, projecting only the referenced keys. */
+export function secretVolumes(refs: Iterable<SecretKeyRef>): V1Volume[] {
+  return bySecret(refs).map(([name, keys]) => ({
+    name: secretVolumeName(name),
+    secret: {
+      secretName: name,
+      items: keys.map((key) => ({ key, path: key })),
+      defaultMode: SECRET_FILE_MODE,
+      // A missing Secret or key keeps new Pods from starting rather than serving without it.
+      optional: false,
+    },
   }));
+}
+
+/** The read-only mounts of those volumes, at `SECRETS_MOUNT_ROOT/<name>`. */
+export function secretVolumeMounts(refs: Iterable<SecretKeyRef>): V1VolumeMount[] {
+  return bySecret(refs).map(([name]) => ({ name: secretVolumeName(name), mountPath: secretDirPath(SECRETS_MOUNT_ROOT, name), readOnly: true }));
 }
 
 /**

@@ -6,7 +6,7 @@ import { ApiError, badRequest } from '../../engine/errors.js';
 import { schemaDefOf, setAt } from '../../engine/layout.js';
 import type { LocationDriver, OpResult, PrepareReport, RawQuery, RawQueryOptions, StatementContext, StoredRecord, WriteOp } from '../driver.js';
 import { quoteIdent as q } from '../sql-naming.js';
-import { connectionStringFor } from './connection.js';
+import { ConnectionUrls, POOL_RETIRE_CHECK_MS } from './connection.js';
 import { planSchemaChanges } from './ddl.js';
 import {
   deleteSql,
@@ -44,12 +44,24 @@ export class PostgresDriver implements LocationDriver {
   private readonly pools = new Map<string, pg.Pool>();
   private readonly layouts = new Map<string, TableLayout>(); // `${dataset}\0${generation}\0${schema}`
   private closing = false;
+  /** Datasets' URLs, a Secret file re-read every few seconds (rotation without a restart). */
+  private readonly urls: ConnectionUrls;
+  /** The pool key each dataset used last: a key no dataset uses any more is retired. */
+  private readonly keyOf = new Map<string, string>();
+  private retiredCount = 0;
 
-  constructor(private readonly options: PostgresDriverOptions) {}
+  constructor(private readonly options: PostgresDriverOptions) {
+    this.urls = new ConnectionUrls(options.env);
+  }
 
   pool(dataset: DatasetConfig): pg.Pool {
-    const url = connectionStringFor(dataset, this.options.env);
+    const url = this.urls.urlFor(dataset);
     const key = url ?? '';
+    const previous = this.keyOf.get(dataset.id);
+    if (previous !== key) {
+      this.keyOf.set(dataset.id, key);
+      if (previous !== undefined) this.retireUnused(previous);
+    }
     let pool = this.pools.get(key);
     if (!pool) {
       pool = new pg.Pool({ connectionString: url, max: this.options.poolSize ?? 10, types: recordTypes, application_name: 'data-access' });
@@ -61,6 +73,28 @@ export class PostgresDriver implements LocationDriver {
       this.pools.set(key, pool);
     }
     return pool;
+  }
+
+  /**
+   * A dataset's URL changed (its Secret was rotated): once no dataset uses the old URL, its pool
+   * gets no new work and is ended as soon as none of its connections is out, so statements under
+   * way finish on it. Until then it stays in `pools` under a key no URL has, so close() ends it too.
+   */
+  private retireUnused(key: string): void {
+    if ([...this.keyOf.values()].includes(key)) return;
+    const pool = this.pools.get(key);
+    if (!pool) return;
+    const parked = `\0retired\0${++this.retiredCount}`;
+    this.pools.delete(key);
+    this.pools.set(parked, pool);
+    const timer = setInterval(() => {
+      if (this.closing || this.pools.get(parked) !== pool) return clearInterval(timer);
+      if (pool.totalCount > pool.idleCount || pool.waitingCount > 0) return;
+      clearInterval(timer);
+      this.pools.delete(parked);
+      void pool.end().catch(() => undefined);
+    }, POOL_RETIRE_CHECK_MS);
+    timer.unref();
   }
 
   private layout(dataset: DatasetConfig, schemaName: string): TableLayout {

@@ -1,0 +1,79 @@
+/**
+ * DESIGN.md "Layering": model/ is the only code the operator and the data plane share. The operator
+ * never imports dataplane/, and model/ imports neither of them.
+ */
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** The module specifiers of every static import/export-from, side-effect import and dynamic import(). */
+export function importedSpecifiers(source: string): string[] {
+  const found: string[] = [];
+  const patterns = [
+    /\b(?:import|export)\s+(?:type\s+)?[^'";]*?\bfrom\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+    /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
+  for (const pattern of patterns) for (const match of source.matchAll(pattern)) found.push(match[1]);
+  return found;
+}
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    if (entry.name === 'node_modules') return [];
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return tsFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** `file: specifier` for every import of a file under `from` that resolves into one of the `forbidden` top-level directories. */
+function violations(from: string, forbidden: string[]): string[] {
+  // This file's own examples below are strings, not imports.
+  const files = tsFiles(join(ROOT, from)).filter((file) => file !== resolve(import.meta.filename));
+  return files.flatMap((file) =>
+    importedSpecifiers(readFileSync(file, 'utf8'))
+      .filter((specifier) => {
+        if (!specifier.startsWith('.')) return false;
+        const top = relative(ROOT, resolve(dirname(file), specifier)).split(sep)[0];
+        return forbidden.includes(top);
+      })
+      .map((specifier) => `${relative(ROOT, file)}: ${specifier}`),
+  );
+}
+
+describe('layering (DESIGN.md): model/ is all the operator and the data plane share', () => {
+  it('finds every form of import (so that the checks below can fail)', () => {
+    const source = [
+      "import { a } from '../../dataplane/src/a.js';",
+      "import type { B } from \"../dataplane/b.js\";",
+      "export { c } from '../dataplane/c.js';",
+      "export * from '../dataplane/d.js';",
+      "import '../dataplane/e.js';",
+      "const f = await import('../dataplane/f.js');",
+      'import {\n  g,\n  h,\n} from "../dataplane/g.js";',
+    ].join('\n');
+    expect(importedSpecifiers(source)).to.have.members([
+      '../../dataplane/src/a.js',
+      '../dataplane/b.js',
+      '../dataplane/c.js',
+      '../dataplane/d.js',
+      '../dataplane/e.js',
+      '../dataplane/f.js',
+      '../dataplane/g.js',
+    ]);
+  });
+
+  it('the operator (sources, tests and benchmarks) imports nothing from dataplane/', () => {
+    expect(tsFiles(join(ROOT, 'operator')).length).to.be.greaterThan(10);
+    expect(violations('operator', ['dataplane'])).to.deep.equal([]);
+  });
+
+  it('model/ imports nothing from operator/ or dataplane/', () => {
+    expect(tsFiles(join(ROOT, 'model')).length).to.be.greaterThan(3);
+    expect(violations('model', ['operator', 'dataplane'])).to.deep.equal([]);
+  });
+});
