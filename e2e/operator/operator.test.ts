@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import { DEFAULT_IMAGE } from '../../operator/src/render/types.js';
+import { secretVolumeName } from '../../model/secrets.js';
 import {
   CHART,
   REPO_ROOT,
@@ -224,7 +225,7 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
     ]);
   });
 
-  it('a Dataset\'s connection Secret is mounted into the data-plane Deployment (secretKeyRef), and unmounted when the Dataset goes', async () => {
+  it('a Dataset\'s connection Secret is mounted into the data-plane Deployment (a read-only secret volume), and unmounted when the Dataset goes', async () => {
     const ns = await applyExamples('secrets');
     await kubectl(cluster, ['-n', ns, 'create', 'secret', 'generic', 'orders-db', '--from-literal=url=postgres://orders@db.invalid:5432/orders']);
     const orders = {
@@ -238,19 +239,31 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
       },
     };
     await apply(cluster, ns, JSON.stringify(orders));
-    const secretEnv = async () =>
-      ((await getObject(cluster, ns, 'deployment', 'local-dataplane')).spec.template.spec.containers[0].env as { name: string }[]).filter((e) => e.name.startsWith('DAS_SECRET_'));
-    const mounted = await waitFor('the data-plane Deployment to mount the Secret', async () => {
-      const env = await secretEnv();
-      return env.length ? env : undefined;
+    const pod = async () => (await getObject(cluster, ns, 'deployment', 'local-dataplane')).spec.template.spec;
+    const secretVolumes = async () => ((await pod()).volumes as { secret?: unknown }[]).filter((v) => v.secret);
+    const volumes = await waitFor('the data-plane Deployment to mount the Secret', async () => {
+      const found = await secretVolumes();
+      return found.length ? found : undefined;
     });
-    expect(mounted).to.deep.equal([{ name: 'DAS_SECRET_orders-db_url', valueFrom: { secretKeyRef: { name: 'orders-db', key: 'url' } } }]);
+    // As the API server stores it (defaults filled in): only the referenced key, read-only, 0440 for the pod's fsGroup.
+    expect(volumes).to.deep.equal([
+      { name: secretVolumeName('orders-db'), secret: { secretName: 'orders-db', items: [{ key: 'url', path: 'url' }], defaultMode: 0o440, optional: false } },
+    ]);
+    const spec = await pod();
+    expect(spec.securityContext.fsGroup).to.equal(10001);
+    const container = spec.containers[0];
+    expect(container.volumeMounts.filter((m: { name: string }) => m.name === secretVolumeName('orders-db'))).to.deep.equal([
+      { name: secretVolumeName('orders-db'), mountPath: '/var/run/dataaccess/secrets/orders-db', readOnly: true },
+    ]);
+    expect(container.env).to.deep.include({ name: 'DAS_SECRETS_DIR', value: '/var/run/dataaccess/secrets' });
+    expect(JSON.stringify(container.env)).not.to.contain('secretKeyRef');
     await waitFor('the Environment to count three Datasets', async () => (await getObject(cluster, ns, 'environment', 'local')).status.datasets === 3);
     // What the API server stores matches what the operator renders: no rewrite on a resync.
     expect((await resyncAndCountWrites(operator)).writes).to.equal(0);
 
     await kubectl(cluster, ['-n', ns, 'delete', 'dataset', 'orders', '--wait=true']);
-    await waitFor('the Deployment to drop the Secret', async () => (await secretEnv()).length === 0);
+    await waitFor('the Deployment to drop the Secret', async () => (await secretVolumes()).length === 0);
+    expect((await pod()).containers[0].volumeMounts.filter((m: { mountPath: string }) => m.mountPath.startsWith('/var/run/dataaccess/secrets/'))).to.deep.equal([]);
     await kubectl(cluster, ['-n', ns, 'delete', 'secret', 'orders-db']);
   });
 
