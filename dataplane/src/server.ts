@@ -5,9 +5,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { loadManifests } from '../../model/manifests.js';
-import { renderDatasetConfig, renderEnvironmentConfig } from '../../model/render.js';
 import type { DatasetConfig } from '../../model/types.js';
+import { startFileConfigSource } from './config/file-source.js';
 import { ConfigStore } from './config/store.js';
 import { PostgresDriver } from './drivers/postgres/driver.js';
 import { DriverRegistry } from './drivers/registry.js';
@@ -66,12 +65,9 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
 
   let stopSource: () => Promise<void> = async () => undefined;
   if (options.configSource.kind === 'files') {
-    const set = loadManifests(options.configSource.path);
-    const wanted = options.configSource.environment ?? set.environments[0]?.metadata.name;
-    const env = set.environments.find((e) => e.metadata.name === wanted);
-    if (!env) throw new Error(`no Environment "${wanted ?? ''}" in ${options.configSource.path}`);
-    store.setEnvironment(renderEnvironmentConfig(env));
-    for (const dataset of set.datasets.filter((d) => d.spec.environment === env.metadata.name)) store.upsertDataset(renderDatasetConfig(dataset));
+    // Loaded now (an invalid manifest throws ManifestError), then hot-reloaded on every edit.
+    const source = await startFileConfigSource({ path: options.configSource.path, environment: options.configSource.environment, logger }, store);
+    stopSource = () => source.stop();
   } else {
     const { startKubeConfigSource } = await import('./config/kube-source.js');
     const source = await startKubeConfigSource({ namespace: options.configSource.namespace, environment: options.configSource.environment, logger }, store);
