@@ -8,14 +8,21 @@
  *   DAS_ENVIRONMENT    the Environment to serve (files: default the first one; kubernetes: required)
  *   DAS_NAMESPACE      kubernetes: the namespace of the ConfigMaps
  *   DATABASE_URL / PG* an external PostgreSQL; without them an embedded one under DATA_DIR
+ *   SHUTDOWN_TIMEOUT_MS how long SIGTERM may take to drain (25000)
  *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME)
+ *
+ * This file owns the process's signals: one shutdown path, whatever started. On SIGTERM or SIGINT
+ * the server stops accepting, in-flight requests finish, ASYNC writes drain (retrying through a
+ * store outage until the deadline), pools close, and only then is the embedded PostgreSQL
+ * stopped. Exit code 0 when nothing was lost, 1 when some ASYNC writes could not be written
+ * (each is logged). A second signal while draining exits at once with 1.
  */
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ManifestError } from '../../model/manifests.js';
 import { bootstrapDataPlane } from './bootstrap.js';
 import { BatchedLogDestination } from './log-destination.js';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.js';
+import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
 import { startFunctionGateway } from './function-gateway/server.js';
 
@@ -42,6 +49,46 @@ function configSource(env: NodeJS.ProcessEnv): ConfigSource {
 
 const usesExternalDatabase = (env: NodeJS.ProcessEnv) => Boolean(env.DATABASE_URL || env.PGHOST || env.PGDATABASE);
 
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a whole number of milliseconds, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+/** What a signal stops, in order; filled in as the parts start. */
+const parts: { name: string; stop: () => Promise<number | void> }[] = [];
+let exiting = false;
+
+function exit(code: number): never {
+  destination.flushSync();
+  process.exit(code);
+}
+
+async function shutdown(signal: string): Promise<void> {
+  if (exiting) {
+    logger.warn({ signal }, 'second signal while shutting down: exiting now');
+    exit(1);
+  }
+  exiting = true;
+  logger.info({ signal }, 'stopping');
+  let code = 0;
+  // Last started, first stopped: the server drains before the database it writes to goes away.
+  for (const part of [...parts].reverse()) {
+    try {
+      const lost = await part.stop();
+      if (typeof lost === 'number' && lost > 0) code = 1;
+    } catch (err) {
+      logger.error({ part: part.name, err: err instanceof Error ? err.message : String(err) }, 'shutdown step failed');
+      code = 1;
+    }
+  }
+  exit(code);
+}
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));
+
 /** DAS_MODE=function-gateway: the environment's function gateway, a proxy to the internal REST API. */
 async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
   if (!env.DAS_UPSTREAM_URL || !env.DAS_FUNCTION_NAME) throw new Error('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
@@ -52,25 +99,24 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
     port: Number(env.PORT ?? 8080),
     host: env.HOST ?? '0.0.0.0',
   });
-  const stop = () => void gateway.stop().then(() => {
-    destination.flushSync();
-    process.exit(0);
-  });
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  parts.push({ name: 'function gateway', stop: () => gateway.stop() });
 }
 
 async function main(): Promise<void> {
   const env = { ...process.env };
   if (env.DAS_MODE === 'function-gateway') return functionGateway(env);
   if (env.DAS_MODE && env.DAS_MODE !== 'dataplane') throw new Error(`unknown DAS_MODE "${env.DAS_MODE}": dataplane or function-gateway`);
+  const deadlineMs = positiveInteger(env, 'SHUTDOWN_TIMEOUT_MS', 25_000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
-  let embedded: EmbeddedDatabase | undefined;
   if (!usesExternalDatabase(env)) {
-    embedded = await startEmbeddedPostgres({ dir: resolve(dataDir, 'postgres'), onLog: (line) => logger.debug({ component: 'postgres' }, line) });
+    const { startEmbeddedPostgres } = await import('./db/embedded.js');
+    const dir = resolve(dataDir, 'postgres');
+    const embedded: EmbeddedDatabase = await startEmbeddedPostgres({ dir, onLog: (line) => logger.debug({ component: 'postgres' }, line) });
+    parts.push({ name: 'embedded PostgreSQL', stop: () => embedded.stop() });
     env.DATABASE_URL = embedded.url;
-    logger.info({ port: embedded.port, dir: resolve(dataDir, 'postgres') }, 'embedded PostgreSQL started');
+    logger.info({ port: embedded.port, dir }, 'embedded PostgreSQL started');
   }
+  if (exiting) return; // a signal came while the database started: shutdown() stops it
   const dataPlane = await bootstrapDataPlane({
     logger,
     configSource: configSource(env),
@@ -79,30 +125,24 @@ async function main(): Promise<void> {
     host: env.HOST ?? '0.0.0.0',
     env,
   });
-  let signalled = false;
-  const shutdown = async (signal: string) => {
-    if (signalled) return;
-    signalled = true;
-    logger.info({ signal }, 'stopping');
-    try {
-      await dataPlane.stop();
-      await embedded?.stop();
-      destination.flushSync();
-      process.exit(0);
-    } catch (err) {
-      logger.error({ err: (err as Error).message }, 'shutdown failed');
-      process.exit(1);
-    }
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  parts.push({ name: 'data plane', stop: () => dataPlane.stop({ deadlineMs }) });
 }
 
-main().catch((err: unknown) => {
+process.on('uncaughtException', (err) => {
+  logger.fatal({ err: err.message, stack: err.stack }, 'uncaught exception');
+  exit(1);
+});
+
+main().catch(async (err: unknown) => {
   if (err instanceof ManifestError) {
     logger.fatal({ file: err.file, problems: err.problems }, err.message);
     console.error(err.message);
-  } else logger.fatal({ err: (err as Error).message, stack: (err as Error).stack }, 'data plane failed to start');
-  destination.flushSync();
-  process.exit(1);
+  } else {
+    const message = err instanceof Error ? err.message : `start-up failed: ${String(err)}`;
+    logger.fatal({ err: message, stack: err instanceof Error ? err.stack : undefined }, 'data plane failed to start');
+    console.error(`data plane failed to start: ${message}`);
+  }
+  // Whatever did start (the embedded database) is stopped before exiting.
+  for (const part of [...parts].reverse()) await part.stop().catch(() => undefined);
+  exit(1);
 });

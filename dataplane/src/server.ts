@@ -11,6 +11,10 @@ import { ConfigStore } from './config/store.js';
 import { PostgresDriver } from './drivers/postgres/driver.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { RecordEngine } from './engine/engine.js';
+import type { AsyncWriterOptions } from './engine/async-writes.js';
+import { isStoreUnavailable } from './engine/errors.js';
+import { BodyBudget } from './http/body.js';
+import { StoreHealth } from './store-health.js';
 import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
 
@@ -32,7 +36,20 @@ export interface DataPlaneOptions {
   readOnly?: PostgresDriverOptions['readOnly'];
   extraRoutes?: AppDeps['extraRoutes'];
   bodyLimit?: number;
+  /** Bytes all requests together may buffer while their bodies arrive (default 64 MiB). */
+  bodyBudgetBytes?: number;
+  /** Time to receive a whole request, headers and body (default 30 s; then 408). */
+  requestTimeoutMs?: number;
+  asyncWrites?: AsyncWriterOptions;
 }
+
+export interface StopOptions {
+  /** How long in-flight requests and ASYNC writes may take before they are cut off (default 25 s). */
+  deadlineMs?: number;
+}
+
+/** Headers up to 32 KiB pass (browsers with large cookies and bearer tokens); more is a 431. */
+export const MAX_HEADER_BYTES = 32 * 1024;
 
 export interface DataPlane {
   url: string;
@@ -40,7 +57,8 @@ export interface DataPlane {
   server: Server;
   store: ConfigStore;
   engine: RecordEngine;
-  stop(): Promise<void>;
+  /** Stops gracefully; resolves with the number of ASYNC operations that could not be written. */
+  stop(options?: StopOptions): Promise<number>;
 }
 
 export async function startDataPlane(options: DataPlaneOptions): Promise<DataPlane> {
@@ -56,12 +74,14 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       }
       return undefined;
     },
+    retryable: isStoreUnavailable,
     async purge(config: DatasetConfig) {
       const dropped = (await drivers.for(config).purge?.(config)) ?? [];
       logger.warn({ dataset: config.id, dropped }, 'deletionPolicy Delete: stored data dropped');
     },
   });
   store.on('dataset', (id, state) => logger.info({ dataset: id, status: state?.status ?? 'removed', problem: state?.problem, warning: state?.warning }, 'dataset config'));
+  store.on('retry', (id, delay, problem) => logger.warn({ dataset: id, retryInMs: delay, problem }, 'dataset storage unreachable; preparing again later'));
 
   let stopSource: () => Promise<void> = async () => undefined;
   if (options.configSource.kind === 'files') {
@@ -75,7 +95,8 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   }
   await store.settled();
 
-  const engine = new RecordEngine(store, (d) => drivers.for(d), logger);
+  const engine = new RecordEngine(store, (d) => drivers.for(d), logger, options.asyncWrites);
+  const health = new StoreHealth(store, (d) => drivers.for(d));
   const handler = createRequestHandler({
     store,
     engine,
@@ -86,11 +107,14 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     bodyFirewall: options.bodyFirewall,
     rawQuery: options.rawQuery,
     bodyLimit: options.bodyLimit,
+    bodyBudget: new BodyBudget(options.bodyBudgetBytes),
+    storeHealth: async () => ({ unavailable: await health.unavailable() }),
     extraRoutes: options.extraRoutes,
   });
-  const server = createServer(handler);
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout) }, handler);
+  // Idle keep-alive connections outlive the load balancer's idle timeout (60 s on the major clouds).
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 8080, options.host ?? '0.0.0.0', () => resolve());
@@ -98,17 +122,23 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const port = (server.address() as AddressInfo).port;
   logger.info({ port, datasets: store.datasetIds() }, 'data plane listening');
 
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
+  let stopping: Promise<number> | undefined;
+  const stop = (stopOptions: StopOptions = {}) =>
     (stopping ??= (async () => {
-      logger.info('shutting down: finishing in-flight requests');
+      const deadline = Date.now() + (stopOptions.deadlineMs ?? 25_000);
+      logger.info({ inFlightAsync: engine.asyncWrites.pending }, 'shutting down: finishing in-flight requests');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // Requests still running at the deadline lose their connection rather than hold the exit.
+      const cutOff = setTimeout(() => server.closeAllConnections(), Math.max(0, deadline - Date.now()));
       await closed;
+      clearTimeout(cutOff);
       await stopSource();
-      await engine.drain();
+      store.close();
+      const notWritten = await engine.drain(Math.max(0, deadline - Date.now()));
       await drivers.close();
-      logger.info('shut down');
+      logger.info({ asyncNotWritten: notWritten }, 'shut down');
+      return notWritten;
     })());
   return { url: `http://127.0.0.1:${port}`, port, server, store, engine, stop };
 }

@@ -39,7 +39,7 @@ export async function startTestDataPlane(options: TestDataPlaneOptions = {}): Pr
     host: '127.0.0.1',
     env: { ...process.env, ...options.env, DATABASE_URL: databaseUrl },
   });
-  return { url: dataPlane.url, databaseUrl, dataDir, dataPlane, stop: () => dataPlane.stop() };
+  return { url: dataPlane.url, databaseUrl, dataDir, dataPlane, stop: async () => void (await dataPlane.stop()) };
 }
 
 /** A client on the data plane's iam gateway as the example dataset's super principal, demo-admin. */

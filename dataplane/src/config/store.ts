@@ -9,7 +9,7 @@ import type { ConfigSink } from './sink.js';
 
 export type DatasetState =
   | { status: 'ready'; config: DatasetConfig; warning?: string }
-  | { status: 'pending'; config: DatasetConfig }
+  | { status: 'pending'; config: DatasetConfig; problem?: string }
   | { status: 'failed'; config: DatasetConfig; problem: string };
 
 export interface DatasetPreparer {
@@ -17,13 +17,21 @@ export interface DatasetPreparer {
   prepare(config: DatasetConfig, previous?: DatasetConfig): Promise<string | undefined>;
   /** Drops a deleted dataset's stored data (`deletionPolicy: Delete`). */
   purge?(config: DatasetConfig): Promise<void>;
+  /** A failure worth retrying (the store is unreachable): the preparation runs again later. */
+  retryable?(err: unknown): boolean;
 }
+
+const FIRST_RETRY_MS = 500;
+const MAX_RETRY_MS = 15_000;
 
 export class ConfigStore extends EventEmitter implements ConfigSink {
   private env: EnvironmentConfig | undefined;
   private readonly datasets = new Map<string, DatasetState>();
   /** One preparation chain per dataset, so updates apply in arrival order. */
   private readonly chains = new Map<string, Promise<void>>();
+  /** The newest config received per dataset, and its pending retry after an unreachable store. */
+  private readonly latest = new Map<string, DatasetConfig>();
+  private readonly retries = new Map<string, { timer: NodeJS.Timeout; delay: number }>();
 
   constructor(private readonly preparer: DatasetPreparer) {
     super();
@@ -49,7 +57,9 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
   upsertDataset(config: DatasetConfig): void {
     const previous = this.datasets.get(config.id);
     if (!previous) this.datasets.set(config.id, { status: 'pending', config });
+    this.latest.set(config.id, config);
     const chain = (this.chains.get(config.id) ?? Promise.resolve()).then(async () => {
+      if (this.latest.get(config.id) !== config) return; // superseded, or removed
       const current = this.datasets.get(config.id);
       const served = current?.status === 'ready' ? current.config : undefined;
       let problem: string | undefined;
@@ -57,7 +67,14 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
         problem = await this.preparer.prepare(config, served);
       } catch (err) {
         problem = `storage could not be prepared: ${(err as Error).message}`;
+        if (this.preparer.retryable?.(err) && this.latest.get(config.id) === config) {
+          this.retryLater(config, problem);
+          if (!served) this.datasets.set(config.id, { status: 'pending', config, problem });
+          this.emit('dataset', config.id, this.datasets.get(config.id));
+          return;
+        }
       }
+      this.clearRetry(config.id);
       if (!this.datasets.has(config.id) && previous) return; // removed meanwhile
       if (!problem) this.datasets.set(config.id, { status: 'ready', config });
       else if (served) this.datasets.set(config.id, { status: 'ready', config: served, warning: `generation ${config.generation} refused: ${problem}` });
@@ -67,7 +84,33 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
     this.chains.set(config.id, chain);
   }
 
+  /** Prepares the config again after a delay that doubles up to MAX_RETRY_MS. */
+  private retryLater(config: DatasetConfig, problem: string): void {
+    const delay = Math.min((this.retries.get(config.id)?.delay ?? FIRST_RETRY_MS / 2) * 2, MAX_RETRY_MS);
+    this.clearRetry(config.id);
+    const timer = setTimeout(() => {
+      if (this.latest.get(config.id) === config) this.upsertDataset(config);
+    }, delay);
+    timer.unref();
+    this.retries.set(config.id, { timer, delay });
+    this.emit('retry', config.id, delay, problem);
+  }
+
+  private clearRetry(id: string): void {
+    const retry = this.retries.get(id);
+    if (retry) clearTimeout(retry.timer);
+    this.retries.delete(id);
+  }
+
+  /** Stops retrying preparations (shutdown). */
+  close(): void {
+    for (const id of [...this.retries.keys()]) this.clearRetry(id);
+    this.latest.clear();
+  }
+
   removeDataset(id: string): void {
+    this.latest.delete(id);
+    this.clearRetry(id);
     this.datasets.delete(id);
     // The preparation chain stays: a purge waits for it, and a re-created dataset continues it.
     this.emit('dataset', id, undefined);

@@ -56,6 +56,8 @@ export interface LocationDriver {
    * weaker levels each op commits on its own and reports its own outcome.
    */
   write(dataset: DatasetConfig, ops: WriteOp[], consistency: Exclude<Consistency, 'ASYNC'>, ctx?: StatementContext): Promise<OpResult[]>;
+  /** Checks that the dataset's store answers; throws STORE_UNAVAILABLE when it does not. */
+  ping?(dataset: DatasetConfig): Promise<void>;
   /** Read-only query on the dataset's read-only connection; undefined when the location has none. */
   rawQuery?(dataset: DatasetConfig, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]>;
   /**

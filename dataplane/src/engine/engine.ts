@@ -8,6 +8,7 @@ import type { Consistency, DatasetConfig } from '../../../model/types.js';
 import type { ConfigStore } from '../config/store.js';
 import type { LocationDriver, OpResult, StatementContext, StoredRecord, WriteOp } from '../drivers/driver.js';
 import type { BatchAction, ReadAction, SingleAction, StructuredAction, WriteAction } from './actions.js';
+import { AsyncWriter, type AsyncWriterOptions } from './async-writes.js';
 import { effectiveConsistency, isAtomic } from './consistency.js';
 import { ApiError, badRequest } from './errors.js';
 import { fieldsOf, schemaDefOf, setAt, type Field } from './layout.js';
@@ -23,14 +24,17 @@ export interface EngineResult {
 export type DriverRegistry = (dataset: DatasetConfig) => LocationDriver;
 
 export class RecordEngine {
-  /** Background (ASYNC) writes still running; shutdown waits for them. */
-  private readonly pending = new Set<Promise<unknown>>();
+  /** Background (ASYNC) writes; shutdown drains them. */
+  readonly asyncWrites: AsyncWriter;
 
   constructor(
     private readonly configs: ConfigStore,
     private readonly drivers: DriverRegistry,
     private readonly logger: Logger,
-  ) {}
+    asyncOptions?: AsyncWriterOptions,
+  ) {
+    this.asyncWrites = new AsyncWriter(logger, asyncOptions);
+  }
 
   /** The dataset as currently served: 404 when unknown, 503 while it cannot be served. */
   dataset(id: string): DatasetConfig {
@@ -102,16 +106,7 @@ export class RecordEngine {
   }
 
   private acceptAsync(dataset: DatasetConfig, ops: WriteOp[], ctx: StatementContext | undefined, body: Record<string, unknown>): EngineResult {
-    const work = this.driver(dataset)
-      .write(dataset, ops, 'QUORUM', ctx)
-      .then((results) => {
-        for (const [i, r] of results.entries()) {
-          if (!r.ok) this.logger.warn({ dataset: dataset.id, schema: ops[i].schema, id: ops[i].id, code: r.error.code }, `ASYNC write failed: ${r.error.message}`);
-        }
-      })
-      .catch((err: Error) => this.logger.error({ dataset: dataset.id, err: err.message }, 'ASYNC write failed'))
-      .finally(() => this.pending.delete(work));
-    this.pending.add(work);
+    this.asyncWrites.accept({ dataset, driver: this.driver(dataset), ops, ctx });
     return { status: 202, body: { accepted: true, consistency: 'ASYNC' satisfies Consistency, ...body } };
   }
 
@@ -174,8 +169,9 @@ export class RecordEngine {
     return this.drivers(dataset);
   }
 
-  async drain(): Promise<void> {
-    while (this.pending.size) await Promise.allSettled([...this.pending]);
+  /** Waits for ASYNC writes (retrying through an outage until the deadline); resolves with how many were not written. */
+  drain(deadlineMs?: number): Promise<number> {
+    return this.asyncWrites.drain(deadlineMs);
   }
 }
 

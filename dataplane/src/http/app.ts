@@ -24,6 +24,7 @@ import { respondWithError } from './errors.js';
 import { AddressingError, resolveGateway, type Authkind, type GatewayRoute } from './gateway.js';
 import { checkAddressingHeaders, statementContext } from './headers.js';
 import { beginExchange, sendJson, type Exchange } from './exchange.js';
+import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
 
 export type Authenticate = (input: { authkind: Authkind; authorization?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
 
@@ -51,6 +52,10 @@ export interface AppDeps {
   rawQuery?: RawQueryHandler;
   /** Largest accepted body, in bytes. */
   bodyLimit?: number;
+  /** Bytes all requests together may hold while their bodies arrive. */
+  bodyBudget?: BodyBudget;
+  /** Readiness beyond the configs: the stores' reachability. */
+  storeHealth?: () => Promise<StoreReadiness>;
   /** Routes under `/.well-known/` (e.g. the development issuer's JWKS), served by Express. */
   extraRoutes?: (router: express.Router) => void;
 }
@@ -65,7 +70,12 @@ export interface DatasetRequest {
 
 type Handler = (x: Exchange, d: DatasetRequest) => Promise<void>;
 
-export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+export { DEFAULT_BODY_LIMIT };
+
+/** Datasets whose store cannot be reached right now. */
+export interface StoreReadiness {
+  unavailable: Record<string, string>;
+}
 
 export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res: ServerResponse) => void {
   const auxiliary = express();
@@ -75,14 +85,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
   deps.extraRoutes?.(extra);
   auxiliary.use(extra);
 
-  const parseJson = express.json({
-    limit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
-    type: () => true,
-    strict: false,
-    verify: (req, _res, buf) => {
-      (req as IncomingMessage & { rawBody?: Buffer }).rawBody = buf;
-    },
-  }) as unknown as NodeMiddleware;
+  const bodyOptions = { limit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT, budget: deps.bodyBudget ?? new BodyBudget() };
   const run = (middleware: NodeMiddleware, x: Exchange) =>
     new Promise<boolean>((resolve, reject) => {
       let passed = false;
@@ -96,10 +99,26 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       else if (!passed) x.res.once('finish', () => resolve(false));
     });
 
-  const readiness = () => {
-    const datasets = Object.fromEntries(deps.store.datasetIds().map((id) => [id, describeState(deps.store, id)]));
-    const ready = deps.store.environment !== undefined && Object.values(datasets).every((d) => d.status !== 'pending');
-    return { status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'starting', environment: deps.store.environment?.id, datasets } };
+  /**
+   * 200 `ready`; 200 `degraded` when some datasets cannot be served (a failed config, an
+   * unreachable store) while others can — one bad dataset must not take the replica out of its
+   * Service; 503 `starting` until every dataset's first preparation finished, and 503
+   * `unavailable` when no dataset can be served because their stores cannot be reached.
+   */
+  const readiness = async () => {
+    const datasets: Record<string, ReturnType<typeof describeState> & { store?: string }> = Object.fromEntries(
+      deps.store.datasetIds().map((id) => [id, describeState(deps.store, id)]),
+    );
+    const stores = (await deps.storeHealth?.())?.unavailable ?? {};
+    for (const [id, problem] of Object.entries(stores)) if (datasets[id]) datasets[id].store = `unreachable: ${problem}`;
+    const entries = Object.entries(datasets);
+    const starting = deps.store.environment === undefined || entries.some(([, d]) => d.status === 'pending');
+    const broken = entries.filter(([, d]) => d.status === 'failed' || d.store).map(([id]) => id);
+    const servable = entries.filter(([, d]) => d.status === 'ready' && !d.store).length;
+    const anyStoreDown = Object.keys(stores).length > 0;
+    const status = starting ? 'starting' : anyStoreDown && servable === 0 ? 'unavailable' : broken.length ? 'degraded' : 'ready';
+    const body = { status, environment: deps.store.environment?.id, ...(broken.length ? { degraded: broken } : {}), datasets };
+    return { status: status === 'ready' || status === 'degraded' ? 200 : 503, body };
   };
 
   const readOne: Handler = async (x, d) => {
@@ -161,11 +180,12 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     // cannot make the service buffer a megabyte.
     const d = await prepareDatasetRequest(deps, x);
     if (method === 'POST') {
-      await run(parseJson, x);
-      const raw = (x.req as IncomingMessage & { rawBody?: Buffer; body?: unknown }).rawBody;
-      if (raw === undefined || raw.length === 0) throw badRequest('INVALID_BODY', 'the request needs a JSON body', [{ path: '$', message: 'empty body' }]);
+      const raw = await readRawBody(x.req, bodyOptions);
+      if (raw.length === 0) throw badRequest('INVALID_BODY', 'the request needs a JSON body', [{ path: '$', message: 'empty body' }]);
       x.rawBody = raw;
-      x.body = (x.req as IncomingMessage & { body?: unknown }).body;
+      x.body = parseJsonBody(raw);
+      // The body rules of the firewall read the raw bytes from the request.
+      (x.req as IncomingMessage & { rawBody?: Buffer }).rawBody = raw;
       if (deps.bodyFirewall && !(await run(deps.bodyFirewall, x))) {
         x.redactPath = true;
         return;
@@ -201,8 +221,14 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     if (x.req.method === 'GET') {
       if (x.path === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (x.path === '/readyz') {
-        const { status, body } = readiness();
-        return sendJson(res, status, body);
+        readiness().then(
+          ({ status, body }) => {
+            if (status === 503) res.setHeader('retry-after', '1');
+            sendJson(res, status, body);
+          },
+          (err: unknown) => respondWithError(x, err, deps.logger),
+        );
+        return;
       }
     }
     if (x.path.startsWith('/.well-known/')) {

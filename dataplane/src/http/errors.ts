@@ -36,6 +36,9 @@ export function respondWithError(x: Exchange, err: unknown, logger: Logger): voi
   }
   if (err instanceof AuthError && err.challenge) x.res.setHeader('www-authenticate', err.challenge);
   if (apiError) {
+    if (apiError.status === 503 || apiError.status === 429) x.res.setHeader('retry-after', String(apiError.retryAfter ?? 1));
+    // The rest of an unread body is not worth draining: close the connection after this answer.
+    if (!x.req.complete && x.req.method !== 'GET' && x.req.method !== 'HEAD') x.res.setHeader('connection', 'close');
     if (apiError.status >= 500) logger.error({ reqId: x.id, code: apiError.code }, apiError.message);
     return sendJson(x.res, apiError.status, apiError.toBody(x.id));
   }

@@ -3,6 +3,8 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Consistency, DatasetConfig } from '../../../../model/types.js';
 import { ApiError, badRequest } from '../../engine/errors.js';
+import { holdConnection } from './checkout.js';
+import { outageOf } from './outage.js';
 import { schemaDefOf, setAt } from '../../engine/layout.js';
 import type { LocationDriver, OpResult, PrepareReport, RawQuery, RawQueryOptions, StatementContext, StoredRecord, WriteOp } from '../driver.js';
 import { quoteIdent as q } from '../sql-naming.js';
@@ -110,7 +112,26 @@ export class PostgresDriver implements LocationDriver {
   }
 
   async prepare(dataset: DatasetConfig): Promise<PrepareReport> {
-    const client = await this.pool(dataset).connect();
+    try {
+      return await this.prepareStorage(dataset);
+    } catch (err) {
+      throw outageOf(err) ?? err;
+    }
+  }
+
+  /** Cheap reachability check of the dataset's store (readiness). */
+  async ping(dataset: DatasetConfig): Promise<void> {
+    try {
+      await this.pool(dataset).query('SELECT 1');
+    } catch (err) {
+      throw outageOf(err) ?? err;
+    }
+  }
+
+  private async prepareStorage(dataset: DatasetConfig): Promise<PrepareReport> {
+    const held = await holdConnection(this.pool(dataset));
+    const { client } = held;
+    let failure: unknown;
     try {
       await client.query('BEGIN');
       // Serialises DDL between data-plane replicas starting at once.
@@ -130,17 +151,20 @@ export class PostgresDriver implements LocationDriver {
       await this.options.readOnly?.prepare?.(dataset, this.pool(dataset));
       return { applied: plan.statements, refused: [] };
     } catch (err) {
+      failure = err;
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      held.release(failure);
     }
   }
 
   async purge(dataset: DatasetConfig): Promise<string[]> {
     const pool = this.pool(dataset);
-    const client = await pool.connect();
+    const held = await holdConnection(pool);
+    const { client } = held;
     const dropped: string[] = [];
+    let failure: unknown;
     try {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`data-access:ddl:${dataset.id}`]);
@@ -162,10 +186,11 @@ export class PostgresDriver implements LocationDriver {
       }
       await client.query('COMMIT');
     } catch (err) {
+      failure = err;
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      held.release(failure);
     }
     for (const key of [...this.layouts.keys()]) if (key.startsWith(`${dataset.id}\0`)) this.layouts.delete(key);
     await this.options.readOnly?.retire?.(dataset, pool);
@@ -176,54 +201,78 @@ export class PostgresDriver implements LocationDriver {
     const layout = this.layout(dataset, schema);
     const { statement, values } = selectByIdSql(layout, id, version);
     const comment = tagComment(ctx);
-    // Untagged (the common read): the prepared statement, its columns known from the layout.
-    const rows = comment
-      ? (await this.runWithComment(this.pool(dataset), { text: statement.text, values }, comment, ctx!)).rows
-      : await PreparedRead.run(this.pool(dataset), statement, values);
+    let rows: unknown[][];
+    try {
+      // Untagged (the common read): the prepared statement, its columns known from the layout.
+      rows = comment
+        ? (await this.runWithComment(this.pool(dataset), { text: statement.text, values }, comment, ctx!)).rows
+        : await PreparedRead.run(this.pool(dataset), statement, values);
+    } catch (err) {
+      throw outageOf(err) ?? err;
+    }
     return rows[0] && toRecord(layout, rows[0]);
   }
 
   async readMany(dataset: DatasetConfig, schema: string, ids: string[], ctx?: StatementContext): Promise<StoredRecord[]> {
     if (!ids.length) return [];
     const layout = this.layout(dataset, schema);
-    const result = await this.run(this.pool(dataset), selectManySql(layout, ids), ctx);
-    return result.rows.map((row) => toRecord(layout, row));
+    try {
+      const result = await this.run(this.pool(dataset), selectManySql(layout, ids), ctx);
+      return result.rows.map((row) => toRecord(layout, row));
+    } catch (err) {
+      throw outageOf(err) ?? err;
+    }
   }
 
   async write(dataset: DatasetConfig, ops: WriteOp[], consistency: Exclude<Consistency, 'ASYNC'>, ctx?: StatementContext): Promise<OpResult[]> {
     const pool = this.pool(dataset);
     const layouts = ops.map((op) => this.layout(dataset, op.schema));
-    if (consistency === 'ATOMIC' || consistency === 'ATOMIC_ALL') return this.writeAtomically(pool, ops, layouts, ctx);
+    if (consistency === 'ATOMIC' || consistency === 'ATOMIC_ALL') {
+      try {
+        return await this.writeAtomically(pool, ops, layouts, ctx);
+      } catch (err) {
+        throw outageOf(err) ?? err;
+      }
+    }
     const results: OpResult[] = [];
     for (const [i, op] of ops.entries()) {
-      const client = await pool.connect();
+      let held: Awaited<ReturnType<typeof holdConnection>> | undefined;
+      let failure: unknown;
       try {
+        held = await holdConnection(pool);
+        const { client } = held;
         if (consistency === 'EVENTUAL') {
           // Each action commits on its own without waiting for the WAL flush.
           await client.query('BEGIN');
           await client.query('SET LOCAL synchronous_commit = off');
         }
-        results.push(await this.apply(client, op, layouts[i], ctx));
+        const result = await this.apply(client, op, layouts[i], ctx);
         if (consistency === 'EVENTUAL') await client.query('COMMIT');
+        results.push(result);
       } catch (err) {
-        if (consistency === 'EVENTUAL') await client.query('ROLLBACK').catch(() => undefined);
+        failure = err;
+        if (consistency === 'EVENTUAL') await held?.client.query('ROLLBACK').catch(() => undefined);
         results.push({ ok: false, error: toApiError(err, op) });
       } finally {
-        client.release();
+        held?.release(failure);
       }
     }
     return results;
   }
 
   private async writeAtomically(pool: pg.Pool, ops: WriteOp[], layouts: TableLayout[], ctx?: StatementContext): Promise<OpResult[]> {
-    const client = await pool.connect();
+    const held = await holdConnection(pool);
+    const { client } = held;
     const results: OpResult[] = [];
+    let failure: unknown;
     try {
       await client.query('BEGIN');
       for (const [i, op] of ops.entries()) {
         try {
           results.push(await this.apply(client, op, layouts[i], ctx));
         } catch (err) {
+          // The store went away mid-transaction: nothing was committed; the whole request is a 503.
+          if (outageOf(err)) throw err;
           await client.query('ROLLBACK');
           const failed = toApiError(err, op);
           return ops.map((_, j) =>
@@ -236,10 +285,11 @@ export class PostgresDriver implements LocationDriver {
       await client.query('COMMIT');
       return results;
     } catch (err) {
+      failure = err;
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      held.release(failure);
     }
   }
 
@@ -270,11 +320,15 @@ export class PostgresDriver implements LocationDriver {
 
   private async runWithComment(client: Queryable | pg.Pool, statement: Statement, comment: string, ctx: StatementContext): Promise<pg.QueryArrayResult> {
     if (client instanceof pg.Pool) {
-      const dedicated = await client.connect();
+      const dedicated = await holdConnection(client);
+      let failure: unknown;
       try {
-        return await this.runTagged(dedicated, statement, comment, ctx);
+        return await this.runTagged(dedicated.client, statement, comment, ctx);
+      } catch (err) {
+        failure = err;
+        throw err;
       } finally {
-        dedicated.release();
+        dedicated.release(failure);
       }
     }
     return this.runTagged(client, statement, comment, ctx);
@@ -321,6 +375,8 @@ export function toRecord(layout: TableLayout, row: readonly unknown[]): StoredRe
 /** Maps database errors that bad input can cause to 4xx; anything else stays a server error. */
 export function toApiError(err: unknown, op: WriteOp): ApiError {
   if (err instanceof ApiError) return err;
+  const outage = outageOf(err);
+  if (outage) return outage;
   const code = (err as { code?: string }).code;
   switch (code) {
     case '23505':
