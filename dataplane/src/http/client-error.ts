@@ -29,7 +29,7 @@ export const renderRestError: ClientErrorRenderer = ({ code, message, requestId 
 export function classifyClientError(err: NodeJS.ErrnoException & { reason?: unknown }): Omit<ClientErrorAnswer, 'requestId'> {
   const parserCode = typeof err.code === 'string' ? err.code : 'UNKNOWN';
   if (parserCode === 'HPE_HEADER_OVERFLOW') {
-    return { status: 431, code: 'HEADERS_TOO_LARGE', message: 'the request line and headers are larger than the server accepts (16 KB)' };
+    return { status: 431, code: 'HEADERS_TOO_LARGE', message: 'the request line and headers are larger than the server accepts' };
   }
   if (parserCode === 'ERR_HTTP_REQUEST_TIMEOUT' || parserCode === 'HPE_TIMEOUT' || parserCode === 'ETIMEDOUT') {
     return { status: 408, code: 'REQUEST_TIMEOUT', message: 'the request did not arrive in time' };
