@@ -11,6 +11,7 @@ import type { ConfigStore } from './config/store.js';
 import { firewallBodyMiddleware, firewallMiddleware, type FirewallConfig } from './firewall/index.js';
 import type { AppDeps } from './http/app.js';
 import { startDataPlane, type ConfigSource, type DataPlane } from './server.js';
+import { servingLimits } from './env-settings.js';
 
 export interface BootstrapOptions {
   logger: Logger;
@@ -49,7 +50,11 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     });
   };
 
+  const limits = servingLimits(options.env);
   const dataPlane = await startDataPlane({
+    bodyBudgetBytes: limits.bodyBudgetBytes,
+    requestTimeoutMs: limits.requestTimeoutMs,
+    asyncWrites: { maxQueuedOps: limits.asyncQueueLimit },
     logger: options.logger,
     configSource: options.configSource,
     port: options.port,

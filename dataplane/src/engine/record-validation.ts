@@ -67,7 +67,12 @@ export function validateRecordData(dataset: DatasetConfig, schemaName: string, d
     cache.set(schema, validators);
   }
   const validate = full ? validators.full : validators.partial;
-  if (validate(data)) return;
+  if (validate(data)) {
+    const nul = nulPath(data, path);
+    // Valid JSON and valid Unicode, but no store we serve keeps U+0000 in text: refused, never altered.
+    if (nul) throw badRequest('INVALID_TEXT', `text values must not contain NUL (U+0000): ${nul}`, [{ path: nul, message: 'contains U+0000' }]);
+    return;
+  }
   const details = (validate.errors ?? [])
     .filter((e) => e.keyword !== 'allOf' && e.keyword !== 'not')
     .map((e) => describeAjvError(e, path));
@@ -76,4 +81,16 @@ export function validateRecordData(dataset: DatasetConfig, schemaName: string, d
   }
   const first = details[0];
   throw badRequest('INVALID_RECORD', `invalid ${schemaName} data: ${first ? `${first.path} ${first.message}` : 'does not match the schema'}`, details);
+}
+
+/** JSON path of the first text value (at any depth, link ids included) holding U+0000. */
+function nulPath(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (value && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const found = nulPath(item, `${path}.${key}`);
+      if (found) return found;
+    }
+  }
+  return undefined;
 }

@@ -1,0 +1,55 @@
+/**
+ * The data plane's real entry point as a child process: `dataplane/src/main.ts` under tsx (what
+ * `npm start` runs) or the compiled `dist/dataplane/src/main.js` (what the container runs).
+ * Spawned as `node …` directly, so signals reach the data plane itself.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { call } from './http.js';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+export const COMPILED_MAIN = resolve(ROOT, 'dist/dataplane/src/main.js');
+
+export type EntryPoint = 'tsx' | 'compiled';
+
+export interface MainProcess {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** The environment without the test runner's database settings (main then starts its own embedded one). */
+export function cleanEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const key of ['DATABASE_URL', 'PGHOST', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGPORT']) delete env[key];
+  return env;
+}
+
+export function startMain(env: Record<string, string>, entry: EntryPoint = 'tsx'): MainProcess {
+  if (entry === 'compiled' && !existsSync(COMPILED_MAIN)) throw new Error(`${COMPILED_MAIN} is missing: run npm run build (npm test's pretest does)`);
+  const args = entry === 'tsx' ? ['--import', 'tsx', 'dataplane/src/main.ts'] : [COMPILED_MAIN];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...cleanEnv(), LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  return { child, output: () => output, exited };
+}
+
+export async function waitReady(url: string, started: MainProcess, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const res = await call(url, { path: '/readyz' });
+      if (res.status === 200) return;
+      last = res.text;
+    } catch {
+      /* not listening yet */
+    }
+    if (started.child.exitCode !== null) throw new Error(`data plane exited ${started.child.exitCode}: ${started.output().slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`data plane not ready; last /readyz: ${last}; output: ${started.output().slice(-3000)}`);
+}
