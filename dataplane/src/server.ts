@@ -14,6 +14,7 @@ import { RecordEngine } from './engine/engine.js';
 import type { AsyncWriterOptions } from './engine/async-writes.js';
 import { isStoreUnavailable } from './engine/errors.js';
 import { BodyBudget } from './http/body.js';
+import { installClientErrorHandler, renderRestError } from './http/client-error.js';
 import { StoreHealth } from './store-health.js';
 import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
@@ -113,6 +114,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout) }, handler);
+  installClientErrorHandler(server, logger, renderRestError);
   // Idle keep-alive connections outlive the load balancer's idle timeout (60 s on the major clouds).
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

@@ -41,7 +41,7 @@ export class RecordEngine {
     const state = this.configs.dataset(id);
     if (!state) throw new ApiError(404, 'DATASET_NOT_FOUND', `no dataset "${id}" in this environment`);
     if (state.status === 'pending') throw new ApiError(503, 'DATASET_NOT_READY', `dataset "${id}" is being prepared; retry shortly`);
-    if (state.status === 'failed') throw new ApiError(503, 'DATASET_UNAVAILABLE', `dataset "${id}" cannot be served: ${state.problem}`);
+    if (state.status === 'failed') throw new ApiError(503, 'DATASET_UNAVAILABLE', `dataset "${id}" cannot be served: ${state.problem}`, [], 30);
     return state.config;
   }
 

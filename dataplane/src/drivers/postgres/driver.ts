@@ -2,13 +2,13 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Consistency, DatasetConfig } from '../../../../model/types.js';
-import { ApiError, badRequest } from '../../engine/errors.js';
+import { ApiError, badRequest, storeUnavailable } from '../../engine/errors.js';
 import { holdConnection } from './checkout.js';
 import { outageOf } from './outage.js';
 import { schemaDefOf, setAt } from '../../engine/layout.js';
 import type { LocationDriver, OpResult, PrepareReport, RawQuery, RawQueryOptions, StatementContext, StoredRecord, WriteOp } from '../driver.js';
 import { quoteIdent as q } from '../sql-naming.js';
-import { ConnectionUrls, POOL_RETIRE_CHECK_MS } from './connection.js';
+import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SecretNotMountedError } from './connection.js';
 import { planSchemaChanges } from './ddl.js';
 import {
   deleteSql,
@@ -124,7 +124,7 @@ export class PostgresDriver implements LocationDriver {
     try {
       await this.pool(dataset).query('SELECT 1');
     } catch (err) {
-      throw outageOf(err) ?? err;
+      throw requestFailure(err);
     }
   }
 
@@ -208,7 +208,7 @@ export class PostgresDriver implements LocationDriver {
         ? (await this.runWithComment(this.pool(dataset), { text: statement.text, values }, comment, ctx!)).rows
         : await PreparedRead.run(this.pool(dataset), statement, values);
     } catch (err) {
-      throw outageOf(err) ?? err;
+      throw requestFailure(err);
     }
     return rows[0] && toRecord(layout, rows[0]);
   }
@@ -220,18 +220,23 @@ export class PostgresDriver implements LocationDriver {
       const result = await this.run(this.pool(dataset), selectManySql(layout, ids), ctx);
       return result.rows.map((row) => toRecord(layout, row));
     } catch (err) {
-      throw outageOf(err) ?? err;
+      throw requestFailure(err);
     }
   }
 
   async write(dataset: DatasetConfig, ops: WriteOp[], consistency: Exclude<Consistency, 'ASYNC'>, ctx?: StatementContext): Promise<OpResult[]> {
-    const pool = this.pool(dataset);
+    let pool: pg.Pool;
+    try {
+      pool = this.pool(dataset);
+    } catch (err) {
+      throw requestFailure(err);
+    }
     const layouts = ops.map((op) => this.layout(dataset, op.schema));
     if (consistency === 'ATOMIC' || consistency === 'ATOMIC_ALL') {
       try {
         return await this.writeAtomically(pool, ops, layouts, ctx);
       } catch (err) {
-        throw outageOf(err) ?? err;
+        throw requestFailure(err);
       }
     }
     const results: OpResult[] = [];
@@ -304,7 +309,13 @@ export class PostgresDriver implements LocationDriver {
 
   async rawQuery(dataset: DatasetConfig, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]> {
     if (!this.options.readOnly) throw new ApiError(501, 'NOT_AVAILABLE', 'the raw SQL endpoint is not available on this data plane');
-    return this.options.readOnly.query(dataset, this.pool(dataset), query, options);
+    let pool: pg.Pool;
+    try {
+      pool = this.pool(dataset);
+    } catch (err) {
+      throw requestFailure(err);
+    }
+    return this.options.readOnly.query(dataset, pool, query, options);
   }
 
   /**
@@ -350,6 +361,15 @@ export class PostgresDriver implements LocationDriver {
     await Promise.all([...this.pools.values()].map((pool) => pool.end()));
     this.pools.clear();
   }
+}
+
+/**
+ * What a request meets when the store cannot serve it: an outage, or a connection Secret that is
+ * not (or no longer) mounted — both 503s that a retry can get past (the kubelet mounts the file).
+ */
+function requestFailure(err: unknown): unknown {
+  if (err instanceof SecretNotMountedError) return storeUnavailable(err.message);
+  return outageOf(err) ?? err;
 }
 
 /** A row (every statement returns the layout's columns, in order) as a stored record. */
