@@ -98,8 +98,8 @@ export interface ManagedProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** The newest source file that goes into the build (tests aside), to catch a stale dist/. */
-function newestSource(): { path: string; mtimeMs: number } {
+/** The newest source file that goes into the build (tests aside) changed before `beforeMs`, to catch a stale dist/. */
+function newestSource(beforeMs: number): { path: string; mtimeMs: number } {
   let newest = { path: '', mtimeMs: 0 };
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -107,7 +107,7 @@ function newestSource(): { path: string; mtimeMs: number } {
       if (entry.isDirectory()) walk(path);
       else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) {
         const { mtimeMs } = statSync(path);
-        if (mtimeMs > newest.mtimeMs) newest = { path, mtimeMs };
+        if (mtimeMs > newest.mtimeMs && mtimeMs < beforeMs) newest = { path, mtimeMs };
       }
     }
   };
@@ -124,9 +124,10 @@ const checkedEntryPoints = new Set<string>();
 export function compiledEntryPoint(script: string): string {
   const path = join(REPO_ROOT, 'dist', script);
   if (!existsSync(path)) throw new Error(`${path} is missing: run npm run build (the e2e runs the compiled JavaScript, as the container image does)`);
-  // Checked once per test process: an edit made while the suite runs does not fail its later tests.
+  // Checked once per test process, against the sources as they were when it started: an edit made
+  // while the suite runs does not fail its later tests (the in-process tests have loaded theirs too).
   if (!checkedEntryPoints.has(path)) {
-    const source = newestSource();
+    const source = newestSource(performance.timeOrigin);
     if (source.mtimeMs > statSync(path).mtimeMs) throw new Error(`dist/ is older than ${source.path}: run npm run build`);
     checkedEntryPoints.add(path);
   }

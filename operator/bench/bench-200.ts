@@ -1,11 +1,13 @@
 /**
  * Benchmark: 200 Datasets on one Environment against a real kube-apiserver.
  *
+ *   npm run bench:operator            (builds dist/, then runs this)
  *   npx tsx operator/bench/bench-200.ts [--datasets 200]
  *
+ * The operator runs compiled (`node dist/operator/src/main.js`), as in its container image.
  * Prints: time from applying the Datasets until every one is Ready, the operator's peak resident
- * memory (sampled from /proc every 50 ms), and the API write requests of a full resync with nothing
- * changed (must be 0; the run fails otherwise).
+ * memory (sampled from /proc every 50 ms) and its V8 heap after the load, and the API write
+ * requests of a full resync with nothing changed (must be 0; the run fails otherwise).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -110,6 +112,9 @@ async function main(): Promise<void> {
       'apply done → every Dataset Ready (s)': ((allReady - applied) / 1000).toFixed(2),
       'operator RSS idle (1 Environment, 0 Datasets)': mb(idleRss),
       'operator RSS peak (sampled every 50 ms)': mb(peakRss),
+      'operator RSS after the resync': mb(rssBytes(pid)),
+      'operator V8 heap used / total after the load': `${mb(afterLoad.sum('data_access_operator_nodejs_heap_size_used_bytes'))} / ${mb(afterLoad.sum('data_access_operator_nodejs_heap_size_total_bytes'))}`,
+      'operator external + array buffers after the load': mb(afterLoad.sum('data_access_operator_nodejs_external_memory_bytes')),
       'API writes while loading (total)': loadWrites,
       'API writes per Dataset while loading': (loadWrites / COUNT).toFixed(2),
       'Environment status.datasets': env.status?.datasets,
