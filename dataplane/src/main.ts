@@ -15,7 +15,7 @@
  * the server stops accepting, in-flight requests finish, ASYNC writes drain (retrying through a
  * store outage until the deadline), pools close, and only then is the embedded PostgreSQL
  * stopped. Exit code 0 when nothing was lost, 1 when some ASYNC writes could not be written
- * (each is logged). A second signal while draining exits at once with 1.
+ * (each is logged). A second signal while draining (a second or more after the first) exits at once with 1.
  */
 import { resolve } from 'node:path';
 import pino from 'pino';
@@ -53,6 +53,7 @@ const usesExternalDatabase = (env: NodeJS.ProcessEnv) => Boolean(env.DATABASE_UR
 /** What a signal stops, in order; filled in as the parts start. */
 const parts: { name: string; stop: () => Promise<number | void> }[] = [];
 let exiting = false;
+let signalledAt = 0;
 
 function exit(code: number): never {
   destination.flushSync();
@@ -61,10 +62,14 @@ function exit(code: number): never {
 
 async function shutdown(signal: string): Promise<void> {
   if (exiting) {
+    // Ctrl-C reaches the whole process group and wrappers (npm, tsx) relay it too: the same
+    // signal twice within a second is one request to stop, not an impatient second one.
+    if (Date.now() - signalledAt < 1000) return;
     logger.warn({ signal }, 'second signal while shutting down: exiting now');
     exit(1);
   }
   exiting = true;
+  signalledAt = Date.now();
   logger.info({ signal }, 'stopping');
   let code = 0;
   // Last started, first stopped: the server drains before the database it writes to goes away.

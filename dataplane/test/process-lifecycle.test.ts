@@ -51,11 +51,18 @@ const logLines = (output: string) =>
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
-for (const entry of ['tsx', 'compiled'] as EntryPoint[]) {
+// The container gets one SIGTERM; a terminal's Ctrl-C reaches npm, tsx and node, and the wrappers
+// relay it too, so the data plane sees SIGINT twice in a row: still one graceful stop.
+const cases: { entry: EntryPoint; signals: NodeJS.Signals[] }[] = [
+  { entry: 'compiled', signals: ['SIGTERM'] },
+  { entry: 'tsx', signals: ['SIGINT', 'SIGINT'] },
+];
+
+for (const { entry, signals } of cases) {
   describe(`data plane process (${entry === 'tsx' ? 'dataplane/src/main.ts' : 'dist/dataplane/src/main.js'})`, function () {
     this.timeout(180_000);
 
-    it('on SIGTERM finishes the request in flight and writes every pending ASYNC write, then exits 0', async () => {
+    it(`on ${signals.join(' + ')} finishes the request in flight and writes every pending ASYNC write, then exits 0`, async () => {
       const dir = dataDir();
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
@@ -76,7 +83,10 @@ for (const entry of ['tsx', 'compiled'] as EntryPoint[]) {
       const inFlight = call(url, { ...admin, path: '/demo', body: { batch: { actions: syncActions } } });
       await new Promise((r) => setTimeout(r, 20));
       const signalled = Date.now();
-      main.child.kill('SIGTERM');
+      for (const signal of signals) {
+        main.child.kill(signal);
+        await new Promise((r) => setTimeout(r, 5));
+      }
       const response = await inFlight;
       const code = await main.exited;
       const shutdownMs = Date.now() - signalled;
