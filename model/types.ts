@@ -41,7 +41,20 @@ export interface LinkProperty {
   /** Fully qualified name of the target schema, in the same dataset. */
   schema: string;
 }
-export type PropertyDef = ScalarProperty | ObjectProperty | LinkProperty;
+/**
+ * An inverse link, not stored: the records of `schema` whose link property `property` points at
+ * this record (e.g. demo.Company.employees → every demo.Person whose `employer` is the company).
+ * Followed with the link operation; a record's data never carries it.
+ */
+export interface LinksProperty {
+  type: 'links';
+  description?: string;
+  /** Fully qualified name of the source schema, in the same dataset. */
+  schema: string;
+  /** The source schema's (top-level) link property that points at this schema. */
+  property: string;
+}
+export type PropertyDef = ScalarProperty | ObjectProperty | LinkProperty | LinksProperty;
 
 export interface RecordSchemaDef {
   description?: string;

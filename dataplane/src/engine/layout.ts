@@ -25,6 +25,7 @@ export function fieldsOf(schema: RecordSchemaDef): Field[] {
     for (const [name, prop] of Object.entries(props)) {
       const path = [...prefix, name];
       if (prop.type === 'object') walk(prop.properties, path);
+      else if (prop.type === 'links') continue; // an inverse link is not stored
       else fields.push({ path, dotted: path.join('.'), type: prop.type, ...(prop.type === 'link' ? { target: prop.schema } : {}) });
     }
   };

@@ -36,9 +36,16 @@ function propertySchema(prop: PropertyDef): Record<string, unknown> {
       return {
         type: ['object', 'null'],
         additionalProperties: false,
-        properties: Object.fromEntries(Object.entries(prop.properties).map(([k, v]) => [k, propertySchema(v)])),
+        properties: storedProperties(prop.properties),
       };
+    case 'links':
+      return { not: {} }; // never reached: storedProperties leaves inverse links out
   }
+}
+
+/** An inverse link (`links`) is not stored: data that carries it is refused as an unknown property. */
+function storedProperties(props: Record<string, PropertyDef>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(props).filter(([, v]) => v.type !== 'links').map(([k, v]) => [k, propertySchema(v)]));
 }
 
 export function recordJsonSchema(schema: RecordSchemaDef, full: boolean): Record<string, unknown> {
@@ -46,7 +53,7 @@ export function recordJsonSchema(schema: RecordSchemaDef, full: boolean): Record
   return {
     type: 'object',
     additionalProperties: false,
-    properties: Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, propertySchema(v)])),
+    properties: storedProperties(schema.properties),
     required,
     // A required property must not be null either.
     ...(required.length ? { allOf: required.map((name) => ({ properties: { [name]: { not: { type: 'null' } } } })) } : {}),
