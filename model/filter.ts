@@ -497,3 +497,99 @@ export function typeFilter(node: FilterNode, schema: RecordSchemaDef, options: T
 export function compileFilter(text: string, schema: RecordSchemaDef, options: TypeFilterOptions = {}): TypedFilter {
   return typeFilter(parseFilter(text), schema, options);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The reference evaluator: what a filter means, for drivers without a query language and for the
+// tests that check a driver's SQL against it.
+
+/** A record as the engine holds it: id, version and nested data (links as `{id}`). */
+export interface RecordValues {
+  id: string;
+  version: number;
+  data: Record<string, unknown>;
+}
+
+/** The value of a field in a record: null when absent; a link's id. */
+export function fieldValue(record: RecordValues, field: FieldRef): string | number | boolean | null {
+  if (field.system === 'id') return record.id;
+  if (field.system === 'version') return record.version;
+  let node: unknown = record.data;
+  for (const key of field.path) {
+    if (node === null || typeof node !== 'object') return null;
+    node = Object.hasOwn(node, key) ? (node as Record<string, unknown>)[key] : undefined;
+  }
+  if (field.type === 'link') node = node && typeof node === 'object' ? (node as { id?: unknown }).id : undefined;
+  return node === undefined || node === null ? null : (node as string | number | boolean);
+}
+
+/** Timestamps compare as instants (offsets applied, fractions to the nanosecond), not as text. */
+function instant(text: string): bigint {
+  const m = /^(.*?)(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$/.exec(text);
+  if (!m) return 0n;
+  const seconds = BigInt(Math.floor(Date.parse(`${m[1]}${m[3]}`) / 1000));
+  return seconds * 1_000_000_000n + BigInt((m[2] ?? '').padEnd(9, '0').slice(0, 9) || '0');
+}
+
+/** Orders two non-null values of one field type: the binary order of rule 5 (text by code point). */
+export function compareTyped(type: FieldType, a: string | number | boolean, b: string | number | boolean): number {
+  if (type === 'timestamp') {
+    const [x, y] = [instant(String(a)), instant(String(b))];
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : 0;
+  if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);
+  const [x, y] = [String(a), String(b)];
+  const n = Math.min(x.length, y.length);
+  for (let i = 0; i < n; i++) {
+    const cx = x.codePointAt(i)!;
+    const cy = y.codePointAt(i)!;
+    if (cx !== cy) return cx < cy ? -1 : 1;
+    if (cx > 0xffff) i++;
+  }
+  return x.length - y.length;
+}
+
+function boundValue(value: TypedValue, args: Record<string, unknown>): string | number | boolean {
+  return 'arg' in value ? (args[value.arg] as string | number | boolean) : value.value;
+}
+
+/**
+ * Whether a record matches a typed filter. Two-valued: a comparison with a null value is false;
+ * `!=`, `not in` and `not` negate, so `age != 30` matches a record without an age.
+ */
+export function matchesFilter(filter: TypedFilter, record: RecordValues, args: Record<string, unknown> = {}): boolean {
+  switch (filter.kind) {
+    case 'and':
+      return filter.items.every((item) => matchesFilter(item, record, args));
+    case 'or':
+      return filter.items.some((item) => matchesFilter(item, record, args));
+    case 'not':
+      return !matchesFilter(filter.item, record, args);
+    case 'null':
+      return (fieldValue(record, filter.field) === null) !== filter.negated;
+    case 'in': {
+      const value = fieldValue(record, filter.field);
+      const found = value !== null && filter.values.some((v) => compareTyped(filter.field.type, value, boundValue(v, args)) === 0);
+      return found !== filter.negated;
+    }
+    case 'compare': {
+      const value = fieldValue(record, filter.field);
+      if (value === null) return filter.op === '!=';
+      const c = compareTyped(filter.field.type, value, boundValue(filter.value, args));
+      switch (filter.op) {
+        case '==':
+          return c === 0;
+        case '!=':
+          return c !== 0;
+        case '<':
+          return c < 0;
+        case '<=':
+          return c <= 0;
+        case '>':
+          return c > 0;
+        case '>=':
+          return c >= 0;
+      }
+    }
+  }
+}

@@ -13,7 +13,7 @@
  * The id always breaks ties: it is appended as the last key unless a key already names it.
  * Errors are FilterErrors with the 1-based position of the offending part.
  */
-import { FilterError, ID_FIELD, resolveField, type FieldRef } from './filter.js';
+import { compareTyped, fieldValue, FilterError, ID_FIELD, resolveField, type FieldRef, type RecordValues } from './filter.js';
 import type { RecordSchemaDef } from './types.js';
 
 export type Direction = 'asc' | 'desc';
@@ -105,29 +105,27 @@ export function sortText(keys: SortKey[]): string {
  * point (what PostgreSQL's COLLATE "C" does on UTF-8), booleans false before true.
  */
 export function compareValues(a: string | number | boolean, b: string | number | boolean): number {
-  if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : 0;
-  if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);
-  const x = String(a);
-  const y = String(b);
-  // UTF-16 code units order surrogate pairs below U+E000–U+FFFF; code points do not.
-  const n = Math.min(x.length, y.length);
-  for (let i = 0; i < n; i++) {
-    const cx = x.codePointAt(i)!;
-    const cy = y.codePointAt(i)!;
-    if (cx !== cy) return cx < cy ? -1 : 1;
-    if (cx > 0xffff) i++;
-  }
-  return x.length - y.length;
+  return compareTyped(typeof a === 'number' ? 'number' : typeof a === 'boolean' ? 'boolean' : 'string', a, b);
 }
 
 /** Compares two (possibly null) values under a key: the reference order of rules 3 and 5. */
-export function compareUnder(key: Pick<SortKey, 'direction' | 'nulls'>, a: unknown, b: unknown): number {
+export function compareUnder(key: Pick<SortKey, 'direction' | 'nulls'> & { field?: FieldRef }, a: unknown, b: unknown): number {
   const aNull = a === null || a === undefined;
   const bNull = b === null || b === undefined;
   if (aNull || bNull) {
     if (aNull && bNull) return 0;
     return (aNull ? -1 : 1) * (key.nulls === 'first' ? 1 : -1);
   }
-  const c = compareValues(a as string | number | boolean, b as string | number | boolean);
+  const [x, y] = [a as string | number | boolean, b as string | number | boolean];
+  const c = key.field ? compareTyped(key.field.type, x, y) : compareValues(x, y);
   return key.direction === 'asc' ? c : -c;
+}
+
+/** Orders two records under sort keys (the id last, so never 0 for two records): the reference order. */
+export function compareRecords(keys: SortKey[], a: RecordValues, b: RecordValues): number {
+  for (const key of keys) {
+    const c = compareUnder(key, fieldValue(a, key.field), fieldValue(b, key.field));
+    if (c !== 0) return c;
+  }
+  return 0;
 }

@@ -4,6 +4,8 @@
  */
 import type { Consistency, DatasetConfig, LocationKind } from '../../../model/types.js';
 import type { ApiError } from '../engine/errors.js';
+import type { TypedFilter } from '../../../model/filter.js';
+import type { SortKey } from '../../../model/sort.js';
 
 export interface StoredRecord {
   id: string;
@@ -44,6 +46,15 @@ export interface RawQueryOptions extends StatementContext {
   timeoutMs: number;
 }
 
+/** A list page's query: typed filter, sort keys (the id last), rows to fetch, keyset position. */
+export interface ListQuery {
+  filter?: TypedFilter;
+  sort: SortKey[];
+  limit: number;
+  /** The previous page's last row: its value of each sort key, in order (null for a null). */
+  after?: readonly unknown[];
+}
+
 export interface LocationDriver {
   readonly kind: LocationKind;
   /** Brings storage up to the dataset's schemas: additive changes only. */
@@ -56,6 +67,11 @@ export interface LocationDriver {
    * weaker levels each op commits on its own and reports its own outcome.
    */
   write(dataset: DatasetConfig, ops: WriteOp[], consistency: Exclude<Consistency, 'ASYNC'>, ctx?: StatementContext): Promise<OpResult[]>;
+  /**
+   * Up to `limit` records matching the filter, in the sort order (model/sort.ts rules, binary
+   * order, nulls where the keys say), starting after `after`: keyset pagination, never OFFSET.
+   */
+  list?(dataset: DatasetConfig, schema: string, query: ListQuery, ctx?: StatementContext): Promise<StoredRecord[]>;
   /** Checks that the dataset's store answers; throws STORE_UNAVAILABLE when it does not. */
   ping?(dataset: DatasetConfig): Promise<void>;
   /** Read-only query on the dataset's read-only connection; undefined when the location has none. */

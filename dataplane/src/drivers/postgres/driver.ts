@@ -6,7 +6,8 @@ import { ApiError, badRequest, storeUnavailable } from '../../engine/errors.js';
 import { holdConnection } from './checkout.js';
 import { outageOf } from './outage.js';
 import { schemaDefOf, setAt } from '../../engine/layout.js';
-import type { LocationDriver, OpResult, PrepareReport, RawQuery, RawQueryOptions, StatementContext, StoredRecord, WriteOp } from '../driver.js';
+import type { ListQuery, LocationDriver, OpResult, PrepareReport, RawQuery, RawQueryOptions, StatementContext, StoredRecord, WriteOp } from '../driver.js';
+import { listSql } from './list-sql.js';
 import { quoteIdent as q } from '../sql-naming.js';
 import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SecretNotMountedError } from './connection.js';
 import { planSchemaChanges } from './ddl.js';
@@ -220,6 +221,21 @@ export class PostgresDriver implements LocationDriver {
       const result = await this.run(this.pool(dataset), selectManySql(layout, ids), ctx);
       return result.rows.map((row) => toRecord(layout, row));
     } catch (err) {
+      throw requestFailure(err);
+    }
+  }
+
+  /** A list page: one SELECT with the filter, keyset and sort in SQL (list-sql.ts). */
+  async list(dataset: DatasetConfig, schema: string, query: ListQuery, ctx?: StatementContext): Promise<StoredRecord[]> {
+    const layout = this.layout(dataset, schema);
+    try {
+      const result = await this.run(this.pool(dataset), listSql(layout, query), ctx);
+      return result.rows.map((row) => toRecord(layout, row));
+    } catch (err) {
+      // Class 22 (data exception): a filter value the column type cannot hold, e.g. year 0 or a version beyond 2^31.
+      if (/^22/.test((err as { code?: string }).code ?? '')) {
+        throw badRequest('INVALID_FILTER', `a value in the filter or nextToken is out of range for its property (${(err as Error).message})`, [{ path: 'filter', message: 'value out of range' }]);
+      }
       throw requestFailure(err);
     }
   }
