@@ -20,9 +20,11 @@ export const propertyDefSchema = {
   type: 'object',
   required: ['type'],
   properties: {
-    type: { enum: [...SCALAR_PROPERTY_TYPES, 'object', 'link'] },
+    type: { enum: [...SCALAR_PROPERTY_TYPES, 'object', 'link', 'links'] },
     description: { type: 'string' },
     schema: { type: 'string', pattern: SCHEMA_NAME_PATTERN },
+    /** links (inverse link): the source schema's link property that points here. */
+    property: { type: 'string', pattern: PROPERTY_NAME_PATTERN },
     properties: {
       type: 'object',
       propertyNames: { pattern: PROPERTY_NAME_PATTERN },

@@ -29,7 +29,7 @@ describe('model: manifests', () => {
   it('names the path and problem of a wrong type, an unknown location and a missing field', () => {
     expect(problemsOf(`${header}  location: {kind: mysql}\n  schemas:\n    a.B:\n      properties:\n        x: {type: int}\n`)).to.deep.include.members([
       { path: '$.spec.location.kind', message: 'must be one of "postgres", "snowflake", "iceberg", "dynamodb"' },
-      { path: '$.spec.schemas["a.B"].properties.x.type', message: 'must be one of "string", "integer", "number", "boolean", "date", "timestamp", "object", "link"' },
+      { path: '$.spec.schemas["a.B"].properties.x.type', message: 'must be one of "string", "integer", "number", "boolean", "date", "timestamp", "object", "link", "links"' },
     ]);
     expect(problemsOf(`${header}  location: {kind: postgres}\n`)).to.deep.equal([{ path: '$.spec', message: 'missing required property "schemas"' }]);
   });

@@ -84,8 +84,10 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProbl
         }
         const raw = prop as { type: string; schema?: string; properties?: unknown };
         if (raw.type === 'link' && raw.schema === undefined) problems.push({ path: propPath, message: 'a link needs "schema"' });
+        if (prop.type === 'links') problems.push(...checkInverseLink(spec, schemaName, prop, propPath, path === `${schemaPath}.properties`));
         if (raw.type === 'object' && raw.properties === undefined) problems.push({ path: propPath, message: 'an object needs "properties"' });
-        if (raw.type !== 'link' && raw.schema !== undefined) problems.push({ path: `${propPath}.schema`, message: 'only a link has "schema"' });
+        if (raw.type !== 'link' && raw.type !== 'links' && raw.schema !== undefined) problems.push({ path: `${propPath}.schema`, message: 'only a link or links has "schema"' });
+        if (raw.type !== 'links' && (raw as { property?: unknown }).property !== undefined) problems.push({ path: `${propPath}.property`, message: 'only an inverse link (links) has "property"' });
         if (raw.type !== 'object' && raw.properties !== undefined) problems.push({ path: `${propPath}.properties`, message: 'only an object has "properties"' });
         if (prop.type === 'link' && prop.schema !== undefined && !(prop.schema in spec.schemas)) {
           problems.push({ path: `${propPath}.schema`, message: `link target "${prop.schema}" is not a schema of this dataset` });
@@ -97,6 +99,8 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProbl
     for (const [i, req] of (schema.required ?? []).entries()) {
       if (!(req in schema.properties)) {
         problems.push({ path: `${schemaPath}.required[${i}]`, message: `required property "${req}" is not declared` });
+      } else if (schema.properties[req].type === 'links') {
+        problems.push({ path: `${schemaPath}.required[${i}]`, message: `"${req}" is an inverse link (not stored) and cannot be required` });
       }
     }
   }
@@ -121,4 +125,19 @@ export function checkEnvironmentSpec(spec: unknown, base = '$.spec'): SpecProble
     names.add(executor.name);
   }
   return problems;
+}
+
+/**
+ * An inverse link `{type: links, schema: S, property: p}` on schema T: a top-level property of T
+ * (pages are over records, not nested objects), S a schema of the dataset, and S.p a link to T.
+ */
+function checkInverseLink(spec: DatasetSpec, schemaName: string, prop: import('./types.js').LinksProperty, propPath: string, topLevel: boolean): SpecProblem[] {
+  if (!topLevel) return [{ path: propPath, message: 'an inverse link (links) must be a top-level property' }];
+  if (prop.schema === undefined || prop.property === undefined) return [{ path: propPath, message: 'an inverse link (links) needs "schema" and "property"' }];
+  const source = Object.hasOwn(spec.schemas, prop.schema) ? spec.schemas[prop.schema] : undefined;
+  if (!source) return [{ path: `${propPath}.schema`, message: `"${prop.schema}" is not a schema of this dataset` }];
+  const link = Object.hasOwn(source.properties, prop.property) ? source.properties[prop.property] : undefined;
+  if (!link || link.type !== 'link') return [{ path: `${propPath}.property`, message: `"${prop.property}" is not a link property of ${prop.schema}` }];
+  if (link.schema !== schemaName) return [{ path: `${propPath}.property`, message: `${prop.schema}.${prop.property} links to ${link.schema}, not to ${schemaName}` }];
+  return [];
 }

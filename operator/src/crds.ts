@@ -124,11 +124,12 @@ const environmentSpecSchema = obj(
 const propertyDefinition = obj(
   'A property definition.',
   {
-    type: str('Scalar type, "object" (nested properties) or "link" (a reference to a record of another schema).', {
-      enum: [...SCALAR_PROPERTY_TYPES, 'object', 'link'],
+    type: str('Scalar type, "object" (nested properties), "link" (a reference to a record of another schema) or "links" (an inverse link, not stored: the records of "schema" whose link "property" points here).', {
+      enum: [...SCALAR_PROPERTY_TYPES, 'object', 'link', 'links'],
     }),
     description: str('What the property holds.'),
-    schema: str('For type link: the fully qualified name of the target schema in this dataset.', { pattern: SCHEMA_NAME_PATTERN }),
+    schema: str('For type link: the fully qualified name of the target schema in this dataset; for links: the source schema.', { pattern: SCHEMA_NAME_PATTERN }),
+    property: str('For type links: the link property of the source schema that points at this schema.', { pattern: PROPERTY_NAME_PATTERN }),
     properties: {
       type: 'object',
       description:
