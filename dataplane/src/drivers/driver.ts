@@ -44,6 +44,8 @@ export interface RawQuery {
 export interface RawQueryOptions extends StatementContext {
   rowLimit: number;
   timeoutMs: number;
+  /** Budget for the result's (approximate) JSON size in bytes; the executor's default when absent. */
+  maxBytes?: number;
 }
 
 /** A list page's query: typed filter, sort keys (the id last), rows to fetch, keyset position. */

@@ -71,6 +71,7 @@ describe('raw SQL endpoint on PostgreSQL', function () {
     expect(write.every((r) => r.ok)).to.equal(true);
     expect((await driver.write(other, [{ op: 'create', schema: 'other.Secret', id: 's1', data: { value: 'top secret' } }], 'ATOMIC'))[0].ok).to.equal(true);
     admin = new pg.Pool({ connectionString: url, max: 2 });
+    admin.on('error', () => undefined); // pool.end() does not wait for its sockets to close
     // Functions an admin might have created, called from raw SQL below.
     await admin.query("CREATE FUNCTION demo.add_company() RETURNS int LANGUAGE sql AS $$ INSERT INTO demo.demo_company (id, version) VALUES ('evil', 1) RETURNING 1 $$");
     await admin.query(
@@ -312,6 +313,8 @@ describe('raw SQL endpoint on PostgreSQL', function () {
       ['a leading comment before DELETE', { sql: '/* harmless */ -- really\n DELETE FROM @{p}', using: P }, ['NOT_A_QUERY']],
       ["reading another dataset's schema", { sql: 'SELECT * FROM other.other_secret' }, ['PERMISSION_DENIED']],
       ['reading the read-only credentials', { sql: 'SELECT * FROM das_internal.readonly_credentials' }, ['PERMISSION_DENIED']],
+      // Used to answer 200, writing 20 MB of WAL that logical-decoding consumers receive.
+      ['writing WAL with pg_logical_emit_message', { sql: "SELECT count(pg_logical_emit_message(false, 'x', repeat('x', 1000000))) FROM generate_series(1, 20)" }, ['PERMISSION_DENIED']],
     ];
 
     for (const [what, body, codes] of attempts) {
@@ -347,6 +350,52 @@ describe('raw SQL endpoint on PostgreSQL', function () {
     });
   });
 
+  describe('SQL text that PostgreSQL would take long to parse', () => {
+    const timed = async (body: unknown) => {
+      const started = Date.now();
+      const err = await rejected(body);
+      return { err, ms: Date.now() - started };
+    };
+
+    it('400 SQL_TOO_LONG for a 400 KB text of nested comments, in milliseconds (it used to run 60 s and more)', async () => {
+      const { err, ms } = await timed({ sql: `SELECT 1 ${'/*'.repeat(100000)}${'*/'.repeat(100000)}` });
+      expect([err.status, err.code, err.details[0].path]).to.deep.equal([400, 'SQL_TOO_LONG', '$.sql']);
+      expect(err.message).to.include('at most 100000');
+      expect(ms).to.be.below(200);
+    });
+
+    it('400 SQL_TOO_COMPLEX for a long run of operator characters within the length limit, naming its position', async () => {
+      // Each took PostgreSQL seconds before the statement timeout could act (6 s for the first).
+      const texts = [`SELECT 1 ${'/**/'.repeat(20000)}`, `SELECT 1 ${'/*'.repeat(20000)}${'*/'.repeat(20000)}`, `SELECT 1 ${'+'.repeat(20000)}1`, `SELECT 1 ${'/*+'.repeat(7000)}`];
+      for (const sql of texts) {
+        const { err, ms } = await timed({ sql });
+        expect([err.status, err.code, err.details[0].path, err.details[0].position], sql.slice(0, 20)).to.deep.equal([400, 'SQL_TOO_COMPLEX', '$.sql', 10]);
+        expect(ms).to.be.below(200);
+      }
+    });
+
+    it('the slowest texts still accepted are parsed in well under the time limit', async () => {
+      // Measured: about 35, 20 and 530 ms (the last is 95,000 unary operators to parse and plan).
+      const texts = [
+        `SELECT 1 ${`${'/**/'.repeat(250)} `.repeat(99)}`,
+        `SELECT 1 ${`${'/*'.repeat(500)} `.repeat(30)}${'*/ '.repeat(15000)}`,
+        `SELECT 1 ${`${'+'.repeat(1000)} 1 `.repeat(95)}`,
+      ];
+      for (const sql of texts) {
+        expect(sql.length).to.be.at.most(100000);
+        const started = Date.now();
+        await run({ sql }).catch((err: ApiError) => expect(err.status, err.message).to.equal(400));
+        expect(Date.now() - started, sql.slice(0, 20)).to.be.below(3000);
+      }
+    });
+
+    it('deeply nested parentheses end in a 400 from PostgreSQL, not a long wait', async () => {
+      const { err, ms } = await timed({ sql: `SELECT ${'('.repeat(30000)}1${')'.repeat(30000)}` });
+      expect(err.status, err.message).to.equal(400);
+      expect(ms).to.be.below(1000);
+    });
+  });
+
   it('fits the hooks of the HTTP app and of the PostgreSQL driver', () => {
     // What bootstrap wires: startDataPlane({ rawQuery: executeRawQuery, readOnly: new PostgresReadOnlyExecutor({ logger }) }).
     const wiring: { rawQuery: RawQueryHandler; readOnly: PostgresDriverOptions['readOnly'] } = { rawQuery: executeRawQuery, readOnly: new PostgresReadOnlyExecutor() };
@@ -355,8 +404,8 @@ describe('raw SQL endpoint on PostgreSQL', function () {
 
   describe('limits from the environment', () => {
     it('reads RAW_SQL_ROW_LIMIT and RAW_SQL_TIMEOUT_MS, defaulting to 10000 rows and 15 s', () => {
-      expect(rawSqlLimits({})).to.deep.equal({ rowLimit: 10000, timeoutMs: 15000 });
-      expect(rawSqlLimits({ RAW_SQL_ROW_LIMIT: '50', RAW_SQL_TIMEOUT_MS: '2500' })).to.deep.equal({ rowLimit: 50, timeoutMs: 2500 });
+      expect(rawSqlLimits({})).to.deep.equal({ rowLimit: 10000, timeoutMs: 15000, maxBytes: 16777216 });
+      expect(rawSqlLimits({ RAW_SQL_ROW_LIMIT: '50', RAW_SQL_TIMEOUT_MS: '2500', RAW_SQL_MAX_BYTES: '1048576' })).to.deep.equal({ rowLimit: 50, timeoutMs: 2500, maxBytes: 1048576 });
       expect(() => rawSqlLimits({ RAW_SQL_ROW_LIMIT: '0' })).to.throw(/RAW_SQL_ROW_LIMIT/);
       expect(() => rawSqlLimits({ RAW_SQL_TIMEOUT_MS: '1.5s' })).to.throw(/RAW_SQL_TIMEOUT_MS/);
     });

@@ -14,11 +14,16 @@ export interface RawSqlLimits {
   rowLimit: number;
   /** statement_timeout of the query; beyond it a 400 QUERY_TIMEOUT. */
   timeoutMs: number;
+  /**
+   * Budget for the answer's JSON size in bytes, counted while rows arrive; beyond it a 400
+   * RESULT_TOO_LARGE. Bounds the data plane's memory per query (a few times this much).
+   */
+  maxBytes: number;
 }
 
-export const DEFAULT_RAW_SQL_LIMITS: RawSqlLimits = { rowLimit: 10000, timeoutMs: 15000 };
+export const DEFAULT_RAW_SQL_LIMITS: RawSqlLimits = { rowLimit: 10000, timeoutMs: 15000, maxBytes: 16 * 1024 * 1024 };
 
-/** Limits from RAW_SQL_ROW_LIMIT and RAW_SQL_TIMEOUT_MS; a value that is not a positive integer is a startup error. */
+/** Limits from RAW_SQL_ROW_LIMIT, RAW_SQL_TIMEOUT_MS and RAW_SQL_MAX_BYTES; a value that is not a positive integer is a startup error. */
 export function rawSqlLimits(env: NodeJS.ProcessEnv = process.env): RawSqlLimits {
   const read = (name: string, fallback: number) => {
     const raw = env[name];
@@ -27,7 +32,11 @@ export function rawSqlLimits(env: NodeJS.ProcessEnv = process.env): RawSqlLimits
     if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
     return value;
   };
-  return { rowLimit: read('RAW_SQL_ROW_LIMIT', DEFAULT_RAW_SQL_LIMITS.rowLimit), timeoutMs: read('RAW_SQL_TIMEOUT_MS', DEFAULT_RAW_SQL_LIMITS.timeoutMs) };
+  return {
+    rowLimit: read('RAW_SQL_ROW_LIMIT', DEFAULT_RAW_SQL_LIMITS.rowLimit),
+    timeoutMs: read('RAW_SQL_TIMEOUT_MS', DEFAULT_RAW_SQL_LIMITS.timeoutMs),
+    maxBytes: read('RAW_SQL_MAX_BYTES', DEFAULT_RAW_SQL_LIMITS.maxBytes),
+  };
 }
 
 let processLimits: RawSqlLimits | undefined;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ApiError } from '../engine/errors.js';
 import { demoDataset } from './fixtures.test-support.js';
-import { parseRawSqlRequest } from './request.js';
+import { MAX_SQL_LENGTH, parseRawSqlRequest } from './request.js';
 
 const dataset = demoDataset();
 
@@ -33,6 +33,12 @@ describe('raw SQL request body', () => {
     expect([...request.using]).to.deep.equal([['p', 'demo.Person']]);
     expect(request.arguments.get('minAge')).to.include({ name: 'minAge', param: '30' });
     expect(request.arguments.get('nothing')!.param).to.equal(null);
+  });
+
+  it(`refuses a text longer than ${MAX_SQL_LENGTH} characters with SQL_TOO_LONG; that many is fine`, () => {
+    const err = expectError({ sql: `SELECT 1 ${' '.repeat(MAX_SQL_LENGTH)}` }, 'SQL_TOO_LONG', '$.sql');
+    expect(err.message).to.equal(`"sql" is ${MAX_SQL_LENGTH + 9} characters long; at most ${MAX_SQL_LENGTH} are accepted`);
+    expect(parseRawSqlRequest({ sql: `SELECT 1 --${'x'.repeat(MAX_SQL_LENGTH - 11)}` }, dataset).sql).to.have.length(MAX_SQL_LENGTH);
   });
 
   it('takes using and arguments as optional (absent or null)', () => {

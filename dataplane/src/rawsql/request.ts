@@ -25,6 +25,12 @@ export interface RawSqlRequest {
 }
 
 const BODY_KEYS = ['sql', 'using', 'arguments'];
+
+/**
+ * Longest accepted SQL text, in characters (UTF-16 code units). PostgreSQL parses the whole text
+ * before the statement timeout can act, so the text's size bounds the time spent there.
+ */
+export const MAX_SQL_LENGTH = 100_000;
 const ARGUMENT_KEYS = ['value', 'type'];
 
 /** `$.using.p`, or `$.using["odd key"]` when the key is not an identifier. */
@@ -47,6 +53,9 @@ export function parseRawSqlRequest(body: unknown, dataset: DatasetConfig): RawSq
 function parseSql(sql: unknown): string {
   if (sql === undefined || sql === null) throw fail('SQL_REQUIRED', '$.sql', '"sql" is required', 'required');
   if (typeof sql !== 'string') throw fail('INVALID_BODY', '$.sql', '"sql" must be a string of SQL text', 'not a string');
+  if (sql.length > MAX_SQL_LENGTH) {
+    throw fail('SQL_TOO_LONG', '$.sql', `"sql" is ${sql.length} characters long; at most ${MAX_SQL_LENGTH} are accepted`, `longer than ${MAX_SQL_LENGTH} characters`);
+  }
   if (sql.trim() === '') throw fail('SQL_REQUIRED', '$.sql', '"sql" must not be blank', 'blank');
   // PostgreSQL's protocol cannot carry it (the server would answer "invalid message format").
   if (sql.includes('\u0000')) throw fail('INVALID_SQL', '$.sql', '"sql" must not contain NUL (U+0000) characters', 'contains U+0000');

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ApiError } from '../engine/errors.js';
 import { demoDataset } from './fixtures.test-support.js';
 import { parseRawSqlRequest } from './request.js';
-import { rewriteRawSql, scanTokens, sourcePosition, type RewrittenSql } from './rewrite.js';
+import { MAX_OPERATOR_RUN, rewriteRawSql, scanTokens, sourcePosition, type RewrittenSql } from './rewrite.js';
 
 const dataset = demoDataset();
 
@@ -22,6 +22,34 @@ function rejected(fn: () => unknown): ApiError {
 }
 
 describe('raw SQL rewrite', () => {
+  describe('runs of operator characters', () => {
+    it(`refuses more than ${MAX_OPERATOR_RUN} in a row in code or after a /* in a comment, naming the position`, () => {
+      const cases: [string, number][] = [
+        [`SELECT 1 ${'+'.repeat(MAX_OPERATOR_RUN + 1)}1`, 10],
+        [`SELECT 1 ${'/**/'.repeat(300)}`, 10],
+        [`SELECT 1 /* note ${'/*'.repeat(501)}`, 18],
+        [`SELECT 'x' || 1 ${'<'.repeat(1200)}`, 17],
+      ];
+      for (const [sql, position] of cases) {
+        const err = rejected(() => scanTokens(sql));
+        expect([err.status, err.code, err.details[0].path, err.details[0].position], sql.slice(0, 30)).to.deep.equal([400, 'SQL_TOO_COMPLEX', '$.sql', position]);
+        expect(err.message).to.match(/operator characters in a row/);
+      }
+    });
+
+    it('accepts them up to the limit, and anywhere in literals, quoted names and line comments', () => {
+      const ok = [
+        `SELECT 1 ${'+'.repeat(MAX_OPERATOR_RUN - 1)}1`,
+        `SELECT 1 /${'*'.repeat(200)}/`,
+        `SELECT '${'-'.repeat(5000)}', E'${'<'.repeat(5000)}', "${'='.repeat(5000)}", $$${'/*'.repeat(5000)}$$`,
+        `SELECT 1 -- ${'='.repeat(5000)}\n`,
+        `SELECT 1 ${'-'.repeat(5000)}\n`,
+        `SELECT 1 /* ${'-'.repeat(5000)} */`,
+      ];
+      for (const sql of ok) expect(() => scanTokens(sql), sql.slice(0, 30)).to.not.throw();
+    });
+  });
+
   it('replaces an alias by the qualified, quoted table', () => {
     expect(rewrite('SELECT * FROM @{p}').text).to.equal('SELECT * FROM "demo"."demo_person"');
     expect(rewrite('SELECT * FROM @{c} c').text).to.equal('SELECT * FROM "demo"."demo_company" c');

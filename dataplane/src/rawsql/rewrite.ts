@@ -20,7 +20,7 @@ import { badRequest } from '../engine/errors.js';
 import { fieldsOf, type Field } from '../engine/layout.js';
 import { tableLayout } from '../drivers/postgres/sql.js';
 import { postgresNaming, quoteIdent } from '../drivers/sql-naming.js';
-import { skipBlockComment } from '../drivers/sql-lexing.js';
+import { isOperatorChar, operatorRunEnd, skipBlockComment } from '../drivers/sql-lexing.js';
 import { IDENTIFIER, type RawArgument } from './request.js';
 import type { ScalarType } from './types.js';
 
@@ -74,6 +74,13 @@ export interface RewrittenSql {
 
 const MAX_TOKEN_SHOWN = 80;
 
+/**
+ * Most operator characters in a row (outside literals and line comments). PostgreSQL lexes such a
+ * run in time growing with the square of its length, before the statement timeout can act; at
+ * this bound a 100,000-character text of them lexes in well under a second.
+ */
+export const MAX_OPERATOR_RUN = 1000;
+
 function tokenError(code: string, sql: string, start: number, end: number, message: string) {
   const raw = sql.slice(start, end);
   const token = raw.length > MAX_TOKEN_SHOWN ? `${raw.slice(0, MAX_TOKEN_SHOWN - 3)}...` : raw;
@@ -119,16 +126,30 @@ export interface Token {
  */
 export function scanTokens(sql: string): Token[] {
   const tokens: Token[] = [];
+  let runChecked = 0;
+  const checkRun = (at: number) => {
+    runChecked = operatorRunEnd(sql, at);
+    if (runChecked - at > MAX_OPERATOR_RUN) {
+      throw tokenError('SQL_TOO_COMPLEX', sql, at, runChecked, `${runChecked - at} operator characters in a row (+ - * / < > = ~ ! @ # % ^ & | \` ?); at most ${MAX_OPERATOR_RUN} are accepted: separate them with blanks`);
+    }
+  };
   let i = 0;
   while (i < sql.length) {
     const c = sql[i];
     const next = sql[i + 1];
+    // A run of operator characters in code (a line comment is lexed linearly: not counted).
+    if (i >= runChecked && isOperatorChar(c) && !(c === '-' && next === '-')) checkRun(i);
     if (c === "'") i = skipQuoted(sql, i, "'", false);
     else if (c === '"') i = skipQuoted(sql, i, '"', false);
     else if (c === '-' && next === '-') {
       const eol = sql.indexOf('\n', i);
       i = eol === -1 ? sql.length : eol + 1;
-    } else if (c === '/' && next === '*') i = skipBlockComment(sql, i);
+    } else if (c === '/' && next === '*') {
+      // Inside a comment PostgreSQL matches each nested `/*` together with the operator characters after it.
+      const end = skipBlockComment(sql, i);
+      for (let j = sql.indexOf('/*', i + 2); j !== -1 && j < end; j = sql.indexOf('/*', j + 2)) if (j >= runChecked) checkRun(j);
+      i = end;
+    }
     else if ((c === '@' || c === '$') && next === '{') {
       const close = sql.indexOf('}', i + 2);
       if (close === -1) throw tokenError('INVALID_TOKEN', sql, i, sql.length, `unclosed ${c}{ token: close it with }`);

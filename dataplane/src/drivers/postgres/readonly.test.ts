@@ -1,7 +1,11 @@
 import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
 import { freshDatabase } from '../../../test-support/postgres.js';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/embedded.js';
 import { ApiError } from '../../engine/errors.js';
 import { demoDataset, DEMO_SCHEMAS } from '../../rawsql/fixtures.test-support.js';
 import type { RawQueryOptions } from '../driver.js';
@@ -50,6 +54,7 @@ describe('PostgreSQL read-only executor', function () {
     await driver.prepare(demoDataset({ id: 'other', databaseSchema: 'other', schemas: { 'other.Secret': { properties: { value: { type: 'string' } } } } }));
     await driver.write(dataset, [{ op: 'create', schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } }], 'ATOMIC');
     admin = new pg.Pool({ connectionString: url, max: 2 });
+    admin.on('error', () => undefined); // pool.end() does not wait for its sockets to close
   });
 
   after(async () => {
@@ -147,9 +152,86 @@ describe('PostgreSQL read-only executor', function () {
     });
   });
 
+  describe('built-in functions with side effects', () => {
+    const walBytesSince = async (lsn: string) => Number((await one<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1)::bigint AS d', [lsn])).d);
+    const currentLsn = async () => (await one<{ l: string }>('SELECT pg_current_wal_insert_lsn()::text AS l')).l;
+
+    it('cannot write to the WAL through pg_logical_emit_message (403), however it is called', async () => {
+      const before = await currentLsn();
+      // Used to answer 200 and write 20 MB of WAL per request.
+      const err = await rejected(sql("SELECT count(pg_logical_emit_message(false, 'x', repeat('x', 1000000))) FROM generate_series(1, 20)"));
+      expect([err.status, err.code]).to.deep.equal([403, 'PERMISSION_DENIED']);
+      expect(err.details[0].message).to.match(/permission denied for function pg_logical_emit_message/);
+      expect((await rejected(sql("SELECT pg_logical_emit_message(true, 'x', '\\x01'::bytea, true)"))).code).to.equal('PERMISSION_DENIED');
+      // A query text built at run time reaches the function as well: only the privilege stops it.
+      expect((await rejected(sql("SELECT query_to_xml('SELECT pg_logical_emit_message(false, ''x'', ''y'')', true, false, '')"))).code).to.equal('PERMISSION_DENIED');
+      expect(await walBytesSince(before)).to.be.below(1_000_000);
+    });
+
+    it('takes EXECUTE from PUBLIC on both overloads; the admin keeps it as a superuser', async () => {
+      const rows = (
+        await admin.query<{ fn: string; role_may: boolean; public_may: boolean }>(
+          `SELECT p.oid::regprocedure::text AS fn, has_function_privilege($1, p.oid, 'EXECUTE') AS role_may,
+                  coalesce(bool_or(a.grantee = 0), false) AS public_may
+             FROM pg_proc p LEFT JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a ON a.privilege_type = 'EXECUTE'
+            WHERE p.proname = 'pg_logical_emit_message' GROUP BY p.oid ORDER BY 1`,
+          [role],
+        )
+      ).rows;
+      expect(rows.map((r) => [r.fn, r.role_may, r.public_may])).to.deep.equal([
+        ['pg_logical_emit_message(boolean,text,bytea,boolean)', false, false],
+        ['pg_logical_emit_message(boolean,text,text,boolean)', false, false],
+      ]);
+      expect((await one<{ ok: boolean }>("SELECT pg_logical_emit_message(false, 'das-test', 'x') IS NOT NULL AS ok")).ok).to.equal(true);
+    });
+  });
+
+  describe('result size', () => {
+    const MiB = 1024 * 1024;
+    const run = (ro: PostgresReadOnlyExecutor, d: PostgresDriver, text: string, maxBytes: number) =>
+      ro.query(dataset, d.pool(dataset), { text, values: [] }, { rowLimit: 10000, timeoutMs: 15000, maxBytes });
+
+    it('refuses a result past the byte budget while its rows arrive, naming the limit and the rows reached', async () => {
+      const { ro, d } = replica({ poolSize: 1 });
+      // Used to build a 300 MB answer (1.6 GB of RSS); 600 rows ended in a RangeError and a 500.
+      const err = await rejected(run(ro, d, "SELECT repeat('x', 1000000) AS v FROM generate_series(1, 300)", 16 * MiB));
+      expect([err.status, err.code]).to.deep.equal([400, 'RESULT_TOO_LARGE']);
+      // Each row is {"v":"x…"} of 1,000,010 bytes: the 17th passes 16 MiB.
+      expect(err.details[0]).to.deep.include({ path: '$.sql', maxBytes: 16 * MiB, rows: 16 });
+      expect(err.message).to.include(`larger than ${16 * MiB} bytes`).and.include('after 16 rows');
+      // The connection was dropped; the next query gets a new one.
+      expect(await run(ro, d, 'SELECT 1 AS one', 100)).to.deep.equal([{ one: 1 }]);
+      expect(await run(ro, d, "SELECT repeat('y', 50) AS v FROM generate_series(1, 3)", 200)).to.have.length(3);
+      expect((await rejected(run(ro, d, "SELECT repeat('y', 50) AS v FROM generate_series(1, 4)", 200))).code).to.equal('RESULT_TOO_LARGE');
+    });
+
+    it('refuses one enormous value before the process reads it', async () => {
+      const { ro, d } = replica({ poolSize: 1 });
+      const rss = process.memoryUsage().rss;
+      const err = await rejected(run(ro, d, "SELECT 1 AS n, repeat('x', 200000000) AS v", 16 * MiB));
+      expect([err.status, err.code]).to.deep.equal([400, 'RESULT_TOO_LARGE']);
+      expect(err.message).to.match(/a row of 2000000\d\d bytes arrived after 0 rows/);
+      // Only the socket chunk announcing the 200 MB row was read.
+      expect(process.memoryUsage().rss - rss).to.be.below(64 * MiB);
+      expect(await run(ro, d, 'SELECT 2 AS two', 100)).to.deep.equal([{ two: 2 }]);
+    });
+
+    it('bounds an error message that repeats a huge value the same way, and clips smaller ones', async () => {
+      const { ro, d } = replica({ poolSize: 1 });
+      const huge = await rejected(run(ro, d, "SELECT repeat('x', 20000000)::int", 16 * MiB));
+      expect(huge.code).to.equal('RESULT_TOO_LARGE');
+      expect(huge.message).to.match(/a message of \d+ bytes arrived after 0 rows/);
+      const clipped = await rejected(run(ro, d, "SELECT repeat('x', 100000)::int", 16 * MiB));
+      expect(clipped.code).to.equal('DATA_EXCEPTION');
+      expect(clipped.message.length).to.be.below(2100);
+      expect(clipped.details[0].message).to.match(/^invalid input syntax for type integer: "x+… \(\d+ more characters\)$/);
+    });
+  });
+
   describe('with an admin that is not a superuser (CREATEROLE only)', () => {
     let limited: PostgresDriver;
     let superuser: pg.Pool;
+    const warnings: string[] = [];
 
     before(async () => {
       const superUrl = await freshDatabase('ro_createrole');
@@ -157,11 +239,13 @@ describe('PostgreSQL read-only executor', function () {
       const db = target.pathname.slice(1);
       const adminRole = `das_admin_${db}`;
       superuser = new pg.Pool({ connectionString: superUrl, max: 1 });
+      superuser.on('error', () => undefined); // pool.end() does not wait for its sockets to close
       await superuser.query(`CREATE ROLE ${adminRole} LOGIN CREATEROLE PASSWORD 'admin-pw'`);
       await superuser.query(`GRANT CREATE, CONNECT ON DATABASE ${db} TO ${adminRole}`);
       target.username = adminRole;
       target.password = 'admin-pw';
-      limited = new PostgresDriver({ logger: silent, env: { DATABASE_URL: target.toString() }, readOnly: new PostgresReadOnlyExecutor({ logger: silent }) });
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
+      limited = new PostgresDriver({ logger: silent, env: { DATABASE_URL: target.toString() }, readOnly: new PostgresReadOnlyExecutor({ logger }) });
       extra.push(limited, { close: () => superuser.end() });
     });
 
@@ -171,6 +255,22 @@ describe('PostgreSQL read-only executor', function () {
       await limited.prepare(dataset); // idempotent
       expect(await limited.rawQuery(dataset, { text: 'SELECT name FROM demo.demo_company', values: [] }, OPTIONS)).to.deep.equal([{ name: 'One' }]);
       const err = await rejected(limited.rawQuery(dataset, { text: 'SELECT current_user, set_config(\'role\', \'postgres\', false)', values: [] }, OPTIONS));
+      expect(err.code).to.equal('PERMISSION_DENIED');
+    });
+
+    it('cannot revoke pg_logical_emit_message from PUBLIC: logs the statement for an operator, which then works', async () => {
+      warnings.length = 0;
+      await limited.prepare(dataset);
+      const warned = warnings.map((line) => JSON.parse(line) as { run?: string; msg: string }).filter((w) => w.run);
+      const statement =
+        'REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, bytea, boolean), pg_catalog.pg_logical_emit_message(boolean, text, text, boolean) FROM PUBLIC;';
+      expect(warned.map((w) => w.run)).to.deep.equal([statement]);
+      expect(warned[0].msg).to.include(statement);
+      await superuser.query(statement);
+      warnings.length = 0;
+      await limited.prepare(dataset);
+      expect(warnings.filter((line) => line.includes('REVOKE'))).to.deep.equal([]);
+      const err = await rejected(limited.rawQuery(dataset, { text: "SELECT pg_logical_emit_message(false, 'x', 'y')", values: [] }, OPTIONS));
       expect(err.code).to.equal('PERMISSION_DENIED');
     });
 
@@ -275,6 +375,111 @@ describe('PostgreSQL read-only executor', function () {
       await ro.close();
       const err = await rejected(sql('SELECT 1', [], ro, d));
       expect(err.status).to.equal(503);
+    });
+  });
+
+  describe('when the connection dies during a query', () => {
+    const uncaught: unknown[] = [];
+    const record = (err: unknown) => void uncaught.push(err);
+    beforeEach(() => {
+      uncaught.length = 0;
+      process.on('uncaughtException', record);
+    });
+    afterEach(() => process.removeListener('uncaughtException', record));
+
+    /** The backend running a raw query's FETCH (the cursor runs the statement there). */
+    async function runningQuery(pool: pg.Pool | pg.Client): Promise<number> {
+      for (let i = 0; i < 200; i++) {
+        const found = await pool.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE application_name = 'data-access-raw-sql' AND state = 'active' AND query LIKE 'FETCH FORWARD %'",
+        );
+        if (found.rows[0]) return found.rows[0].pid;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error('the raw query never showed up in pg_stat_activity');
+    }
+
+    it('a terminated backend is a 503 DATABASE_UNAVAILABLE, the process lives on and the next query runs', async () => {
+      const { ro, d } = replica({ poolSize: 1 });
+      const pending = rejected(sql("SELECT pg_sleep(5), 'terminate-me'", [], ro, d));
+      await admin.query('SELECT pg_terminate_backend($1)', [await runningQuery(admin)]);
+      const err = await pending;
+      expect([err.status, err.code]).to.deep.equal([503, 'DATABASE_UNAVAILABLE']);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // late 'error'/'end' events
+      expect(uncaught).to.deep.equal([]);
+      expect(await sql('SELECT 1 AS one', [], ro, d)).to.deep.equal([{ one: 1 }]);
+    });
+
+    describe('PostgreSQL stopped and started again (a server of its own)', function () {
+      this.timeout(180000);
+      let dir: string;
+      let server: EmbeddedDatabase | undefined;
+
+      before(async () => {
+        dir = mkdtempSync(join(tmpdir(), 'das-ro-stop-'));
+        server = await startEmbeddedPostgres({ dir });
+        await server.createDatabase('stopped');
+      });
+
+      after(async () => {
+        await server?.stop();
+        rmSync(dir, { recursive: true, force: true });
+      });
+
+      let d: PostgresDriver;
+      const raw = (text: string) => d.rawQuery(dataset, { text, values: [] }, OPTIONS);
+      /** Runs `fn` with the backend pid of a raw query sleeping on the server. */
+      async function whileSleeping(fn: (pid: number) => Promise<void>): Promise<ApiError> {
+        const pending = rejected(raw('SELECT pg_sleep(5)'));
+        const watcher = new pg.Client({ connectionString: server!.urlFor('stopped') });
+        watcher.on('error', () => undefined);
+        await watcher.connect();
+        try {
+          await fn(await runningQuery(watcher));
+        } finally {
+          await watcher.end().catch(() => undefined);
+        }
+        return pending;
+      }
+
+      it('a backend killed without a word (no error message, the socket just closes) is a 503, and the process lives on', async () => {
+        d = new PostgresDriver({ logger: silent, env: { DATABASE_URL: server!.urlFor('stopped') }, readOnly: new PostgresReadOnlyExecutor({ logger: silent, connectionTimeoutMs: 3000 }) });
+        extra.push(d);
+        expect((await d.prepare(dataset)).refused).to.deep.equal([]);
+        expect(await raw('SELECT 1 AS one')).to.deep.equal([{ one: 1 }]);
+        // SIGKILL: the backend sends nothing; pg emits 'error' on the checked-out client at once.
+        const err = await whileSleeping(async (pid) => void process.kill(pid, 'SIGKILL'));
+        expect([err.status, err.code]).to.deep.equal([503, 'DATABASE_UNAVAILABLE']);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(uncaught).to.deep.equal([]);
+        // The server restarts its sessions after a crash; then queries run again.
+        let answer: unknown;
+        for (let i = 0; i < 100 && answer === undefined; i++) {
+          answer = await raw('SELECT 4 AS four').catch(async (e: ApiError) => {
+            expect(e.status, e.message).to.equal(503);
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          });
+        }
+        expect(answer).to.deep.equal([{ four: 4 }]);
+      });
+
+      it('answers 503 when the server stops mid-query and while it is down, and recovers without a restart', async () => {
+        expect(await raw('SELECT 1 AS one')).to.deep.equal([{ one: 1 }]);
+        const port = server!.port;
+        const err = await whileSleeping(async () => {
+          await server!.stop(); // a fast shutdown: sessions are terminated
+          server = undefined;
+        });
+        expect([err.status, err.code]).to.deep.equal([503, 'DATABASE_UNAVAILABLE']);
+        expect(err.message).to.not.match(/terminat|ECONN|administrator/i);
+        const down = await rejected(raw('SELECT 2'));
+        expect([down.status, down.code]).to.deep.equal([503, 'DATABASE_UNAVAILABLE']);
+
+        server = await startEmbeddedPostgres({ dir, port });
+        expect(await raw('SELECT 3 AS three')).to.deep.equal([{ three: 3 }]);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(uncaught).to.deep.equal([]);
+      });
     });
   });
 

@@ -49,6 +49,7 @@ import { ApiError, badRequest, type ErrorDetail } from '../../engine/errors.js';
 import type { RawQuery, RawQueryOptions } from '../driver.js';
 import { skipBlockComment } from '../sql-lexing.js';
 import { quoteIdent as q } from '../sql-naming.js';
+import { GuardedClient, jsonSize } from './result-budget.js';
 import { databaseSchemaOf } from './sql.js';
 import { applicationName, tagComment } from './tags.js';
 import { recordTypes } from './types.js';
@@ -70,6 +71,21 @@ interface DatasetState {
   password: string;
   pool: pg.Pool;
 }
+
+/**
+ * Built-in functions that PUBLIC may execute by default and that have lasting effects a read-only
+ * transaction does not stop: pg_logical_emit_message (both overloads) writes its message to the
+ * WAL (a query calling it 20 times with 1 MB wrote 20 MB of WAL and reached logical-decoding
+ * consumers). Checked on PostgreSQL 17 for the others PUBLIC may execute: pg_notify (delivered
+ * only at commit, and raw queries never commit), lo_create/lo_from_bytea/lo_unlink/lo_put and
+ * writing lo_open (refused in a read-only transaction), lo_get/loread (per-object ACLs),
+ * brin_summarize_*, brin_desummarize_range, gin_clean_pending_list (owner only), replication slot
+ * functions (REPLICATION only), pg_stat_reset*, pg_switch_wal, pg_log_standby_snapshot (not
+ * PUBLIC), query_to_xml (runs queries only, read-only); txid_current/pg_current_xact_id assign a
+ * transaction id (about 40 bytes of WAL at rollback, like any write) and advisory locks last at
+ * most until the statement ends: both are left, see docs/raw-sql.md.
+ */
+export const SIDE_EFFECT_FUNCTIONS = ['pg_logical_emit_message'];
 
 /** The schema holding the read-only roles' passwords: admin only, never granted to anyone. */
 export const CREDENTIALS_SCHEMA = 'das_internal';
@@ -147,6 +163,12 @@ export class PostgresReadOnlyExecutor {
   private async setUp(dbSchema: string, adminPool: pg.Pool, previous: DatasetState | undefined): Promise<DatasetState> {
     if (dbSchema === CREDENTIALS_SCHEMA) throw new Error(`database schema "${CREDENTIALS_SCHEMA}" is reserved for the data plane`);
     const admin = await adminPool.connect();
+    // A checked-out client whose connection dies emits 'error': heard here, so the process lives
+    // on; the statement in flight fails and the client is destroyed below.
+    let connectionLost: Error | undefined;
+    const onError = (err: Error) => (connectionLost ??= err);
+    admin.on('error', onError);
+    let failure: Error | undefined;
     let role: string;
     let password: string;
     try {
@@ -196,6 +218,7 @@ export class PostgresReadOnlyExecutor {
 
       await admin.query(`GRANT CONNECT ON DATABASE ${q(me.db)} TO ${R}`);
       await this.lockDownPublicSchema(admin, role);
+      await this.lockDownFunctions(admin, role, me.db, me.super);
       const schemaExists = (await admin.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [dbSchema])).rowCount;
       if (schemaExists) {
         const S = q(dbSchema);
@@ -207,10 +230,12 @@ export class PostgresReadOnlyExecutor {
       }
       await admin.query('COMMIT');
     } catch (err) {
-      await admin.query('ROLLBACK').catch(() => undefined);
+      failure = err as Error;
+      if (!connectionLost) await admin.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      admin.release();
+      admin.release(connectionLost ?? (failure && isConnectionFailure(failure) ? failure : undefined));
+      admin.removeListener('error', onError);
     }
     if (previous && previous.role === role && previous.password === password) return previous;
     if (previous) void previous.pool.end().catch(() => undefined);
@@ -253,6 +278,35 @@ export class PostgresReadOnlyExecutor {
     }
   }
 
+  /**
+   * Takes EXECUTE on the built-in functions with lasting side effects that a read-only transaction
+   * does not stop (SIDE_EFFECT_FUNCTIONS) away from PUBLIC, in this database, when the admin is a
+   * superuser (only the functions' owner can); otherwise it logs the statement for an operator.
+   */
+  private async lockDownFunctions(admin: pg.PoolClient, role: string, database: string, superuser: boolean): Promise<void> {
+    const found = await admin.query<{ signature: string }>(
+      `SELECT format('pg_catalog.%I(%s)', p.proname, oidvectortypes(p.proargtypes)) AS signature
+         FROM pg_proc p
+        WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.proname = ANY($2) AND has_function_privilege($1, p.oid, 'EXECUTE')
+        ORDER BY 1`,
+      [role, SIDE_EFFECT_FUNCTIONS],
+    );
+    const open = found.rows.map((r) => r.signature);
+    if (!open.length) return;
+    if (superuser) {
+      for (const fn of open) {
+        await admin.query(`REVOKE EXECUTE ON FUNCTION ${fn} FROM PUBLIC`);
+        await admin.query(`REVOKE EXECUTE ON FUNCTION ${fn} FROM ${q(role)}`);
+      }
+      return;
+    }
+    const statement = `REVOKE EXECUTE ON FUNCTION ${open.join(', ')} FROM PUBLIC;`;
+    this.options.logger?.warn(
+      { role, database, functions: open, run: statement },
+      `raw SQL queries of this database can call ${open.join(', ')}, which write to the WAL even in a read-only transaction; as a superuser, in database "${database}", run: ${statement}`,
+    );
+  }
+
   private openPool(adminPool: pg.Pool, role: string, password: string): pg.Pool {
     // The admin pool's resolved target (URL, PG* variables and defaults, as pg resolves them).
     const target = new pg.Client(adminPool.options as pg.ClientConfig);
@@ -270,6 +324,7 @@ export class PostgresReadOnlyExecutor {
       connectionTimeoutMillis: this.options.connectionTimeoutMs ?? 10000,
       application_name: 'data-access-raw-sql',
       types: rawTypes,
+      Client: GuardedClient,
     });
     pool.on('error', (err) => this.options.logger?.warn({ err: err.message, role }, 'idle read-only PostgreSQL connection failed'));
     return pool;
@@ -283,7 +338,7 @@ export class PostgresReadOnlyExecutor {
       return await (existing ?? this.schedulePrepare(dataset, adminPool));
     } catch (err) {
       this.options.logger?.error({ err: (err as Error).message, dataset: dataset.id }, 'could not prepare the read-only role');
-      throw unavailable();
+      throw isConnectionFailure(err) ? databaseUnavailable() : unavailable();
     }
   }
 
@@ -299,65 +354,118 @@ export class PostgresReadOnlyExecutor {
           this.options.logger?.warn({ code, role: state.role }, 'read-only login failed; preparing the role again');
           try {
             state = await this.schedulePrepare(dataset, adminPool);
-          } catch {
-            throw unavailable();
+          } catch (prepareErr) {
+            throw isConnectionFailure(prepareErr) ? databaseUnavailable() : unavailable();
           }
           continue;
         }
         this.options.logger?.error({ err: (err as Error).message, code, role: state.role }, 'no read-only PostgreSQL connection');
         if (/timeout/i.test((err as Error).message) && !code) throw new ApiError(503, 'RAW_SQL_BUSY', 'all raw SQL connections of this dataset are busy; try again shortly');
-        throw unavailable();
+        throw isConnectionFailure(err) ? databaseUnavailable() : unavailable();
       }
     }
   }
 
   async query(dataset: DatasetConfig, adminPool: pg.Pool, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]> {
     const { rowLimit, timeoutMs } = options;
-    if (!Number.isSafeInteger(rowLimit) || rowLimit < 1) throw new Error(`rowLimit must be a positive integer, got ${rowLimit}`);
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new Error(`timeoutMs must be a positive integer, got ${timeoutMs}`);
+    const maxBytes = options.maxBytes ?? DEFAULT_MAX_RESULT_BYTES;
+    for (const [name, value] of Object.entries({ rowLimit, timeoutMs, maxBytes })) {
+      if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${value}`);
+    }
     const client = await this.connect(dataset, adminPool);
+    // A checked-out pg client emits 'error' when its connection dies (server stopped, network
+    // lost); unheard, that event would end the process. The query itself fails too, and is
+    // answered below.
+    let connectionLost: Error | undefined;
+    const onError = (err: Error) => {
+      connectionLost ??= err;
+      this.options.logger?.warn({ err: err.message, dataset: dataset.id }, 'read-only PostgreSQL connection lost during a raw query');
+    };
+    client.on('error', onError);
+    const guard = (client as unknown as GuardedClient).frames;
     let reusable = true;
+    let rowsSeen = 0;
+    const prefix = `${tagComment(options)}DECLARE ${CURSOR} NO SCROLL CURSOR FOR `;
     try {
       await client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeoutMs}`);
       if (options.tags) await client.query("SELECT set_config('application_name', $1, true)", [applicationName(options)]);
-      const prefix = `${tagComment(options)}DECLARE ${CURSOR} NO SCROLL CURSOR FOR `;
-      try {
-        // queryMode 'extended' even without values: the simple protocol would run `…; DELETE …`.
-        await client.query({ text: prefix + query.text, values: query.values, queryMode: 'extended' } as pg.QueryConfig);
-        const result = await client.query(`FETCH FORWARD ${rowLimit + 1} FROM ${CURSOR}`);
-        const names = result.fields.map((f) => f.name);
-        const duplicates = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
-        if (duplicates.length) {
-          throw badRequest('DUPLICATE_COLUMN_NAMES', `the result has several columns named ${duplicates.map((d) => `"${d}"`).join(', ')}; give each column a distinct alias`, [
-            { path: '$.sql', message: 'duplicate column names', columns: duplicates },
-          ]);
-        }
-        if (result.rows.length > rowLimit) {
-          throw badRequest('ROW_LIMIT_EXCEEDED', `the query returns more than ${rowLimit} rows, the raw SQL row limit; narrow it (WHERE, LIMIT) or aggregate`, [
-            { path: '$.sql', message: `more than ${rowLimit} rows`, rowLimit },
-          ]);
-        }
-        return result.rows;
-      } catch (err) {
-        if (err instanceof ApiError) throw err;
-        if (!(err instanceof pg.DatabaseError)) {
-          reusable = false;
-          throw err;
-        }
+      // No single message (a row, or an error repeating a huge value) may exceed the budget.
+      guard.arm(maxBytes);
+      // queryMode 'extended' even without values: the simple protocol would run `…; DELETE …`.
+      await client.query({ text: prefix + query.text, values: query.values, queryMode: 'extended' } as pg.QueryConfig);
+      const { rows, fields } = await this.fetch(client, rowLimit, maxBytes, (n) => (rowsSeen = n));
+      guard.disarm();
+      const names = fields.map((f) => f.name);
+      const duplicates = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
+      if (duplicates.length) {
+        throw badRequest('DUPLICATE_COLUMN_NAMES', `the result has several columns named ${duplicates.map((d) => `"${d}"`).join(', ')}; give each column a distinct alias`, [
+          { path: '$.sql', message: 'duplicate column names', columns: duplicates },
+        ]);
+      }
+      if (rows.length > rowLimit) {
+        throw badRequest('ROW_LIMIT_EXCEEDED', `the query returns more than ${rowLimit} rows, the raw SQL row limit; narrow it (WHERE, LIMIT) or aggregate`, [
+          { path: '$.sql', message: `more than ${rowLimit} rows`, rowLimit },
+        ]);
+      }
+      return rows;
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      if (guard.tripped) {
+        reusable = false;
+        throw resultTooLarge(maxBytes, rowsSeen, guard.tripped);
+      }
+      if (err instanceof pg.DatabaseError) {
         const mapped = toRawSqlError(err, query.text, [...prefix].length, timeoutMs);
         if (mapped.status >= 500) reusable = false;
         throw mapped;
       }
+      reusable = false;
+      if (connectionLost || isConnectionFailure(err)) throw databaseUnavailable();
+      throw err;
     } finally {
+      guard.disarm();
       try {
-        if (!reusable) throw new Error('connection in doubt');
+        if (!reusable || connectionLost) throw new Error('connection in doubt');
         await client.query('ROLLBACK');
         await client.query('DISCARD ALL');
         client.release();
-      } catch {
-        client.release(true);
+      } catch (err) {
+        // Destroyed, never reused.
+        client.release(err instanceof Error ? err : true);
       }
+      client.removeListener('error', onError);
     }
+  }
+
+  /**
+   * FETCHes the cursor's rows (at most rowLimit + 1) one by one as they arrive, adding up their
+   * JSON size: the first row that takes the total past maxBytes ends the connection (the guard),
+   * so the rows are never all in memory first.
+   */
+  private fetch(client: pg.PoolClient, rowLimit: number, maxBytes: number, progress: (rows: number) => void): Promise<{ rows: Record<string, unknown>[]; fields: pg.FieldDef[] }> {
+    const guard = (client as unknown as GuardedClient).frames;
+    return new Promise((resolve, reject) => {
+      const rows: Record<string, unknown>[] = [];
+      let keyBytes: number | undefined;
+      let bytes = 2;
+      const fetch = client.query(new pg.Query(`FETCH FORWARD ${rowLimit + 1} FROM ${CURSOR}`));
+      fetch.on('row', (row: Record<string, unknown>) => {
+        if (guard.tripped) return;
+        // Per row: braces, a comma, and per column its quoted key, a colon and a comma.
+        keyBytes ??= Object.keys(row).reduce((sum, name) => sum + name.length + 4, 3);
+        bytes += keyBytes;
+        for (const key in row) bytes += jsonSize(row[key]);
+        if (bytes > maxBytes) {
+          guard.trip('the rows');
+          return;
+        }
+        rows.push(row);
+        progress(rows.length);
+      });
+      fetch.on('error', reject);
+      // The rest of the answer may have been in the chunk that tripped the guard: still refused.
+      fetch.on('end', (result: pg.QueryResult) => (guard.tripped ? reject(new Error(`raw query result refused: ${guard.tripped}`)) : resolve({ rows, fields: result.fields })));
+    });
   }
 
   async close(): Promise<void> {
@@ -386,6 +494,30 @@ const rawTypes = {
 };
 
 const unavailable = () => new ApiError(503, 'RAW_SQL_UNAVAILABLE', 'the read-only connection for raw SQL is not available; try again later');
+const databaseUnavailable = () => new ApiError(503, 'DATABASE_UNAVAILABLE', 'the database could not run the query; try again later');
+
+/** Default budget for a result's JSON size (RAW_SQL_MAX_BYTES): 16 MiB. */
+export const DEFAULT_MAX_RESULT_BYTES = 16 * 1024 * 1024;
+
+function resultTooLarge(maxBytes: number, rows: number, what: string): ApiError {
+  const after = what === 'the rows' ? `after ${rows} row${rows === 1 ? '' : 's'}` : `${what} arrived after ${rows} row${rows === 1 ? '' : 's'}`;
+  return badRequest('RESULT_TOO_LARGE', `the query's result is larger than ${maxBytes} bytes, the raw SQL result limit (${after}); select fewer or smaller columns, narrow it (WHERE, LIMIT) or aggregate`, [
+    { path: '$.sql', message: `result larger than ${maxBytes} bytes`, maxBytes, rows },
+  ]);
+}
+
+const NETWORK_CODES = /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ECONNABORTED)$/;
+/** pg's own messages for a connection that died or never came up (they carry no code). */
+const CONNECTION_MESSAGES = /Connection terminated|connection error|not queryable|Client was closed|Cannot use a pool after calling end/i;
+
+/** The server cannot be reached, or it ended the session (shutdown, crash, too many connections). */
+export function isConnectionFailure(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  if (err instanceof AggregateError) return err.errors.some(isConnectionFailure);
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && (NETWORK_CODES.test(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300')) return true;
+  return typeof message === 'string' && CONNECTION_MESSAGES.test(message);
+}
 
 /** 1-based character position of the statement's first token (after blanks and comments). */
 export function firstTokenPosition(sql: string): number {
@@ -404,6 +536,10 @@ export function firstTokenPosition(sql: string): number {
 
 const WRITE_KEYWORDS = /^(insert|update|delete|merge)\b/i;
 
+/** Longest database message passed on, in characters. */
+const MAX_MESSAGE = 2000;
+const clip = (message: string) => (message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}… (${message.length - MAX_MESSAGE} more characters)` : message);
+
 /**
  * Maps an error PostgreSQL raised for the caller's statement to an ApiError. What the SQL text can
  * cause is a 4xx carrying PostgreSQL's own message (and position, hint, SQLSTATE); connection and
@@ -414,9 +550,11 @@ export function toRawSqlError(err: pg.DatabaseError, statement: string, prefixCh
   const cls = code.slice(0, 2);
   const raw = Number(err.position);
   const position = Number.isInteger(raw) && raw - prefixChars >= 1 ? raw - prefixChars : undefined;
+  // PostgreSQL repeats a bad input value in full in its message ("invalid input syntax … 'xxxx…'").
+  const text = clip(err.message);
   const detail: ErrorDetail = {
     path: '$.sql',
-    message: err.message,
+    message: text,
     sqlState: code,
     ...(position !== undefined ? { position } : {}),
     ...(err.hint ? { hint: err.hint } : {}),
@@ -426,35 +564,35 @@ export function toRawSqlError(err: pg.DatabaseError, statement: string, prefixCh
 
   const readOnly = code === '25006' || (cls === '25' && /read-write|read-only/i.test(err.message)) || (code === '0A000' && /data-modifying/i.test(err.message));
   if (readOnly) {
-    return fail(400, 'READ_ONLY_VIOLATION', `the raw SQL connection is read-only: ${err.message}`);
+    return fail(400, 'READ_ONLY_VIOLATION', `the raw SQL connection is read-only: ${text}`);
   }
-  if (code === '42501') return fail(403, 'PERMISSION_DENIED', `the raw SQL role may only read this dataset's tables: ${err.message}`);
+  if (code === '42501') return fail(403, 'PERMISSION_DENIED', `the raw SQL role may only read this dataset's tables: ${text}`);
   if (code === '42601') {
     if (/multiple commands/i.test(err.message)) return fail(400, 'MULTIPLE_STATEMENTS', 'send exactly one statement (no ";"-separated list)');
     const chars = [...statement];
     const word = position !== undefined ? chars.slice(position - 1, position + 9).join('') : '';
     if (position !== undefined && (position === firstTokenPosition(statement) || WRITE_KEYWORDS.test(word))) {
-      return fail(400, 'NOT_A_QUERY', `only queries can be run (SELECT, VALUES, TABLE, WITH … SELECT): ${err.message}${at}`);
+      return fail(400, 'NOT_A_QUERY', `only queries can be run (SELECT, VALUES, TABLE, WITH … SELECT): ${text}${at}`);
     }
-    return fail(400, 'SQL_SYNTAX_ERROR', `${err.message}${at}`);
+    return fail(400, 'SQL_SYNTAX_ERROR', `${text}${at}`);
   }
-  if (code === '42P01') return fail(400, 'UNDEFINED_TABLE', `${err.message}${at}`);
-  if (code === '42703') return fail(400, 'UNDEFINED_COLUMN', `${err.message}${at}`);
-  if (code === '42883') return fail(400, 'UNDEFINED_FUNCTION', `${err.message}${at}`);
-  if (cls === '42') return fail(400, 'INVALID_SQL', `${err.message}${at}`);
+  if (code === '42P01') return fail(400, 'UNDEFINED_TABLE', `${text}${at}`);
+  if (code === '42703') return fail(400, 'UNDEFINED_COLUMN', `${text}${at}`);
+  if (code === '42883') return fail(400, 'UNDEFINED_FUNCTION', `${text}${at}`);
+  if (cls === '42') return fail(400, 'INVALID_SQL', `${text}${at}`);
   if (code === '57014') {
     if (/statement timeout/i.test(err.message)) return fail(400, 'QUERY_TIMEOUT', `the query ran longer than the raw SQL time limit of ${timeoutMs} ms`);
     return fail(503, 'QUERY_CANCELED', 'the query was canceled by the database; try again');
   }
-  if (code === '22012') return fail(400, 'DIVISION_BY_ZERO', err.message);
-  if (cls === '22') return fail(400, 'DATA_EXCEPTION', err.message);
-  if (cls === '0A') return fail(400, 'SQL_NOT_SUPPORTED', err.message);
-  if (cls === '40') return fail(409, 'QUERY_CONFLICT', `${err.message}; try again`);
+  if (code === '22012') return fail(400, 'DIVISION_BY_ZERO', text);
+  if (cls === '22') return fail(400, 'DATA_EXCEPTION', text);
+  if (cls === '0A') return fail(400, 'SQL_NOT_SUPPORTED', text);
+  if (cls === '40') return fail(409, 'QUERY_CONFLICT', `${text}; try again`);
   if (code === '53300' || cls === '57' || cls === '58' || code === 'XX001' || code === 'XX002' || (cls === '08' && code !== '08P01')) {
     return new ApiError(503, 'DATABASE_UNAVAILABLE', 'the database could not run the query; try again later');
   }
-  if (cls === '53' || cls === '54') return fail(400, 'RESOURCE_LIMIT_EXCEEDED', err.message);
+  if (cls === '53' || cls === '54') return fail(400, 'RESOURCE_LIMIT_EXCEEDED', text);
   // Everything else the statement can raise: cardinality, routine and trigger exceptions,
   // RAISE from a function, lock and object-state errors, internal errors reached through SQL.
-  return fail(400, 'SQL_ERROR', err.message);
+  return fail(400, 'SQL_ERROR', text);
 }
