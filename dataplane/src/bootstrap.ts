@@ -12,6 +12,7 @@ import { firewallBodyMiddleware, firewallMiddleware, type FirewallConfig } from 
 import type { AppDeps } from './http/app.js';
 import { startDataPlane, type ConfigSource, type DataPlane } from './server.js';
 import { servingLimits } from './env-settings.js';
+import { loadPageTokenKey, PageTokens } from './engine/page-token.js';
 
 export interface BootstrapOptions {
   logger: Logger;
@@ -50,6 +51,8 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     });
   };
 
+  // Before serving: a bad DAS_PAGE_TOKEN_KEY stops the start instead of failing list requests.
+  const pageTokens = new PageTokens(loadPageTokenKey(options.dataDir, options.env ?? process.env));
   const limits = servingLimits(options.env);
   const dataPlane = await startDataPlane({
     bodyBudgetBytes: limits.bodyBudgetBytes,
@@ -70,5 +73,6 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     readOnly: new PostgresReadOnlyExecutor({ logger: options.logger.child({ component: 'raw-sql' }) }),
     extraRoutes,
   });
+  dataPlane.engine.pageTokens = pageTokens;
   return dataPlane;
 }

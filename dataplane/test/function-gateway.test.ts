@@ -127,7 +127,7 @@ describe('function gateway (service-E-function-service-gateway)', function () {
   it('reports bad payloads, unknown executors and operations not yet available in status.code', async () => {
     expect((await invoke({ operation: 'create', dataset, data: {} })).status).to.deep.include({ code: 400 });
     expect((await invoke({ operation: 'fly', dataset })).status.code).to.equal(400);
-    expect((await invoke({ operation: 'list', dataset, schema: 'demo.Person' })).status.code).to.equal(501);
+    expect((await invoke({ operation: 'query', dataset, data: { schema: 'demo.PeopleInPostcode' } })).status.code).to.equal(501);
     const executor = await invoke({ operation: 'get', dataset, schema: 'demo.Company', id: 'fg-b1', executor: { id: 'nope' } });
     expect(executor.status.code).to.equal(400);
     expect(executor.data.code).to.equal('UNKNOWN_EXECUTOR');
@@ -149,7 +149,7 @@ describe('function gateway (service-E-function-service-gateway)', function () {
       expectInvalid(await invoke({ operation: 'list', dataset, schema: 'demo.Person', bogus: true }), '$.bogus');
       expectInvalid(await invoke({ operation: 'list', dataset, schema: 'demo.Person', executor: { id: '' } }), '$.executor.id');
       expectInvalid(await invoke({ operation: 'query', dataset: { id: 'demo', name: 'x' }, data: {} }), '$.dataset.name');
-      expect((await invoke({ operation: 'link', dataset, schema: 'demo.Person', id: 'x', link: 'employer', limit: 5 })).status.code).to.equal(501);
+      expect((await invoke({ operation: 'transaction', dataset, data: {} })).status.code).to.equal(501);
     });
 
     it('wrong types and values of known fields', async () => {

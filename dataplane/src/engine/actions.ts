@@ -45,7 +45,25 @@ export interface BatchAction {
   actions: Record<string, WriteAction>;
   order: string[];
 }
-export type StructuredAction = SingleAction | BatchAction;
+/** A page of a schema's records (list), or of the records a link leads to (link). */
+export interface PageRequest {
+  filter?: string;
+  sort?: string;
+  limit?: number;
+  nextToken?: string;
+  expand: string[];
+}
+export interface ListAction extends PageRequest {
+  kind: 'list';
+  schema: string;
+}
+export interface LinkAction extends PageRequest {
+  kind: 'link';
+  schema: string;
+  id: string;
+  link: string;
+}
+export type StructuredAction = SingleAction | BatchAction | ListAction | LinkAction;
 
 const ACTION_FIELDS: Record<string, { required: string[]; optional: string[] }> = {
   read: { required: ['schema', 'id'], optional: ['version', 'expand', 'projection', 'consistency', 'linkConsistency'] },
@@ -53,6 +71,8 @@ const ACTION_FIELDS: Record<string, { required: string[]; optional: string[] }> 
   update: { required: ['schema', 'id', 'data'], optional: ['expand', 'projection', 'consistency', 'expressions', 'mode'] },
   delete: { required: ['schema', 'id'], optional: ['consistency'] },
   batch: { required: ['actions'], optional: [] },
+  list: { required: ['schema'], optional: ['filter', 'sort', 'limit', 'nextToken', 'expand'] },
+  link: { required: ['schema', 'id', 'link'], optional: ['filter', 'sort', 'limit', 'nextToken', 'expand'] },
 };
 export const MAX_BATCH_ACTIONS = 1000;
 const MAX_ID_LENGTH = 512;
@@ -172,8 +192,39 @@ function parseSingle(kind: string, args: Record<string, unknown>, path: string):
   }
 }
 
+/** Longest filter or sort text, and nextToken, accepted in a request (model/filter.ts has the same filter limit). */
+const MAX_PAGE_TEXT = 8192;
+
+function optionalText(args: Record<string, unknown>, key: string, path: string): string | undefined {
+  if (args[key] === undefined) return undefined;
+  return str(args, key, path, MAX_PAGE_TEXT);
+}
+
+/** `limit` as the caller gave it; its range (1 to the maximum page) is the engine's to check. */
+function limitOf(args: Record<string, unknown>, path: string): number | undefined {
+  const value = args.limit;
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value)) throw badRequest('INVALID_LIMIT', '"limit" must be a whole number', [{ path: `${path}.limit`, message: 'must be an integer' }]);
+  return value as number;
+}
+
+function parsePage(kind: 'list' | 'link', args: Record<string, unknown>, path: string): ListAction | LinkAction {
+  checkFields(kind, args, path);
+  const page: PageRequest = {
+    filter: optionalText(args, 'filter', path),
+    sort: optionalText(args, 'sort', path),
+    limit: limitOf(args, path),
+    nextToken: optionalText(args, 'nextToken', path),
+    expand: nameList(args.expand, `${path}.expand`, 'expand'),
+  };
+  const schema = str(args, 'schema', path, 255);
+  if (kind === 'list') return { kind, schema, ...page };
+  return { kind, schema, id: str(args, 'id', path), link: str(args, 'link', path, 255), ...page };
+}
+
 export function parseStructuredRequest(body: unknown): StructuredAction {
   const [kind, args] = wrapperKey(body, '$', Object.keys(ACTION_FIELDS));
+  if (kind === 'list' || kind === 'link') return parsePage(kind, args, `$.${kind}`);
   if (kind !== 'batch') return parseSingle(kind, args, `$.${kind}`);
   checkFields('batch', args, '$.batch');
   if (!isObject(args.actions)) throw badRequest('INVALID_FIELD', '"actions" must be a map of names to actions', [{ path: '$.batch.actions', message: 'must be an object' }]);

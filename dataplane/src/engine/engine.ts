@@ -7,7 +7,9 @@ import type { Logger } from 'pino';
 import type { Consistency, DatasetConfig } from '../../../model/types.js';
 import type { ConfigStore } from '../config/store.js';
 import type { LocationDriver, OpResult, StatementContext, StoredRecord, WriteOp } from '../drivers/driver.js';
-import type { BatchAction, ReadAction, SingleAction, StructuredAction, WriteAction } from './actions.js';
+import type { BatchAction, LinkAction, ListAction, ReadAction, SingleAction, StructuredAction, WriteAction } from './actions.js';
+import { linkPage, listPage, type FieldPath, type ListDeps, type Page } from './lists.js';
+import { PageTokens } from './page-token.js';
 import { AsyncWriter, type AsyncWriterOptions } from './async-writes.js';
 import { effectiveConsistency, isAtomic } from './consistency.js';
 import { ApiError, badRequest } from './errors.js';
@@ -26,6 +28,11 @@ export type DriverRegistry = (dataset: DatasetConfig) => LocationDriver;
 export class RecordEngine {
   /** Background (ASYNC) writes; shutdown drains them. */
   readonly asyncWrites: AsyncWriter;
+  /**
+   * Signs and checks list/link page tokens. The process wiring (bootstrap.ts) sets the shared key;
+   * without it the key is process-local and tokens do not outlive the process.
+   */
+  pageTokens: PageTokens | undefined;
 
   constructor(
     private readonly configs: ConfigStore,
@@ -58,8 +65,27 @@ export class RecordEngine {
     return record;
   }
 
+  /** A page of a schema's records: `{items, nextToken?}` (lists.ts). */
+  list(dataset: DatasetConfig, action: Omit<ListAction, 'kind'>, ctx?: StatementContext, at: FieldPath = (f) => `$.list.${f}`): Promise<Page<ApiRecord>> {
+    return listPage(this.listDeps, dataset, action, at, ctx);
+  }
+
+  /** A page of the records a link of one record leads to (lists.ts). */
+  link(dataset: DatasetConfig, action: Omit<LinkAction, 'kind'>, ctx?: StatementContext, at: FieldPath = (f) => `$.link.${f}`): Promise<Page<ApiRecord>> {
+    return linkPage(this.listDeps, dataset, action, at, ctx);
+  }
+
+  private readonly listDeps: ListDeps<ApiRecord> = {
+    driver: (dataset) => this.driver(dataset),
+    tokens: () => (this.pageTokens ??= PageTokens.ephemeral()),
+    expandFields: (dataset, schema, names, path) => this.expandFields(dataset, schema, names, path),
+    present: (dataset, stored, expand, ctx) => this.present(dataset, stored, expand, undefined, ctx),
+  };
+
   async execute(dataset: DatasetConfig, action: StructuredAction, ctx?: StatementContext): Promise<EngineResult> {
     if (action.kind === 'read') return { status: 200, body: await this.read(dataset, action, ctx) };
+    if (action.kind === 'list') return { status: 200, body: await this.list(dataset, action, ctx) };
+    if (action.kind === 'link') return { status: 200, body: await this.link(dataset, action, ctx) };
     if (action.kind === 'batch') return this.batch(dataset, action, ctx);
     const path = `$.${action.kind}`;
     const op = this.toOp(dataset, action, path);

@@ -47,7 +47,7 @@ export class PageTokens {
   ) {
     if (key.length < MIN_KEY_BYTES) throw new Error(`a page-token key needs at least ${MIN_KEY_BYTES} bytes`);
     this.ttlMs = options.ttlMs ?? DEFAULT_TOKEN_TTL_MS;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? (() => Date.now());
   }
 
   /** A process-local key: tokens do not survive a restart or reach another replica (tests, embedded use). */

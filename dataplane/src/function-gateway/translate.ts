@@ -2,7 +2,7 @@
  * The function gateway's payloads, translated to the internal REST API and back. Pure: an
  * invocation in, the REST request to make out; the REST response in, the function's result out.
  *
- * Operations served: create, update (replace), patch (merge), delete, get, batch. `link`, `list`,
+ * Operations served: create, update (replace), patch (merge), delete, get, batch, list, link.
  * `query` and `transaction` answer 501 until the record engine has them (their fields are still
  * checked by name, and the common ones by value).
  *
@@ -50,8 +50,8 @@ export class InvocationError extends Error {
   }
 }
 
-const RECORD_OPERATIONS = ['create', 'update', 'patch', 'delete', 'get', 'batch'] as const;
-const NOT_YET = ['link', 'list', 'query', 'transaction'] as const;
+const RECORD_OPERATIONS = ['create', 'update', 'patch', 'delete', 'get', 'batch', 'link', 'list'] as const;
+const NOT_YET = ['query', 'transaction'] as const;
 const OPERATIONS = [...RECORD_OPERATIONS, ...NOT_YET] as const;
 type Operation = (typeof OPERATIONS)[number];
 type RecordOperation = (typeof RECORD_OPERATIONS)[number];
@@ -161,6 +161,23 @@ function dataOf(payload: Json, path: string): Json {
   return data;
 }
 
+/** list and link: filter and sort are strings, limit a whole number, nextToken the previous page's token. */
+function pageFields(payload: Json, path: string): Json {
+  const fields: Json = {};
+  for (const key of ['filter', 'sort', 'nextToken']) {
+    const value = own(payload, key);
+    if (value === undefined) continue;
+    if (typeof value !== 'string' || value === '') throw invalid(at(path, key), 'must be a non-empty string');
+    fields[key] = value;
+  }
+  const limit = own(payload, 'limit');
+  if (limit !== undefined) {
+    if (!Number.isInteger(limit)) throw invalid(at(path, 'limit'), 'must be a whole number', 'INVALID_LIMIT');
+    fields.limit = limit;
+  }
+  return fields;
+}
+
 /** One record operation as the structured REST action it stands for: `{create: {…}}` and so on. */
 function toAction(payload: Json, operation: RecordOperation, path: string, defaultConsistency?: string): { kind: string; args: Json } {
   const schema = nonEmptyString(payload, 'schema', path);
@@ -191,6 +208,10 @@ function toAction(payload: Json, operation: RecordOperation, path: string, defau
       return { kind: 'delete', args: { schema, id: nonEmptyString(payload, 'id', path), ...optional } };
     case 'get':
       return { kind: 'read', args: { schema, id: nonEmptyString(payload, 'id', path), ...optional } };
+    case 'list':
+      return { kind: 'list', args: { schema, ...pageFields(payload, path), ...optional } };
+    case 'link':
+      return { kind: 'link', args: { schema, id: nonEmptyString(payload, 'id', path), link: nonEmptyString(payload, 'link', path), ...pageFields(payload, path), ...optional } };
     default:
       throw invalid(at(path, 'operation'), `"${operation}" cannot be used here`);
   }

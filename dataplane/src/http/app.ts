@@ -152,6 +152,29 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     sendJson(x.res, 200, record);
   };
 
+  /** GET list and link pages: filter, sort, limit, nextToken and expand as query parameters. */
+  const page = (kind: 'list' | 'link'): Handler => async (x, d) => {
+    const query = x.query;
+    const accepted = ['filter', 'sort', 'limit', 'nextToken', 'expand'];
+    for (const key of Object.keys(query)) {
+      if (!accepted.includes(key)) {
+        throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; accepted: ${accepted.join(', ')}`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
+      }
+      if (typeof query[key] !== 'string') throw badRequest('INVALID_PARAMETER', `query parameter "${key}" must be given once`, [{ path: `query:${key}`, message: 'repeated' }]);
+    }
+    const text = (key: string) => query[key] as string | undefined;
+    let limit: number | undefined;
+    if (query.limit !== undefined) {
+      if (!/^[0-9]{1,7}$/.test(query.limit as string)) throw badRequest('INVALID_LIMIT', '"limit" must be a whole number', [{ path: 'query:limit', message: 'not a whole number' }]);
+      limit = Number(query.limit);
+    }
+    const request = { filter: text('filter'), sort: text('sort'), limit, nextToken: text('nextToken'), expand: nameList(query.expand, 'query:expand', 'expand') };
+    const at = (field: string) => `query:${field}`;
+    const [schema, id, link] = d.route.rest;
+    const result = kind === 'list' ? await deps.engine.list(d.dataset, { schema, ...request }, d.ctx, at) : await deps.engine.link(d.dataset, { schema, id, link, ...request }, d.ctx, at);
+    sendJson(x.res, 200, result);
+  };
+
   const structured: Handler = async (x, d) => {
     const result = await deps.engine.execute(d.dataset, parseStructuredRequest(x.body), d.ctx);
     sendJson(x.res, result.status, result.body);
@@ -212,7 +235,9 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       if (route.authkind !== 'iam') throw rawSqlIamOnly();
       return serve(x, 'POST', rawQuery);
     }
+    if (rest.length === 1) return serve(x, 'GET,HEAD', page('list'));
     if (rest.length === 2) return serve(x, 'GET,HEAD', readOne);
+    if (rest.length === 3) return serve(x, 'GET,HEAD', page('link'));
     throw new ApiError(404, 'NOT_FOUND', `no endpoint at ${x.path.slice(0, 200)}`);
   }
 
