@@ -58,7 +58,7 @@ describe('model: manifests', () => {
       { path: '$.spec.location.defaultConsistency', message: 'must be one of "ATOMIC_ALL", "ATOMIC", "QUORUM", "EVENTUAL", "ASYNC"' },
     ]);
     expect(problemsOf(`${header}  location: {kind: iceberg, defaultConsistency: ATOMIC_ALL}\n${schemas}`)).to.deep.equal([
-      { path: '$.spec.location.defaultConsistency', message: 'ATOMIC_ALL is not available on an iceberg location (atomic per table at most: ATOMIC)' },
+      { path: '$.spec.location.defaultConsistency', message: 'ATOMIC_ALL is not available on iceberg locations (Iceberg tables on the warehouse); atomicity on an open-table (Iceberg) location is per table: use ATOMIC' },
     ]);
     expect(problemsOf(`${header}  location: {kind: iceberg, defaultConsistency: ATOMIC}\n${schemas}`)).to.deep.equal([]);
   });

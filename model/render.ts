@@ -10,13 +10,12 @@ import type {
   EnvironmentResource,
   LocationKind,
 } from './types.js';
+import { LOCATION_KIND_FACTS } from './location-kinds.js';
 
-export const DEFAULT_CONSISTENCY: Record<LocationKind, Consistency> = {
-  postgres: 'ATOMIC',
-  snowflake: 'ATOMIC',
-  iceberg: 'ATOMIC',
-  dynamodb: 'QUORUM',
-};
+/** The kinds' default levels (from the kinds' facts), for the CRD's descriptions and rendering. */
+export const DEFAULT_CONSISTENCY = Object.fromEntries(
+  Object.entries(LOCATION_KIND_FACTS).map(([kind, facts]) => [kind, facts.defaultConsistency]),
+) as Record<LocationKind, Consistency>;
 
 export const DEFAULT_ALGORITHMS = ['RS256', 'ES256'];
 

@@ -1,4 +1,5 @@
 /** ajv validation of specs, with errors that name the JSON path and the problem. */
+import { refusedConsistency } from './location-kinds.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { parseCidr } from './cidr.js';
 import { datasetSpecSchema, environmentSpecSchema, propertyDefSchema } from './json-schema.js';
@@ -70,10 +71,9 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProbl
   if (dbSchema === 'das_internal' || dbSchema?.startsWith('pg_')) {
     problems.push({ path: `${base}.location.databaseSchema`, message: `"${dbSchema}" is reserved` });
   }
-  // The spec: ATOMIC_ALL is rejected on an open-table-format location, so it cannot be its default.
-  if (spec.location.kind === 'iceberg' && spec.location.defaultConsistency === 'ATOMIC_ALL') {
-    problems.push({ path: `${base}.location.defaultConsistency`, message: 'ATOMIC_ALL is not available on an iceberg location (atomic per table at most: ATOMIC)' });
-  }
+  // A default the kind would refuse on every write (the spec: ATOMIC_ALL on an open-table format).
+  const refused = spec.location.defaultConsistency && refusedConsistency(spec.location.kind, spec.location.defaultConsistency);
+  if (refused) problems.push({ path: `${base}.location.defaultConsistency`, message: refused });
   for (const [schemaName, schema] of Object.entries(spec.schemas)) {
     const schemaPath = `${base}.schemas[${JSON.stringify(schemaName)}]`;
     const walk = (props: Record<string, import('./types.js').PropertyDef>, path: string) => {

@@ -3,6 +3,7 @@
  * location's read-only connection. The HTTP route calls executeRawQuery and sends its rows as the
  * JSON array response; every client error is an ApiError.
  */
+import { kindFacts } from '../../../model/location-kinds.js';
 import type { DatasetConfig, LocationKind } from '../../../model/types.js';
 import { ApiError } from '../engine/errors.js';
 import type { LocationDriver, StatementContext } from '../drivers/driver.js';
@@ -72,7 +73,7 @@ export async function executeRawQuery(input: RawQueryInput): Promise<Record<stri
     throw new ApiError(403, 'RAW_SQL_DISABLED', `the raw SQL endpoint is not enabled for dataset "${dataset.id}" (auth.iam.rawSqlEndpointEnabled)`);
   }
   const kind = dataset.location.kind;
-  if (kind === 'dynamodb') throw new ApiError(400, 'RAW_SQL_NOT_SUPPORTED', 'the dataset is stored in DynamoDB, which has no SQL engine for raw queries');
+  if (!kindFacts(kind).sql) throw new ApiError(400, 'RAW_SQL_NOT_SUPPORTED', `the dataset is stored in ${kindFacts(kind).title}, which has no SQL engine for raw queries`);
   const dialect = DIALECTS[kind];
   if (!dialect || !driver.rawQuery) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `raw SQL is not available yet on ${kind} locations`);
 
