@@ -208,3 +208,32 @@ describe('model: filter typing', () => {
     expect(errorOf(() => compileFilter("address.__proto__ == 'x'", person)).message).to.match(/unknown property "address.__proto__"/);
   });
 });
+
+describe('model: filter under random input', () => {
+  it('5,000 seeded random token soups: a typed filter or a FilterError with a position inside the text, nothing else', () => {
+    const pieces = ['name', 'age', 'address', '.', 'postcode', 'employer', 'id', '==', '!=', '<', '>=', '=', 'in', 'not', 'is', 'null', 'and', 'or', '(', ')', ',', "'x'", '"y', '3', '-1.5e2', 'true', '${a}', '$', '\\', '#', ' ', ' ', 'é', '\u0000'];
+    let seed = 42;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    let typed = 0;
+    for (let i = 0; i < 5000; i++) {
+      // Odd rounds: well-formed predicates joined by and/or (values of any type); even: token soup.
+      const predicate = () => `${['name', 'age', 'address.postcode', 'employer.id', 'id'][random(5)]} ${['==', '!=', '<', '>='][random(4)]} ${["'x'", '3', 'true', "'2024-01-01'"][random(4)]}`;
+      const text =
+        i % 2
+          ? Array.from({ length: 1 + random(4) }, predicate).join(random(2) ? ' and ' : ' or ')
+          : Array.from({ length: 1 + random(12) }, () => pieces[random(pieces.length)]).join(random(2) ? ' ' : '');
+      try {
+        compileFilter(text, person);
+        typed++;
+      } catch (err) {
+        expect(err, text).to.be.instanceOf(FilterError);
+        expect((err as FilterError).position, text).to.be.within(1, text.length + 1);
+      }
+    }
+    expect(typed, 'some soups are valid filters').to.be.greaterThan(0);
+  });
+});
+
