@@ -162,9 +162,15 @@ export class RecordEngine {
   /** API form of stored records, with links expanded in place of `{id}`. */
   private async present(dataset: DatasetConfig, stored: StoredRecord[], expand: Field[], projection: string[] | undefined, ctx?: StatementContext): Promise<ApiRecord[]> {
     const records = stored.map(apiForm);
-    for (const field of expand) {
+    // One read per link field, all at once; the ids are taken before any link is replaced, and
+    // the targets set in `expand` order afterwards, so the result is the same as one after another.
+    const reads = expand.map((field) => {
       const ids = [...new Set(records.map((r) => linkIdAt(r, field.path)).filter((id): id is string => id !== undefined))];
-      const targets = new Map((await this.driver(dataset).readMany(dataset, field.target!, ids, ctx)).map((t) => [t.id, t]));
+      return this.driver(dataset).readMany(dataset, field.target!, ids, ctx);
+    });
+    const targetsByField = await Promise.all(reads);
+    for (const [i, field] of expand.entries()) {
+      const targets = new Map(targetsByField[i].map((t) => [t.id, t]));
       for (const record of records) {
         const target = targets.get(linkIdAt(record, field.path) ?? '');
         if (target) setAt(record, field.path, { id: target.id, version: target.version, ...target.data });
