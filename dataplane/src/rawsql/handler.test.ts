@@ -403,8 +403,8 @@ describe('raw SQL endpoint on PostgreSQL', function () {
   });
 
   describe('limits from the environment', () => {
-    it('reads RAW_SQL_ROW_LIMIT and RAW_SQL_TIMEOUT_MS, defaulting to 10000 rows and 15 s', () => {
-      expect(rawSqlLimits({})).to.deep.equal({ rowLimit: 10000, timeoutMs: 15000, maxBytes: 16777216 });
+    it('reads RAW_SQL_ROW_LIMIT, RAW_SQL_TIMEOUT_MS and RAW_SQL_MAX_BYTES, defaulting to 10000 rows, 15 s and 8 MiB', () => {
+      expect(rawSqlLimits({})).to.deep.equal({ rowLimit: 10000, timeoutMs: 15000, maxBytes: 8388608 });
       expect(rawSqlLimits({ RAW_SQL_ROW_LIMIT: '50', RAW_SQL_TIMEOUT_MS: '2500', RAW_SQL_MAX_BYTES: '1048576' })).to.deep.equal({ rowLimit: 50, timeoutMs: 2500, maxBytes: 1048576 });
       expect(() => rawSqlLimits({ RAW_SQL_ROW_LIMIT: '0' })).to.throw(/RAW_SQL_ROW_LIMIT/);
       expect(() => rawSqlLimits({ RAW_SQL_TIMEOUT_MS: '1.5s' })).to.throw(/RAW_SQL_TIMEOUT_MS/);

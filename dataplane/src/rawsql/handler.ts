@@ -22,7 +22,7 @@ export interface RawSqlLimits {
   maxBytes: number;
 }
 
-export const DEFAULT_RAW_SQL_LIMITS: RawSqlLimits = { rowLimit: 10000, timeoutMs: 15000, maxBytes: 16 * 1024 * 1024 };
+export const DEFAULT_RAW_SQL_LIMITS: RawSqlLimits = { rowLimit: 10000, timeoutMs: 15000, maxBytes: 8 * 1024 * 1024 };
 
 /** Limits from RAW_SQL_ROW_LIMIT, RAW_SQL_TIMEOUT_MS and RAW_SQL_MAX_BYTES; a value that is not a positive integer is a startup error. */
 export function rawSqlLimits(env: NodeJS.ProcessEnv = process.env): RawSqlLimits {

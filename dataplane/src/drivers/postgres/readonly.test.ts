@@ -203,6 +203,9 @@ describe('PostgreSQL read-only executor', function () {
       expect(await run(ro, d, 'SELECT 1 AS one', 100)).to.deep.equal([{ one: 1 }]);
       expect(await run(ro, d, "SELECT repeat('y', 50) AS v FROM generate_series(1, 3)", 200)).to.have.length(3);
       expect((await rejected(run(ro, d, "SELECT repeat('y', 50) AS v FROM generate_series(1, 4)", 200))).code).to.equal('RESULT_TOO_LARGE');
+      // Counted in UTF-8 bytes: 'é' takes two.
+      expect(await run(ro, d, "SELECT repeat('x', 30) AS v FROM generate_series(1, 3)", 200)).to.have.length(3);
+      expect((await rejected(run(ro, d, "SELECT repeat('é', 30) AS v FROM generate_series(1, 3)", 200))).code).to.equal('RESULT_TOO_LARGE');
     });
 
     it('refuses one enormous value before the process reads it', async () => {
@@ -367,6 +370,16 @@ describe('PostgreSQL read-only executor', function () {
         { a: "x'; DROP TABLE demo.demo_company; --", b: 42 },
       ]);
       expect(await sql('SELECT count(*)::int AS n FROM demo.demo_company')).to.deep.equal([{ n: 1 }]);
+    });
+
+    it('runs at most maxConcurrentQueries at once in the process, all datasets together; a query waiting too long is a 503 RAW_SQL_BUSY', async () => {
+      const { ro, d } = replica({ maxConcurrentQueries: 1, connectionTimeoutMs: 300 });
+      const otherDataset = demoDataset({ id: 'other', databaseSchema: 'other', schemas: { 'other.Secret': { properties: { value: { type: 'string' } } } } });
+      const slow = ro.query(dataset, d.pool(dataset), { text: 'SELECT pg_sleep(1)::text AS slept', values: [] }, OPTIONS);
+      const err = await rejected(ro.query(otherDataset, d.pool(otherDataset), { text: 'SELECT 1', values: [] }, OPTIONS));
+      expect([err.status, err.code]).to.deep.equal([503, 'RAW_SQL_BUSY']);
+      expect(await slow).to.deep.equal([{ slept: '' }]);
+      expect(await ro.query(otherDataset, d.pool(otherDataset), { text: 'SELECT 2 AS two', values: [] }, OPTIONS)).to.deep.equal([{ two: 2 }]);
     });
 
     it('503 after close', async () => {

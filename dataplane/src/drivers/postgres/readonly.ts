@@ -49,7 +49,7 @@ import { ApiError, badRequest, type ErrorDetail } from '../../engine/errors.js';
 import type { RawQuery, RawQueryOptions } from '../driver.js';
 import { skipBlockComment } from '../sql-lexing.js';
 import { quoteIdent as q } from '../sql-naming.js';
-import { GuardedClient, jsonSize } from './result-budget.js';
+import { GuardedClient, jsonSize, Slots } from './result-budget.js';
 import { databaseSchemaOf } from './sql.js';
 import { applicationName, tagComment } from './tags.js';
 import { recordTypes } from './types.js';
@@ -58,6 +58,12 @@ export interface ReadOnlyExecutorOptions {
   logger?: Logger;
   /** Connections per dataset (per data-plane replica). Default 4. */
   poolSize?: number;
+  /**
+   * Raw queries running at once in this process, all datasets together. Default 4. With the result
+   * budget (maxBytes) this bounds the memory raw SQL answers take: each holds its rows, then their
+   * JSON text while it is sent.
+   */
+  maxConcurrentQueries?: number;
   /** How long a query waits for a free connection before a 503. Default 10 s. */
   connectionTimeoutMs?: number;
   /** The role's statement_timeout default: a ceiling should a session skip SET LOCAL. Default 60 s. */
@@ -113,8 +119,11 @@ export class PostgresReadOnlyExecutor {
   /** Per admin pool (one per database URL), per database schema. */
   private readonly states = new Map<pg.Pool, Map<string, Promise<DatasetState>>>();
   private closed = false;
+  private readonly slots: Slots;
 
-  constructor(private readonly options: ReadOnlyExecutorOptions = {}) {}
+  constructor(private readonly options: ReadOnlyExecutorOptions = {}) {
+    this.slots = new Slots(options.maxConcurrentQueries ?? 4);
+  }
 
   /**
    * Creates or repairs the dataset's read-only role and grants; called after the dataset's DDL.
@@ -360,7 +369,7 @@ export class PostgresReadOnlyExecutor {
           continue;
         }
         this.options.logger?.error({ err: (err as Error).message, code, role: state.role }, 'no read-only PostgreSQL connection');
-        if (/timeout/i.test((err as Error).message) && !code) throw new ApiError(503, 'RAW_SQL_BUSY', 'all raw SQL connections of this dataset are busy; try again shortly');
+        if (/timeout/i.test((err as Error).message) && !code) throw busy();
         throw isConnectionFailure(err) ? databaseUnavailable() : unavailable();
       }
     }
@@ -372,6 +381,16 @@ export class PostgresReadOnlyExecutor {
     for (const [name, value] of Object.entries({ rowLimit, timeoutMs, maxBytes })) {
       if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${value}`);
     }
+    if (!(await this.slots.acquire(this.options.connectionTimeoutMs ?? 10000))) throw busy();
+    try {
+      return await this.run(dataset, adminPool, query, { rowLimit, timeoutMs, maxBytes, tags: options.tags, executor: options.executor });
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  private async run(dataset: DatasetConfig, adminPool: pg.Pool, query: RawQuery, options: RawQueryOptions & { maxBytes: number }): Promise<Record<string, unknown>[]> {
+    const { rowLimit, timeoutMs, maxBytes } = options;
     const client = await this.connect(dataset, adminPool);
     // A checked-out pg client emits 'error' when its connection dies (server stopped, network
     // lost); unheard, that event would end the process. The query itself fails too, and is
@@ -494,10 +513,11 @@ const rawTypes = {
 };
 
 const unavailable = () => new ApiError(503, 'RAW_SQL_UNAVAILABLE', 'the read-only connection for raw SQL is not available; try again later');
+const busy = () => new ApiError(503, 'RAW_SQL_BUSY', 'raw SQL queries are all busy; try again shortly');
 const databaseUnavailable = () => new ApiError(503, 'DATABASE_UNAVAILABLE', 'the database could not run the query; try again later');
 
-/** Default budget for a result's JSON size (RAW_SQL_MAX_BYTES): 16 MiB. */
-export const DEFAULT_MAX_RESULT_BYTES = 16 * 1024 * 1024;
+/** Default budget for a result's JSON size (RAW_SQL_MAX_BYTES): 8 MiB. */
+export const DEFAULT_MAX_RESULT_BYTES = 8 * 1024 * 1024;
 
 function resultTooLarge(maxBytes: number, rows: number, what: string): ApiError {
   const after = what === 'the rows' ? `after ${rows} row${rows === 1 ? '' : 's'}` : `${what} arrived after ${rows} row${rows === 1 ? '' : 's'}`;

@@ -89,13 +89,47 @@ export class GuardedClient extends pg.Client {
 }
 
 /**
- * Approximate size of a value in the JSON answer: exact for numbers, booleans and null, and for
- * strings without characters JSON escapes (each of those takes 2 to 6 bytes in JSON instead of 1).
+ * Approximate size of a value in the JSON answer, in UTF-8 bytes: exact for numbers, booleans and
+ * null, and for strings without characters JSON escapes (a quote, a backslash or a control
+ * character takes 2 to 6 bytes in JSON instead of 1).
  */
 export function jsonSize(value: unknown): number {
   if (value === null || value === undefined) return 4;
-  if (typeof value === 'string') return value.length + 2;
+  if (typeof value === 'string') return Buffer.byteLength(value) + 2;
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value).length;
   // json/jsonb values and arrays; each came in one row message, so at most the row limit.
   return JSON.stringify(value)?.length ?? 4;
+}
+
+/** At most `size` holders at once, process-wide; the others wait in arrival order, up to a time limit. */
+export class Slots {
+  private used = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(readonly size: number) {}
+
+  /** True once a slot is held; false when none freed up within `timeoutMs`. */
+  acquire(timeoutMs: number): Promise<boolean> {
+    if (this.used < this.size) {
+      this.used += 1;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const grant = () => {
+        clearTimeout(timer);
+        this.used += 1;
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(grant), 1);
+        resolve(false);
+      }, timeoutMs);
+      this.waiting.push(grant);
+    });
+  }
+
+  release(): void {
+    this.used -= 1;
+    this.waiting.shift()?.();
+  }
 }
