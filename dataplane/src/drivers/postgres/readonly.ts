@@ -34,6 +34,16 @@
  * 4. After each query: ROLLBACK and DISCARD ALL, so nothing a query did to the session (session
  *    advisory locks, settings) survives into the next one; a connection in doubt is destroyed.
  *
+ * 5. Built-ins with lasting side effects that a read-only transaction lets through
+ *    (SIDE_EFFECT_FUNCTIONS: pg_logical_emit_message writes the WAL) lose PUBLIC's EXECUTE in the
+ *    dataset's database when the admin is a superuser; otherwise a warning names the statement.
+ *
+ * Bounds on the data plane itself: rows are fetched one by one and their JSON size counted against
+ * a budget (RESULT_TOO_LARGE), a protocol message larger than the budget closes the connection
+ * before it is read (result-budget.ts), at most maxConcurrentQueries run at once in the process,
+ * and a connection dying mid-query (the checked-out client's 'error' event is listened to) is a
+ * 503 DATABASE_UNAVAILABLE, never a crash.
+ *
  * The role's password: random (24 bytes), generated once and kept in an admin-only table
  * `das_internal.readonly_credentials` of the same database, so that every data-plane replica (and
  * a restart) uses the same password instead of resetting each other's; it is sent to the server
