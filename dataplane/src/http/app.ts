@@ -20,6 +20,7 @@ import type { RecordEngine } from '../engine/engine.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import { rawSqlIamOnly } from '../rawsql/handler.js';
 import { echoResponse } from './echo.js';
+import { cachedOpenApiBody, serversFor, withServers } from './openapi.js';
 import { respondWithError } from './errors.js';
 import { AddressingError, resolveGateway, type Authkind, type GatewayRoute } from './gateway.js';
 import { checkAddressingHeaders, statementContext } from './headers.js';
@@ -182,6 +183,14 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
 
   const echo: Handler = async (x, d) => sendJson(x.res, 200, echoResponse(x, d.caller));
 
+  /** The dataset's OpenAPI document (openapi.ts): built once per config generation; `servers` from this request's host. */
+  const openapi: Handler = async (x, d) => {
+    for (const key of Object.keys(x.query)) throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; none is accepted`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
+    const proto = x.req.headers['x-forwarded-proto'];
+    const servers = serversFor({ host: x.req.headers.host, forwardedProto: typeof proto === 'string' ? proto : undefined, route: d.route }, d.dataset, d.env);
+    sendJson(x.res, 200, withServers(cachedOpenApiBody(d.dataset, d.env), servers));
+  };
+
   const rawQuery: Handler = async (x, d) => {
     if (!deps.rawQuery) throw new ApiError(501, 'NOT_AVAILABLE', 'the raw SQL endpoint is not available on this data plane');
     const rows = await deps.rawQuery({ dataset: d.dataset, authkind: d.route.authkind, body: x.body, driver: deps.driverFor(d.dataset), ctx: d.ctx });
@@ -230,6 +239,8 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     const rest = route.rest;
     if (rest.length === 0) return serve(x, 'POST', structured);
     if (rest.length === 1 && rest[0] === 'echo') return serve(x, 'GET', echo);
+    // Schema names contain a dot (model SCHEMA_NAME_PATTERN): no schema's list is at /openapi.
+    if (rest.length === 1 && rest[0] === 'openapi') return serve(x, 'GET,HEAD', openapi);
     if (rest.length === 1 && rest[0] === 'raw-query') {
       // Refused on other gateways before authentication: whatever the credentials, the answer is the same.
       if (route.authkind !== 'iam') throw rawSqlIamOnly();

@@ -1,0 +1,218 @@
+/**
+ * The per-dataset OpenAPI document (openapi.ts): valid OpenAPI 3.1 (the official schema, through
+ * @seriousme/openapi-schema-validator, offline), every $ref resolves, every component schema is
+ * valid JSON Schema 2020-12, the structured request schemas accept what the service accepts and
+ * refuse what it refuses, deterministic, raw-query only where enabled, servers per request.
+ */
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { expect } from 'chai';
+import { resolve } from 'node:path';
+import { loadManifests } from '../../../model/manifests.js';
+import { renderDatasetConfig, renderEnvironmentConfig } from '../../../model/render.js';
+import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import type { GatewayRoute } from './gateway.js';
+import { cachedOpenApiBody, openApiBody, openApiDocument, serversFor } from './openapi.js';
+import { componentValidator, unresolvedRefs } from '../../test-support/openapi.js';
+
+const EXAMPLES = resolve(import.meta.dirname, '../../../examples');
+const manifests = loadManifests(EXAMPLES);
+const env: EnvironmentConfig = renderEnvironmentConfig(manifests.environments[0]);
+const datasets = Object.fromEntries(manifests.datasets.map((d) => [d.metadata.name, renderDatasetConfig(d)]));
+const demo: DatasetConfig = datasets.demo;
+const sealed: DatasetConfig = datasets.sealed;
+/** sealed with the public gateway closed to it. */
+const iamOnlyDataset: DatasetConfig = { ...sealed, auth: { ...sealed.auth, public: { enabled: false, subjects: [] } } };
+const SERVERS = { servers: [{ url: 'http://iam.localhost:8080/demo' }] };
+
+type Json = Record<string, any>;
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
+
+async function validate(doc: unknown) {
+  return new Validator().validate(clone(doc) as Json);
+}
+
+describe('OpenAPI document (openapi.ts)', () => {
+  it('is valid OpenAPI 3.1 for every example dataset, and the validator does reject a broken one', async () => {
+    for (const dataset of [demo, sealed]) {
+      const doc = openApiDocument(dataset, env, SERVERS);
+      expect(doc.openapi).to.equal('3.1.0');
+      const result = await validate(doc);
+      expect(result.valid, `${dataset.id}: ${JSON.stringify(result.errors)}`).to.equal(true);
+    }
+    // The validator is no rubber stamp: a response without its required description, a parameter
+    // in a place that does not exist.
+    const broken = clone(openApiDocument(demo, env, SERVERS)) as Json;
+    delete broken.paths['/echo'].get.responses['200'].description;
+    expect((await validate(broken)).valid).to.equal(false);
+    const wrongIn = clone(openApiDocument(demo, env, SERVERS)) as Json;
+    wrongIn.components.parameters.filter.in = 'body';
+    expect((await validate(wrongIn)).valid).to.equal(false);
+  });
+
+  it('resolves every $ref (and the check finds a dangling one)', () => {
+    for (const dataset of [demo, sealed]) expect(unresolvedRefs(openApiDocument(dataset, env, SERVERS))).to.deep.equal([]);
+    const dangling = clone(openApiDocument(demo, env, SERVERS)) as Json;
+    delete dangling.components.schemas.demo_Company;
+    expect(unresolvedRefs(dangling)).to.include('#/components/schemas/demo_Company');
+  });
+
+  it('has a record component per schema (dots become _), with id/version, nested objects and links', () => {
+    const doc = openApiBody(demo, env) as Json;
+    const schemas = doc.components.schemas;
+    const person = schemas.demo_Person;
+    expect(person.required).to.deep.equal(['id', 'version']);
+    expect(Object.keys(person.properties)).to.deep.equal(['id', 'version', 'name', 'email', 'age', 'address', 'employer']);
+    expect(person.properties.age.type).to.deep.equal(['integer', 'null']);
+    expect(Object.keys(person.properties.address.properties)).to.deep.equal(['street', 'postcode']);
+    expect(person.properties.employer.anyOf).to.deep.include({ $ref: '#/components/schemas/demo_Company' });
+    // The inverse link is no record property, but a path and an annotation.
+    expect(schemas.demo_Company.properties).to.not.have.property('employees');
+    expect(schemas.demo_Company['x-inverse-links']).to.deep.equal({ employees: { schema: 'demo.Person', property: 'employer', path: '/demo.Company/{id}/employees' } });
+    expect(doc.paths['/demo.Company/{id}/employees'].get.responses['200'].content['application/json'].schema).to.deep.equal({ $ref: '#/components/schemas/demo_Person-Page' });
+  });
+
+  it('accepts records of the right shape and refuses a wrong type, per record component', () => {
+    const check = componentValidator(openApiDocument(demo, env, SERVERS));
+    const ada = { id: 'ada', version: 1, name: 'Ada', age: 36, address: { street: '1 Main St', postcode: 'N1' }, employer: { id: 'acme' } };
+    expect(check('demo_Person', ada)).to.deep.equal([]);
+    expect(check('demo_Person', { ...ada, employer: { id: 'acme', version: 2, name: 'Acme' } })).to.deep.equal([]);
+    expect(check('demo_Person', { ...ada, age: '36' })).to.not.deep.equal([]);
+    expect(check('demo_Person', { ...ada, address: { postcode: 7 } })).to.not.deep.equal([]);
+    expect(check('demo_Person', { ...ada, employer: { id: 'acme', name: 3 } })).to.not.deep.equal([]);
+    expect(check('demo_Person', { name: 'no id' })).to.not.deep.equal([]);
+    expect(check('demo_Company-Page', { items: [{ id: 'acme', version: 1, name: 'Acme' }], nextToken: 't' })).to.deep.equal([]);
+  });
+
+  it('describes the structured requests the service accepts, and not the ones it refuses', () => {
+    const check = componentValidator(openApiDocument(demo, env, SERVERS));
+    const ok = [
+      { read: { schema: 'demo.Person', id: 'ada', version: 1, expand: ['employer'] } },
+      { read: { schema: 'demo.Person', id: 'ada', expand: 'employer', projection: 'name,address.postcode' } },
+      { create: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } } },
+      { create: { schema: 'demo.Person', data: { name: 'Ada', address: { postcode: 'N1' }, employer: { id: 'acme' } }, consistency: 'ASYNC' } },
+      { update: { schema: 'demo.Person', id: 'ada', mode: 'merge', data: { age: 37 } } },
+      { delete: { schema: 'demo.Person', id: 'bo' } },
+      { batch: { actions: { co: { create: { schema: 'demo.Company', id: 'c2', data: { name: 'Two' } } }, p: { delete: { schema: 'demo.Person', id: 'x' } } } } },
+      { list: { schema: 'demo.Person', filter: "age >= 30", sort: 'name:desc', limit: 10 } },
+      { link: { schema: 'demo.Company', id: 'acme', link: 'employees', limit: 5 } },
+    ];
+    for (const body of ok) expect(check('StructuredRequest', body), JSON.stringify(body)).to.deep.equal([]);
+    const refused = [
+      {},
+      { read: { schema: 'demo.Person', id: 'ada' }, delete: { schema: 'demo.Person', id: 'ada' } },
+      { read: { schema: 'demo.Nope', id: 'ada' } },
+      { read: { schema: 'demo.Person', id: '' } },
+      { read: { schema: 'demo.Person', id: 'ada', version: 0 } },
+      { create: { schema: 'demo.Person', data: { age: 'old' } } },
+      { create: { schema: 'demo.Person', data: { id: 'ada' } } },
+      { create: { schema: 'demo.Company', data: { name: 'X', employees: [] } } },
+      { create: { schema: 'demo.Person', data: {}, consistency: 'STRONG' } },
+      { update: { schema: 'demo.Person', id: 'ada', mode: 'upsert', data: {} } },
+      { batch: { actions: {} } },
+      { batch: { actions: { a: { read: { schema: 'demo.Person', id: 'ada' } } } } },
+      { list: { schema: 'demo.Person', limit: 1001 } },
+      { link: { schema: 'demo.Company', id: 'acme' } },
+    ];
+    for (const body of refused) expect(check('StructuredRequest', body), JSON.stringify(body)).to.not.deep.equal([]);
+  });
+
+  it('needs the required properties on create and replace, but not on a merge', () => {
+    const strict: DatasetConfig = { ...demo, schemas: { ...demo.schemas, 'demo.Company': { ...demo.schemas['demo.Company'], required: ['name'] } } };
+    const check = componentValidator(openApiDocument(strict, env, SERVERS));
+    expect(check('StructuredRequest', { create: { schema: 'demo.Company', data: {} } })).to.not.deep.equal([]);
+    expect(check('StructuredRequest', { create: { schema: 'demo.Company', data: { name: null } } })).to.not.deep.equal([]);
+    expect(check('StructuredRequest', { update: { schema: 'demo.Company', id: 'a', data: {} } })).to.not.deep.equal([]);
+    expect(check('StructuredRequest', { update: { schema: 'demo.Company', id: 'a', mode: 'replace', data: {} } })).to.not.deep.equal([]);
+    expect(check('StructuredRequest', { update: { schema: 'demo.Company', id: 'a', mode: 'merge', data: {} } })).to.deep.equal([]);
+  });
+
+  it('lists every endpoint the data plane serves for a dataset, with its errors', () => {
+    const doc = openApiBody(demo, env) as Json;
+    expect(Object.keys(doc.paths)).to.deep.equal([
+      '/', '/echo', '/openapi', '/raw-query',
+      '/demo.Company', '/demo.Company/{id}', '/demo.Company/{id}/employees',
+      '/demo.Person', '/demo.Person/{id}', '/demo.Person/{id}/employer',
+    ]);
+    const post = doc.paths['/'].post;
+    expect(Object.keys(post.responses)).to.deep.equal(['200', '201', '202', '207', '400', '401', '403', '404', '405', '408', '409', '413', '415', '421', '431', '503', 'default']);
+    const read = doc.paths['/demo.Person/{id}'].get;
+    expect(read.parameters.map((p: Json) => p.name ?? p.$ref)).to.include.members(['expand', 'projection', '#/components/parameters/version', '#/components/parameters/id']);
+    expect(Object.keys(read.responses)).to.deep.equal(['200', '400', '401', '403', '404', '405', '408', '421', '431', '503', 'default']);
+    expect(doc.components.responses.ServiceUnavailable.headers).to.have.property('Retry-After');
+    expect(doc.components.responses.Unauthorized.headers).to.have.property('WWW-Authenticate');
+    expect(doc.components.securitySchemes.iam).to.deep.include({ type: 'apiKey', in: 'header', name: 'Authorization' });
+    expect(doc.components.securitySchemes.bearer).to.deep.include({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+    expect(doc.security).to.deep.equal([{ iam: [] }, { bearer: [] }]);
+    // expand is offered only where there are links: demo.Company has none stored.
+    expect(doc.paths['/demo.Company/{id}'].get.parameters.map((p: Json) => p.name)).to.not.include('expand');
+  });
+
+  it('documents raw-query only where auth.iam.rawSqlEndpointEnabled, and the public gateway only where enabled', () => {
+    const open = openApiBody(demo, env) as Json;
+    const closed = openApiBody(sealed, env) as Json;
+    expect(sealed.auth.iam.rawSqlEndpointEnabled).to.equal(false);
+    expect(open.paths).to.have.property('/raw-query');
+    expect(open.paths['/raw-query'].post.security).to.deep.equal([{ iam: [] }]);
+    expect(closed.paths).to.not.have.property('/raw-query');
+    expect(closed.components.schemas).to.not.have.property('RawQueryRequest');
+    expect(closed.security).to.deep.equal([{ iam: [] }, { bearer: [] }]); // auth.public.enabled defaults to true
+    const iamOnly = openApiBody(iamOnlyDataset, env) as Json;
+    expect(iamOnly.security).to.deep.equal([{ iam: [] }]);
+    const anon = openApiBody({ ...demo, caller: { ...demo.caller, anon: true } }, env) as Json;
+    expect(anon.security).to.deep.equal([{ iam: [] }, { bearer: [] }, {}]);
+  });
+
+  it('is deterministic: the same config gives the same bytes, whatever order the schemas were declared in', () => {
+    const a = JSON.stringify(openApiDocument(demo, env, SERVERS));
+    expect(JSON.stringify(openApiDocument(demo, env, SERVERS))).to.equal(a);
+    const reversed: DatasetConfig = { ...demo, schemas: Object.fromEntries(Object.entries(demo.schemas).reverse()) };
+    expect(JSON.stringify(openApiDocument(reversed, env, SERVERS))).to.equal(a);
+    expect(Object.keys(openApiDocument(demo, env, SERVERS))).to.deep.equal(['openapi', 'info', 'jsonSchemaDialect', 'servers', 'security', 'tags', 'paths', 'components']);
+  });
+
+  it('keeps schema names that collide once dots become _ apart', async () => {
+    const def = { properties: { n: { type: 'string' as const } } };
+    const odd: DatasetConfig = { ...sealed, schemas: { 'a.b_c': def, 'a_b.c': { properties: { to: { type: 'link' as const, schema: 'a.b_c' } } } } };
+    const doc = openApiDocument(odd, env, SERVERS) as Json;
+    expect(Object.keys(doc.components.schemas)).to.include.members(['a_b_c', 'a_b_c-2', 'a_b_c-Data', 'a_b_c-2-Data']);
+    expect(doc.components.schemas['a_b_c-2'].properties.to.anyOf[1]).to.deep.equal({ $ref: '#/components/schemas/a_b_c' });
+    expect((await validate(doc)).valid).to.equal(true);
+    expect(unresolvedRefs(doc)).to.deep.equal([]);
+  });
+
+  it('caches the body per dataset config object and environment', () => {
+    const first = cachedOpenApiBody(demo, env);
+    expect(cachedOpenApiBody(demo, env)).to.equal(first);
+    expect(cachedOpenApiBody({ ...demo, generation: demo.generation + 1 }, env)).to.not.equal(first);
+    expect(cachedOpenApiBody(demo, { ...env })).to.not.equal(first);
+  });
+
+  describe('servers from the request', () => {
+    const route = (over: Partial<GatewayRoute>): GatewayRoute => ({ authkind: 'iam', by: 'host', datasetId: 'demo', rest: ['openapi'], datasetFrom: 'path', ...over });
+
+    it('gives the host it was asked on, then the other gateway that serves the dataset', () => {
+      expect(serversFor({ host: 'iam.localhost:8080', route: route({}) }, demo, env)).to.deep.equal([
+        { url: 'http://iam.localhost:8080/demo', description: 'iam gateway' },
+        { url: 'http://public.localhost:8080/demo', description: 'public gateway' },
+      ]);
+      expect(serversFor({ host: 'demo.public.example.com', forwardedProto: 'https', route: route({ authkind: 'public', datasetFrom: 'host' }) }, demo, env)).to.deep.equal([
+        { url: 'https://demo.public.example.com', description: 'public gateway' },
+        { url: 'https://demo.iam.example.com', description: 'iam gateway' },
+      ]);
+    });
+
+    it('leaves out a gateway that does not serve the dataset, and the other gateway when the scheme chose it', () => {
+      expect(serversFor({ host: 'iam.localhost', route: route({}) }, iamOnlyDataset, env)).to.deep.equal([{ url: 'http://iam.localhost/sealed', description: 'iam gateway' }]);
+      const noPublicGateway = { ...env, gateways: { ...env.gateways, public: { enabled: false } } };
+      expect(serversFor({ host: 'iam.localhost', route: route({}) }, demo, noPublicGateway)).to.have.length(1);
+      expect(serversFor({ host: 'das-internal.svc', route: route({ by: 'scheme' }) }, demo, env)).to.deep.equal([{ url: 'http://das-internal.svc/demo', description: 'iam gateway' }]);
+    });
+
+    it('falls back to a relative URL for a Host that is no plain host name, and ignores an odd X-Forwarded-Proto', () => {
+      expect(serversFor({ host: 'iam.localhost/evil"', route: route({}) }, demo, env)).to.deep.equal([{ url: '/demo', description: 'iam gateway' }]);
+      expect(serversFor({ host: undefined, route: route({}) }, demo, env)[0].url).to.equal('/demo');
+      expect(serversFor({ host: 'iam.localhost', forwardedProto: 'javascript', route: route({}) }, demo, env)[0].url).to.equal('http://iam.localhost/demo');
+      expect(serversFor({ host: 'iam.localhost', forwardedProto: 'HTTPS, http', route: route({}) }, demo, env)[0].url).to.equal('https://iam.localhost/demo');
+    });
+  });
+});
