@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import { renderDatasetConfig } from '../../model/render.js';
+import { compileSort } from '../../model/sort.js';
 import type { Consistency, DatasetConfig, LocationKind } from '../../model/types.js';
 import type { LocationDriver, OpResult } from '../src/drivers/driver.js';
 
@@ -124,13 +125,104 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
       }
     });
 
-    it('deletes a record so that its id can be created again at version 1', async () => {
-      const cid = id('c');
-      ok((await write([{ op: 'create', schema: 'suite.Company', id: cid, data: { name: 'Gone' } }]))[0]);
-      const [deleted] = await write([{ op: 'delete', schema: 'suite.Company', id: cid }]);
-      expect(deleted.ok && deleted.deleted).to.equal(true);
-      expect(await t.driver.read(t.dataset, 'suite.Company', cid)).to.equal(undefined);
-      expect(ok((await write([{ op: 'create', schema: 'suite.Company', id: cid, data: { name: 'Back' } }]))[0]).version).to.equal(1);
+    describe('deletes keep their history (tombstones)', () => {
+      const company = 'suite.Company';
+      const history = async (cid: string, upTo: number) => {
+        const versions = [];
+        for (let v = 1; v <= upTo; v++) {
+          const r = await t.driver.read(t.dataset, company, cid, v);
+          versions.push(r === undefined ? 'none' : r.deleted ? `tombstone ${r.version}` : `${r.version} ${r.data.name}`);
+        }
+        return versions;
+      };
+
+      it('a delete answers the tombstone: the next version, deleted, no data', async () => {
+        const cid = id('c');
+        ok((await write([{ op: 'create', schema: company, id: cid, data: { name: 'One' } }]))[0]);
+        ok((await write([{ op: 'update', schema: company, id: cid, data: { name: 'Two' }, merge: false }]))[0]);
+        const [deleted] = await write([{ op: 'delete', schema: company, id: cid }]);
+        expect(deleted.ok && deleted.deleted).to.equal(true);
+        expect(ok(deleted)).to.deep.include({ id: cid, version: 3, data: {} });
+      });
+
+      it('the record reads as missing; earlier versions stay readable; the tombstone reads as deleted', async () => {
+        const cid = id('c');
+        ok((await write([{ op: 'create', schema: company, id: cid, data: { name: 'One' } }]))[0]);
+        ok((await write([{ op: 'update', schema: company, id: cid, data: { name: 'Two' }, merge: true }]))[0]);
+        ok((await write([{ op: 'delete', schema: company, id: cid }]))[0]);
+        expect(await t.driver.read(t.dataset, company, cid)).to.equal(undefined);
+        expect(await t.driver.readMany(t.dataset, company, [cid])).to.deep.equal([]);
+        const one = await t.driver.read(t.dataset, company, cid, 1);
+        expect(one?.data).to.deep.equal({ name: 'One' });
+        expect(one?.deleted).to.equal(undefined);
+        const tombstone = await t.driver.read(t.dataset, company, cid, 3);
+        expect(tombstone).to.deep.include({ id: cid, version: 3, deleted: true, data: {} });
+        expect(await history(cid, 4)).to.deep.equal(['1 One', '2 Two', 'tombstone 3', 'none']);
+      });
+
+      it('an update or a second delete of a deleted record is 404 RECORD_NOT_FOUND and writes nothing', async () => {
+        const cid = id('c');
+        ok((await write([{ op: 'create', schema: company, id: cid, data: { name: 'One' } }]))[0]);
+        ok((await write([{ op: 'delete', schema: company, id: cid }]))[0]);
+        for (const op of [
+          { op: 'update' as const, schema: company, id: cid, data: { name: 'x' }, merge: true },
+          { op: 'delete' as const, schema: company, id: cid },
+        ]) {
+          const [r] = await write([op]);
+          expect(!r.ok && r.error.code).to.equal('RECORD_NOT_FOUND');
+        }
+        expect(await history(cid, 3)).to.deep.equal(['1 One', 'tombstone 2', 'none']);
+      });
+
+      it('creating the id again continues its versions after the tombstone; each delete adds one', async () => {
+        const cid = id('c');
+        ok((await write([{ op: 'create', schema: company, id: cid, data: { name: 'First' } }]))[0]);
+        ok((await write([{ op: 'delete', schema: company, id: cid }]))[0]);
+        const again = ok((await write([{ op: 'create', schema: company, id: cid, data: { name: 'Again' } }]))[0]);
+        expect(again.version).to.equal(3);
+        expect((await t.driver.read(t.dataset, company, cid))?.data).to.deep.equal({ name: 'Again' });
+        expect(ok((await write([{ op: 'update', schema: company, id: cid, data: { name: 'Later' }, merge: true }]))[0]).version).to.equal(4);
+        expect(ok((await write([{ op: 'delete', schema: company, id: cid }]))[0]).version).to.equal(5);
+        expect(await history(cid, 6)).to.deep.equal(['1 First', 'tombstone 2', '3 Again', '4 Later', 'tombstone 5', 'none']);
+      });
+
+      it('a delete in an atomic write that fails leaves the record and writes no tombstone', async () => {
+        const cid = id('c');
+        const taken = id('c');
+        ok((await write([{ op: 'create', schema: company, id: cid, data: { name: 'Kept' } }]))[0]);
+        ok((await write([{ op: 'create', schema: company, id: taken, data: { name: 'T' } }]))[0]);
+        const results = await write([
+          { op: 'delete', schema: company, id: cid },
+          { op: 'create', schema: company, id: taken, data: { name: 'Clash' } },
+        ]);
+        expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).to.deep.equal(['TRANSACTION_ABORTED', 'RECORD_EXISTS']);
+        expect((await t.driver.read(t.dataset, company, cid))?.version).to.equal(1);
+        expect(await history(cid, 2)).to.deep.equal(['1 Kept', 'none']);
+      });
+
+      it('a delete and a create of the id in one atomic write: the tombstone, then the next version', async () => {
+        const cid = id('c');
+        ok((await write([{ op: 'create', schema: company, id: cid, data: { name: 'Old' } }]))[0]);
+        const results = await write([
+          { op: 'delete', schema: company, id: cid },
+          { op: 'create', schema: company, id: cid, data: { name: 'New' } },
+        ]);
+        expect(results.map((r) => ok(r).version)).to.deep.equal([2, 3]);
+        expect(await history(cid, 3)).to.deep.equal(['1 Old', 'tombstone 2', '3 New']);
+      });
+
+      it('lists leave deleted records out', async function () {
+        if (!t.driver.list) this.skip();
+        const gone = id('c');
+        const kept = id('c');
+        ok((await write([{ op: 'create', schema: company, id: gone, data: { name: 'Gone' } }]))[0]);
+        ok((await write([{ op: 'create', schema: company, id: kept, data: { name: 'Kept' } }]))[0]);
+        ok((await write([{ op: 'delete', schema: company, id: gone }]))[0]);
+        const page = await t.driver.list!(t.dataset, company, { sort: compileSort(undefined, t.dataset.schemas[company]), limit: 1000 });
+        const ids = page.map((r) => r.id);
+        expect(ids).to.include(kept);
+        expect(ids).not.to.include(gone);
+      });
     });
 
     it('reads many records by id, skipping missing ones', async () => {

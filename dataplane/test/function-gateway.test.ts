@@ -92,7 +92,7 @@ describe('function gateway (service-E-function-service-gateway)', function () {
     expect(patched.data).to.include({ version: 2, name: 'Fay', age: 31 });
     const updated = await invoke({ operation: 'update', dataset, schema: 'demo.Person', id: 'fg-p', data: { name: 'Fay R.' } });
     expect(updated.data).to.deep.equal({ id: 'fg-p', version: 3, name: 'Fay R.' });
-    expect((await invoke({ operation: 'delete', dataset, schema: 'demo.Person', id: 'fg-p' })).data).to.deep.equal({ id: 'fg-p', version: 3, deleted: true });
+    expect((await invoke({ operation: 'delete', dataset, schema: 'demo.Person', id: 'fg-p' })).data).to.deep.equal({ id: 'fg-p', version: 4, deleted: true });
     const gone = await invoke({ operation: 'get', dataset, schema: 'demo.Person', id: 'fg-p' });
     expect(gone.status).to.deep.include({ code: 404 });
     expect(gone.data.code).to.equal('RECORD_NOT_FOUND');

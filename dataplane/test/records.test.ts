@@ -147,15 +147,39 @@ describe('record API over PostgreSQL', function () {
   });
 
   describe('delete', () => {
-    it('deletes a record; reading it then is a 404, and deleting again is a 404', async () => {
+    it('deletes a record (a tombstone version); reading it then is a 404, and deleting again is a 404', async () => {
       await post({ create: { schema: 'demo.Company', id: 'gone', data: { name: 'Gone' } } });
       const del = await post({ delete: { schema: 'demo.Company', id: 'gone' } });
       expect(del.status).to.equal(200);
-      expect(del.json).to.deep.equal({ id: 'gone', version: 1, deleted: true });
+      expect(del.json).to.deep.equal({ id: 'gone', version: 2, deleted: true });
       expect((await api({ path: '/demo/demo.Company/gone' })).status).to.equal(404);
       expect((await post({ delete: { schema: 'demo.Company', id: 'gone' } })).status).to.equal(404);
-      const again = await post({ create: { schema: 'demo.Company', id: 'gone', data: { name: 'Back' } } });
-      expect(again.json.version).to.equal(1);
+    });
+
+    it('keeps the history: earlier versions read with version, the tombstone is a 404 saying so, a new create continues the versions', async () => {
+      await post({ create: { schema: 'demo.Company', id: 'kept', data: { name: 'Kept' } } });
+      expect((await post({ delete: { schema: 'demo.Company', id: 'kept' } })).json.version).to.equal(2);
+      const first = await api({ path: '/demo/demo.Company/kept?version=1' });
+      expect([first.status, first.json]).to.deep.equal([200, { id: 'kept', version: 1, name: 'Kept' }]);
+      const tombstone = await post({ read: { schema: 'demo.Company', id: 'kept', version: 2 } });
+      expect(tombstone.status).to.equal(404);
+      expect(tombstone.json.error.code).to.equal('RECORD_NOT_FOUND');
+      expect(tombstone.json.error.message).to.contain('was deleted at version 2');
+      const again = await post({ create: { schema: 'demo.Company', id: 'kept', data: { name: 'Back' } } });
+      expect([again.status, again.json]).to.deep.equal([201, { id: 'kept', version: 3, name: 'Back' }]);
+      expect((await api({ path: '/demo/demo.Company/kept?version=1' })).json.name).to.equal('Kept');
+      const db = new pg.Client(dp.databaseUrl);
+      await db.connect();
+      try {
+        const rows = (await db.query('SELECT version, name, deleted_at IS NOT NULL AS tombstone FROM demo.demo_company_history WHERE id = $1 ORDER BY version', ['kept'])).rows;
+        expect(rows).to.deep.equal([
+          { version: 1, name: 'Kept', tombstone: false },
+          { version: 2, name: null, tombstone: true },
+          { version: 3, name: 'Back', tombstone: false },
+        ]);
+      } finally {
+        await db.end();
+      }
     });
   });
 

@@ -14,6 +14,11 @@ export interface StoredRecord {
   data: Record<string, unknown>;
   createdAt?: string;
   updatedAt?: string;
+  /**
+   * Set only by `read` with a version, when that version is the tombstone a delete wrote (no data;
+   * `updatedAt` is the deletion time). A delete keeps the earlier versions readable.
+   */
+  deleted?: boolean;
 }
 
 export type WriteOp =

@@ -8,8 +8,8 @@ export interface NamingStrategy {
   table(schemaName: string): string;
   historyTable(schemaName: string): string;
   column(field: Pick<Field, 'path' | 'type'>): string;
-  /** System columns. */
-  readonly system: { id: string; version: string; createdAt: string; updatedAt: string };
+  /** System columns (`deletedAt` only in history tables: set on a delete's tombstone version). */
+  readonly system: { id: string; version: string; createdAt: string; updatedAt: string; deletedAt: string };
 }
 
 export function snakeCase(identifier: string): string {
@@ -25,7 +25,7 @@ function caseStrategy(transform: (snake: string) => string): NamingStrategy {
     table: (schemaName) => name(schemaName.split('.')),
     historyTable: (schemaName) => name([...schemaName.split('.'), 'history']),
     column: (field) => name(field.type === 'link' ? [...field.path, 'id'] : field.path),
-    system: { id: transform('id'), version: transform('version'), createdAt: transform('created_at'), updatedAt: transform('updated_at') },
+    system: { id: transform('id'), version: transform('version'), createdAt: transform('created_at'), updatedAt: transform('updated_at'), deletedAt: transform('deleted_at') },
   };
 }
 

@@ -60,6 +60,9 @@ export class RecordEngine {
       const what = action.version === undefined ? '' : ` at version ${action.version}`;
       throw new ApiError(404, 'RECORD_NOT_FOUND', `no ${action.schema} record with id "${action.id}"${what}`);
     }
+    if (stored.deleted) {
+      throw new ApiError(404, 'RECORD_NOT_FOUND', `${action.schema} record "${action.id}" was deleted at version ${stored.version}; earlier versions stay readable`);
+    }
     if (!expand.length && !action.projection) return apiForm(stored); // the common read: no second round trip to wait for
     const [record] = await this.present(dataset, [stored], expand, action.projection, ctx);
     return record;

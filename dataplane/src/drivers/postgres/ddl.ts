@@ -32,7 +32,7 @@ export function planSchemaChanges(layouts: TableLayout[], existing: ExistingColu
         statements.push(createTableSql(layout, history));
         continue;
       }
-      for (const column of layout.columns) {
+      for (const column of history ? layout.historyColumns : layout.columns) {
         const liveType = live.get(column.name);
         if (liveType === undefined) statements.push(addColumnSql(qualified, column));
         else if (liveType !== column.sqlType) {

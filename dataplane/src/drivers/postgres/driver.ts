@@ -12,6 +12,7 @@ import { quoteIdent as q } from '../sql-naming.js';
 import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SecretNotMountedError } from './connection.js';
 import { planSchemaChanges } from './ddl.js';
 import {
+  DELETED_AT_INDEX,
   deleteSql,
   insertSql,
   selectByIdSql,
@@ -23,6 +24,7 @@ import {
   type TableLayout,
 } from './sql.js';
 import { PreparedRead } from './prepared-read.js';
+import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
 import { applicationName, tagComment } from './tags.js';
 
@@ -45,7 +47,8 @@ type Queryable = Pick<pg.PoolClient, 'query'>;
 export class PostgresDriver implements LocationDriver {
   readonly kind = 'postgres' as const;
   private readonly pools = new Map<string, pg.Pool>();
-  private readonly layouts = new Map<string, TableLayout>(); // `${dataset}\0${generation}\0${schema}`
+  /** Per dataset, the layouts of the config generation seen last (layout-cache.ts). */
+  readonly layouts = new LayoutCache();
   private closing = false;
   /** Datasets' URLs, a Secret file re-read every few seconds (rotation without a restart). */
   private readonly urls: ConnectionUrls;
@@ -101,15 +104,11 @@ export class PostgresDriver implements LocationDriver {
   }
 
   private layout(dataset: DatasetConfig, schemaName: string): TableLayout {
-    const key = `${dataset.id}\0${dataset.generation}\0${schemaName}`;
-    let layout = this.layouts.get(key);
-    if (!layout) {
+    return this.layouts.get(dataset, schemaName, () => {
       const schema = schemaDefOf(dataset, schemaName);
       if (!schema) throw new ApiError(404, 'SCHEMA_NOT_FOUND', `dataset "${dataset.id}" has no schema "${schemaName}"`);
-      layout = tableLayout(dataset, schemaName, schema);
-      this.layouts.set(key, layout);
-    }
-    return layout;
+      return tableLayout(dataset, schemaName, schema);
+    });
   }
 
   async prepare(dataset: DatasetConfig): Promise<PrepareReport> {
@@ -193,7 +192,7 @@ export class PostgresDriver implements LocationDriver {
     } finally {
       held.release(failure);
     }
-    for (const key of [...this.layouts.keys()]) if (key.startsWith(`${dataset.id}\0`)) this.layouts.delete(key);
+    this.layouts.forget(dataset.id);
     await this.options.readOnly?.retire?.(dataset, pool);
     return dropped;
   }
@@ -211,7 +210,11 @@ export class PostgresDriver implements LocationDriver {
     } catch (err) {
       throw requestFailure(err);
     }
-    return rows[0] && toRecord(layout, rows[0]);
+    const row = rows[0];
+    if (!row) return undefined;
+    // A version read may meet a delete's tombstone (sql.ts deleteSql): reported, never shown as data.
+    if (version !== undefined && row[DELETED_AT_INDEX(layout)] != null) return { ...toRecord(layout, row), deleted: true };
+    return toRecord(layout, row);
   }
 
   async readMany(dataset: DatasetConfig, schema: string, ids: string[], ctx?: StatementContext): Promise<StoredRecord[]> {

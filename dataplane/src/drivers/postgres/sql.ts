@@ -45,12 +45,20 @@ export interface TableLayout {
   dbSchema: string;
   fields: Field[];
   columns: Column[]; // system columns first, at SYSTEM_COLUMN_INDEX
+  /** The history table's columns: `columns`, then `deleted_at` (set on a tombstone version only). */
+  historyColumns: Column[];
   /**
    * The read statements, built once per layout (reads are the hot path): prepared-statement names
    * and the parsers of their columns (every read and write returns `columns`, in order).
    */
   reads: { byId: PreparedSelect; byVersion: PreparedSelect; many: string };
 }
+
+/**
+ * `read` with a version answers `columns` and then `deleted_at`: a value there (the deletion time)
+ * marks the version a delete wrote, a tombstone with no data.
+ */
+export const DELETED_AT_INDEX = (layout: TableLayout) => layout.columns.length;
 
 export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: RecordSchemaDef): TableLayout {
   const dbSchema = databaseSchemaOf(dataset);
@@ -63,6 +71,7 @@ export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: 
     { name: s.updatedAt, sqlType: 'timestamp with time zone' },
     ...fields.map((field) => ({ name: naming.column(field), sqlType: COLUMN_TYPES[field.type], field })),
   ];
+  const historyColumns: Column[] = [...columns, { name: s.deletedAt, sqlType: 'timestamp with time zone' }];
   const tableName = naming.table(schemaName);
   const historyName = naming.historyTable(schemaName);
   const table = `${q(dbSchema)}.${q(tableName)}`;
@@ -70,7 +79,8 @@ export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: 
   const cols = columns.map((c) => q(c.name)).join(', ');
   const id = q(s.id);
   const parsers = columns.map((c) => columnParser(c.sqlType));
-  const prepared = (text: string): PreparedSelect => ({ name: statementName(text), text, parsers });
+  const prepared = (text: string, extra: Column[] = []): PreparedSelect => ({ name: statementName(text), text, parsers: [...parsers, ...extra.map((c) => columnParser(c.sqlType))] });
+  const deletedAt = historyColumns[columns.length];
   return {
     schemaName,
     dbSchema,
@@ -80,9 +90,10 @@ export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: 
     history,
     fields,
     columns,
+    historyColumns,
     reads: {
       byId: prepared(`SELECT ${cols} FROM ${table} WHERE ${id} = $1`),
-      byVersion: prepared(`SELECT ${cols} FROM ${history} WHERE ${id} = $1 AND ${q(s.version)} = $2`),
+      byVersion: prepared(`SELECT ${cols}, ${q(deletedAt.name)} FROM ${history} WHERE ${id} = $1 AND ${q(s.version)} = $2`, [deletedAt]),
       many: `SELECT ${cols} FROM ${table} WHERE ${id} = ANY($1::text[])`,
     },
   };
@@ -92,7 +103,9 @@ export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: 
 export function columnCollisions(layout: TableLayout): string[] {
   const seen = new Map<string, string>();
   const problems: string[] = [];
-  for (const column of layout.columns) {
+  // System columns first, so the message names the property that would take a system name.
+  const columns = [...layout.historyColumns.filter((c) => !c.field), ...layout.columns.filter((c) => c.field)];
+  for (const column of columns) {
     const owner = column.field ? `property "${column.field.dotted}"` : `system column`;
     const previous = seen.get(column.name);
     if (previous) problems.push(`${layout.schemaName}: ${owner} maps to column "${column.name}", already used by ${previous}`);
@@ -103,7 +116,7 @@ export function columnCollisions(layout: TableLayout): string[] {
 
 export function createTableSql(layout: TableLayout, history: boolean): string {
   const s = naming.system;
-  const cols = layout.columns.map((c) => `${q(c.name)} ${c.sqlType}${c.name === s.id || c.name === s.version ? ' NOT NULL' : ''}`);
+  const cols = (history ? layout.historyColumns : layout.columns).map((c) => `${q(c.name)} ${c.sqlType}${c.name === s.id || c.name === s.version ? ' NOT NULL' : ''}`);
   const key = history ? `PRIMARY KEY (${q(s.id)}, ${q(s.version)})` : `PRIMARY KEY (${q(s.id)})`;
   return `CREATE TABLE IF NOT EXISTS ${history ? layout.history : layout.table} (${[...cols, key].join(', ')})`;
 }
@@ -125,6 +138,11 @@ export interface Statement {
   values: unknown[];
 }
 
+/**
+ * A create starts at version 1, or, for an id that was deleted, after its tombstone: one version
+ * line per id in the history table (its key is (id, version)), so a change feed sees the delete
+ * and then the create. The lookup is an index-only probe of the history's primary key.
+ */
 export function insertSql(layout: TableLayout, id: string, data: Record<string, unknown>): Statement {
   const values: unknown[] = [id];
   const fieldCols = layout.columns.filter((c) => c.field);
@@ -134,7 +152,8 @@ export function insertSql(layout: TableLayout, id: string, data: Record<string, 
   });
   const s = naming.system;
   const cols = [s.id, s.version, s.createdAt, s.updatedAt, ...fieldCols.map((c) => c.name)].map(q).join(', ');
-  return { text: withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, 1, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`), values };
+  const version = `COALESCE((SELECT max(${q(s.version)}) FROM ${layout.history} WHERE ${q(s.id)} = $1), 0) + 1`;
+  return { text: withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, ${version}, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`), values };
 }
 
 /** Replace sets every property (absent ones to null); merge sets only the given ones. */
@@ -150,11 +169,19 @@ export function updateSql(layout: TableLayout, id: string, data: Record<string, 
   return { text: withHistory(layout, `UPDATE ${layout.table} SET ${sets.join(', ')} WHERE ${q(s.id)} = $1`), values };
 }
 
-/** A delete removes the record and its history, so that the id can be created again at version 1. */
+/**
+ * A delete removes the live row and, in the same statement, writes a tombstone to the history:
+ * the next version, no data, `updated_at` and `deleted_at` the deletion time. The earlier versions
+ * stay. Answers the tombstone (the layout's columns, its properties null).
+ */
 export function deleteSql(layout: TableLayout, id: string): Statement {
   const s = naming.system;
+  const [sid, version, created, updated, deleted] = [s.id, s.version, s.createdAt, s.updatedAt, s.deletedAt].map(q);
   return {
-    text: `WITH d AS (DELETE FROM ${layout.table} WHERE ${q(s.id)} = $1 RETURNING ${columnList(layout)}), h AS (DELETE FROM ${layout.history} WHERE ${q(s.id)} = $1) SELECT ${columnList(layout)} FROM d`,
+    text:
+      `WITH d AS (DELETE FROM ${layout.table} WHERE ${sid} = $1 RETURNING ${sid}, ${version}, ${created}), ` +
+      `h AS (INSERT INTO ${layout.history} (${sid}, ${version}, ${created}, ${updated}, ${deleted}) SELECT ${sid}, ${version} + 1, ${created}, now(), now() FROM d RETURNING ${columnList(layout)}) ` +
+      `SELECT ${columnList(layout)} FROM h`,
     values: [id],
   };
 }
