@@ -405,13 +405,14 @@ export class PostgresReadOnlyExecutor {
     // A checked-out pg client emits 'error' when its connection dies (server stopped, network
     // lost); unheard, that event would end the process. The query itself fails too, and is
     // answered below.
+    const guard = (client as unknown as GuardedClient).frames;
     let connectionLost: Error | undefined;
     const onError = (err: Error) => {
       connectionLost ??= err;
-      this.options.logger?.warn({ err: err.message, dataset: dataset.id }, 'read-only PostgreSQL connection lost during a raw query');
+      // The guard closing the connection on an oversized result is no loss worth a warning.
+      if (!guard.tripped) this.options.logger?.warn({ err: err.message, dataset: dataset.id }, 'read-only PostgreSQL connection lost during a raw query');
     };
     client.on('error', onError);
-    const guard = (client as unknown as GuardedClient).frames;
     let reusable = true;
     let rowsSeen = 0;
     const prefix = `${tagComment(options)}DECLARE ${CURSOR} NO SCROLL CURSOR FOR `;
