@@ -2,7 +2,7 @@
  * JSON Schemas of the Environment and Dataset specs. ajv validates manifests with them at start
  * (data plane) and on reconcile (operator); the CRDs' OpenAPI schemas express the same rules.
  */
-import { CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, SCALAR_PROPERTY_TYPES } from './types.js';
+import { CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, QUERY_ARGUMENT_TYPES, SCALAR_PROPERTY_TYPES } from './types.js';
 
 /** DNS-1123 label: usable as a host label and inside Kubernetes object names. */
 export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
@@ -13,6 +13,13 @@ export const PROPERTY_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
 /** IPv4 or IPv6 CIDR (checked exactly by the `cidr` format; the pattern is for the CRD). */
 export const CIDR_PATTERN = '^([0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/[0-9]{1,3})$';
 
+/** Query argument names, as `${name}` placeholders write them. */
+export const ARGUMENT_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
+/** Longest query SQL, in characters: the raw SQL endpoint's limit. */
+export const MAX_QUERY_SQL_LENGTH = 100_000;
+/** Longest filter text of a query (model/filter.ts MAX_FILTER_LENGTH). */
+export const MAX_QUERY_FILTER_LENGTH = 4096;
+
 const cidrList = { type: 'array', items: { type: 'string', format: 'cidr' }, maxItems: 1000 } as const;
 
 export const propertyDefSchema = {
@@ -22,6 +29,8 @@ export const propertyDefSchema = {
   properties: {
     type: { enum: [...SCALAR_PROPERTY_TYPES, 'object', 'link', 'links'] },
     description: { type: 'string' },
+    /** Scalars and links: an index serves sorts led by this property (checked in crossCheckDataset). */
+    sortable: { type: 'boolean' },
     schema: { type: 'string', pattern: SCHEMA_NAME_PATTERN },
     /** links (inverse link): the source schema's link property that points here. */
     property: { type: 'string', pattern: PROPERTY_NAME_PATTERN },
@@ -109,6 +118,41 @@ export const datasetSpecSchema = {
             additionalProperties: { $ref: 'property.json' },
           },
           required: { type: 'array', items: { type: 'string', pattern: PROPERTY_NAME_PATTERN } },
+        },
+      },
+    },
+    queries: {
+      type: 'object',
+      propertyNames: { pattern: SCHEMA_NAME_PATTERN },
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        // Which fields go together (schema/filter/sort, or sql/using) is checked in model/queries.ts.
+        properties: {
+          description: { type: 'string' },
+          schema: { type: 'string', pattern: SCHEMA_NAME_PATTERN },
+          filter: { type: 'string', minLength: 1, maxLength: MAX_QUERY_FILTER_LENGTH },
+          sort: { type: 'string', minLength: 1 },
+          sql: { type: 'string', minLength: 1, maxLength: MAX_QUERY_SQL_LENGTH },
+          using: {
+            type: 'object',
+            propertyNames: { pattern: ARGUMENT_NAME_PATTERN },
+            additionalProperties: { type: 'string', pattern: SCHEMA_NAME_PATTERN },
+          },
+          arguments: {
+            type: 'object',
+            propertyNames: { pattern: ARGUMENT_NAME_PATTERN },
+            additionalProperties: {
+              type: 'object',
+              required: ['type'],
+              additionalProperties: false,
+              properties: {
+                type: { enum: [...QUERY_ARGUMENT_TYPES] },
+                required: { type: 'boolean' },
+                description: { type: 'string' },
+              },
+            },
+          },
         },
       },
     },

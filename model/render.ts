@@ -69,6 +69,7 @@ export function renderDatasetConfig(dataset: DatasetResource): DatasetConfig {
     },
     caller: { super: spec.caller?.super ?? [], anon: spec.caller?.anon ?? false },
     schemas: spec.schemas,
+    queries: spec.queries ?? {},
     deletionPolicy: spec.deletionPolicy ?? 'Retain',
   };
 }

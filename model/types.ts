@@ -26,9 +26,15 @@ export type ManagedRuleSet = (typeof MANAGED_RULE_SETS)[number];
 export const SCALAR_PROPERTY_TYPES = ['string', 'integer', 'number', 'boolean', 'date', 'timestamp'] as const;
 export type ScalarPropertyType = (typeof SCALAR_PROPERTY_TYPES)[number];
 
+/**
+ * `sortable: true` asks the location for an index that serves sorts led by this property, so that
+ * every page of such a list costs the same (PostgreSQL: a btree on the column and the id; DynamoDB:
+ * a secondary index). Sorting by other properties is allowed, but reads the whole selection.
+ */
 export interface ScalarProperty {
   type: ScalarPropertyType;
   description?: string;
+  sortable?: boolean;
 }
 export interface ObjectProperty {
   type: 'object';
@@ -40,6 +46,8 @@ export interface LinkProperty {
   description?: string;
   /** Fully qualified name of the target schema, in the same dataset. */
   schema: string;
+  /** As on a scalar: an index for sorts led by the link (its target's id). */
+  sortable?: boolean;
 }
 /**
  * An inverse link, not stored: the records of `schema` whose link property `property` points at
@@ -62,6 +70,47 @@ export interface RecordSchemaDef {
   /** Top-level property names a create or a full update must carry. */
   required?: string[];
 }
+
+/**
+ * Types a query argument may be declared with: the scalar types the raw SQL endpoint accepts
+ * (dataplane/src/rawsql/types.ts, a test keeps the two lists equal). A filter-based query's
+ * argument must also fit every property it is compared with (model/queries.ts).
+ */
+export const QUERY_ARGUMENT_TYPES = ['string', 'integer', 'long', 'float', 'double', 'decimal', 'boolean', 'date', 'timestamp', 'uuid', 'json', 'text', 'number'] as const;
+export type QueryArgumentType = (typeof QUERY_ARGUMENT_TYPES)[number];
+
+export interface QueryArgumentDef {
+  type: QueryArgumentType;
+  /** A required argument must be given (not null). Default false. */
+  required?: boolean;
+  description?: string;
+}
+
+/**
+ * A named query (`spec.queries`), one of two forms:
+ * - filter-based, on every location: the records of `schema` matching `filter` (which may use
+ *   `${argument}` placeholders), in `sort` order, paged as a list;
+ * - SQL-based, on SQL locations only: `sql` with `@{alias}` / `${argument}` tokens (the raw SQL
+ *   rules), run on the read-only connection; rows as the raw SQL endpoint returns them.
+ */
+export interface FilterQueryDef {
+  description?: string;
+  /** The record schema returned. */
+  schema: string;
+  arguments?: Record<string, QueryArgumentDef>;
+  filter?: string;
+  sort?: string;
+}
+export interface SqlQueryDef {
+  description?: string;
+  sql: string;
+  /** Alias → fully qualified schema name, as in a raw query's `using`. */
+  using?: Record<string, string>;
+  arguments?: Record<string, QueryArgumentDef>;
+}
+export type QueryDef = FilterQueryDef | SqlQueryDef;
+
+export const isSqlQuery = (query: QueryDef): query is SqlQueryDef => (query as SqlQueryDef).sql !== undefined;
 
 export interface SecretKeyRef {
   name: string;
@@ -117,6 +166,8 @@ export interface DatasetSpec {
   caller?: CallerSpec;
   /** Record schemas keyed by fully qualified name, e.g. `demo.Person`. */
   schemas: Record<string, RecordSchemaDef>;
+  /** Named queries keyed by fully qualified name, e.g. `demo.PeopleInPostcode`. */
+  queries?: Record<string, QueryDef>;
   /** What happens to stored data when the Dataset is deleted. Default Retain. */
   deletionPolicy?: 'Retain' | 'Delete';
 }
@@ -202,5 +253,7 @@ export interface DatasetConfig {
   };
   caller: { super: string[]; anon: boolean };
   schemas: Record<string, RecordSchemaDef>;
+  /** Named queries; `{}` when the spec declares none. Optional: configs published before queries existed have none. */
+  queries?: Record<string, QueryDef>;
   deletionPolicy: 'Retain' | 'Delete';
 }

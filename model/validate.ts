@@ -2,6 +2,7 @@
 import { refusedConsistency } from './location-kinds.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { parseCidr } from './cidr.js';
+import { checkQueries } from './queries.js';
 import { datasetSpecSchema, environmentSpecSchema, propertyDefSchema } from './json-schema.js';
 import type { DatasetSpec, EnvironmentSpec } from './types.js';
 
@@ -89,6 +90,11 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProbl
         if (raw.type !== 'link' && raw.type !== 'links' && raw.schema !== undefined) problems.push({ path: `${propPath}.schema`, message: 'only a link or links has "schema"' });
         if (raw.type !== 'links' && (raw as { property?: unknown }).property !== undefined) problems.push({ path: `${propPath}.property`, message: 'only an inverse link (links) has "property"' });
         if (raw.type !== 'object' && raw.properties !== undefined) problems.push({ path: `${propPath}.properties`, message: 'only an object has "properties"' });
+        // An index orders one column: an object has none of its own, an inverse link is not stored.
+        if ((raw.type === 'object' || raw.type === 'links') && (raw as { sortable?: unknown }).sortable !== undefined) {
+          const message = raw.type === 'object' ? 'an object cannot be sortable; mark properties inside it' : 'an inverse link (links) is not stored and cannot be sortable; mark the link property of its source schema';
+          problems.push({ path: `${propPath}.sortable`, message });
+        }
         if (prop.type === 'link' && prop.schema !== undefined && !(prop.schema in spec.schemas)) {
           problems.push({ path: `${propPath}.schema`, message: `link target "${prop.schema}" is not a schema of this dataset` });
         }
@@ -104,6 +110,7 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProbl
       }
     }
   }
+  problems.push(...checkQueries(spec, base));
   return problems;
 }
 

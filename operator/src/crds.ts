@@ -9,9 +9,9 @@
  * operator's ajv validation (model/validate.ts) reports problems there in status.conditions.
  */
 import { stringify } from 'yaml';
-import { CIDR_PATTERN, NAME_PATTERN, PROPERTY_NAME_PATTERN, SCHEMA_NAME_PATTERN } from '../../model/json-schema.js';
+import { CIDR_PATTERN, MAX_QUERY_FILTER_LENGTH, MAX_QUERY_SQL_LENGTH, NAME_PATTERN, PROPERTY_NAME_PATTERN, SCHEMA_NAME_PATTERN } from '../../model/json-schema.js';
 import { DEFAULT_ALGORITHMS, DEFAULT_CONSISTENCY } from '../../model/render.js';
-import { API_GROUP, API_VERSION, CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, SCALAR_PROPERTY_TYPES } from '../../model/types.js';
+import { API_GROUP, API_VERSION, CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, QUERY_ARGUMENT_TYPES, SCALAR_PROPERTY_TYPES } from '../../model/types.js';
 import { DEFAULT_DATAPLANE_REPLICAS } from './render/dataplane.js';
 
 export type Schema = Record<string, unknown>;
@@ -128,6 +128,9 @@ const propertyDefinition = obj(
       enum: [...SCALAR_PROPERTY_TYPES, 'object', 'link', 'links'],
     }),
     description: str('What the property holds.'),
+    sortable: bool(
+      'Scalars and links: the location keeps an index for sorts led by this property, so every page of such a list costs the same (PostgreSQL: a btree index on the column and the id). Sorting by other properties is allowed but reads the whole selection.',
+    ),
     schema: str('For type link: the fully qualified name of the target schema in this dataset; for links: the source schema.', { pattern: SCHEMA_NAME_PATTERN }),
     property: str('For type links: the link property of the source schema that points at this schema.', { pattern: PROPERTY_NAME_PATTERN }),
     properties: {
@@ -218,6 +221,39 @@ const datasetSpecSchema = obj(
       description: 'Record schemas by fully qualified name (<namespace>.<Name>, e.g. demo.Person).',
       minProperties: 1,
       additionalProperties: recordSchemaDefinition,
+    },
+    queries: {
+      type: 'object',
+      description:
+        'Named queries by fully qualified name (e.g. demo.PeopleInPostcode). Filter-based (every location): schema, filter, sort, arguments. SQL-based (SQL locations only): sql, using, arguments. The operator checks the filter, sort, tokens and argument types and reports problems in status.conditions.',
+      additionalProperties: obj('One named query: either schema (+ filter, sort) or sql (+ using).', {
+        description: str('What the query returns.'),
+        schema: str('Filter-based: the record schema returned.', { pattern: SCHEMA_NAME_PATTERN }),
+        filter: str('Filter-based: the filter, as a list request takes it; ${argument} placeholders stand for arguments.', { minLength: 1, maxLength: MAX_QUERY_FILTER_LENGTH }),
+        sort: str('Filter-based: the sort (field[:asc|:desc][:nulls-first|:nulls-last], several separated by commas).', { minLength: 1 }),
+        sql: str('SQL-based: a read-only statement with @{alias} / @{alias.property} and ${argument} tokens, as the raw SQL endpoint takes it.', {
+          minLength: 1,
+          maxLength: MAX_QUERY_SQL_LENGTH,
+        }),
+        using: {
+          type: 'object',
+          description: 'SQL-based: alias → fully qualified schema name.',
+          additionalProperties: str('A schema of this dataset.', { pattern: SCHEMA_NAME_PATTERN }),
+        },
+        arguments: {
+          type: 'object',
+          description: 'Arguments by name, each used as ${name} in the filter or SQL.',
+          additionalProperties: obj(
+            'One argument.',
+            {
+              type: str('Scalar type, as the raw SQL endpoint names them.', { enum: [...QUERY_ARGUMENT_TYPES] }),
+              required: bool('Whether a call must give it (not null). Default false.'),
+              description: str('What the argument means.'),
+            },
+            { required: ['type'] },
+          ),
+        },
+      }),
     },
     deletionPolicy: str('What happens to the stored data when the Dataset is deleted. Retain keeps it; Delete has the data plane drop it. Either way the ConfigMap goes.', {
       enum: ['Retain', 'Delete'],
