@@ -204,7 +204,7 @@ const ERROR_STATUSES: Record<number, { name: string; description: string; header
   503: {
     name: 'ServiceUnavailable',
     description:
-      'Retry after `Retry-After` seconds: the store cannot be reached (STORE_UNAVAILABLE), the dataset is being prepared (DATASET_NOT_READY) or its config cannot be served (DATASET_UNAVAILABLE), the server is busy (SERVER_BUSY), the ASYNC queue is full (ASYNC_QUEUE_FULL), no environment config yet (NOT_READY).',
+      'Retry after `Retry-After` seconds: the store cannot be reached (STORE_UNAVAILABLE), the dataset is being prepared (DATASET_NOT_READY) or its config cannot be served (DATASET_UNAVAILABLE), the server is busy (SERVER_BUSY), the ASYNC queue is full (ASYNC_QUEUE_FULL), raw SQL is busy or its database unreachable (RAW_SQL_BUSY, DATABASE_UNAVAILABLE), no environment config yet (NOT_READY).',
     headers: ['Retry-After'],
   },
 };
