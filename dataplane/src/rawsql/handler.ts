@@ -6,8 +6,9 @@
 import { kindFacts } from '../../../model/location-kinds.js';
 import type { DatasetConfig, LocationKind } from '../../../model/types.js';
 import { ApiError } from '../engine/errors.js';
+import { fromStore } from '../engine/store-outcomes.js';
 import type { LocationDriver, StatementContext } from '../drivers/driver.js';
-import { parseRawSqlRequest } from './request.js';
+import { parseRawSqlRequest, type RawSqlRequest } from './request.js';
 import { postgresDialect, rewriteRawSql, sourcePosition, type RawSqlDialect, type RewrittenSql } from './rewrite.js';
 
 export interface RawSqlLimits {
@@ -76,14 +77,24 @@ export async function executeRawQuery(input: RawQueryInput): Promise<Record<stri
   if (!kindFacts(kind).sql) throw new ApiError(400, 'RAW_SQL_NOT_SUPPORTED', `the dataset is stored in ${kindFacts(kind).title}, which has no SQL engine for raw queries`);
   const dialect = DIALECTS[kind];
   if (!dialect || !driver.rawQuery) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `raw SQL is not available yet on ${kind} locations`);
+  return runRawSql(dataset, driver, parseRawSqlRequest(input.body, dataset), ctx, input.limits);
+}
 
-  const request = parseRawSqlRequest(input.body, dataset);
+/**
+ * Rewrites parsed raw SQL and runs it on the location's read-only connection: the raw SQL endpoint
+ * (after its gates) and SQL-based query schemas (engine/queries.ts) share this.
+ */
+export async function runRawSql(dataset: DatasetConfig, driver: LocationDriver, request: RawSqlRequest, ctx: StatementContext, overrides?: Partial<RawSqlLimits>): Promise<Record<string, unknown>[]> {
+  const kind = dataset.location.kind;
+  const dialect = DIALECTS[kind];
+  if (!dialect || !driver.rawQuery) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `SQL is not available yet on ${kind} locations`);
   const rewritten = rewriteRawSql(request.sql, request.using, request.arguments, dataset, dialect);
-  const limits = { ...defaultLimits(), ...input.limits };
+  const limits = { ...defaultLimits(), ...overrides };
   try {
     return await driver.rawQuery(dataset, { text: rewritten.text, values: rewritten.values }, { ...limits, tags: ctx.tags, executor: ctx.executor });
   } catch (err) {
-    throw err instanceof ApiError ? withSourcePositions(err, request.sql, rewritten) : err;
+    const mapped = fromStore(err);
+    throw mapped instanceof ApiError ? withSourcePositions(mapped, request.sql, rewritten) : mapped;
   }
 }
 

@@ -7,10 +7,14 @@ import pino from 'pino';
 import { freshDatabase } from '../../../test-support/postgres.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/embedded.js';
 import { ApiError } from '../../engine/errors.js';
+import { apiErrorOf, fromStore, StoreError } from '../../engine/store-outcomes.js';
 import { demoDataset, DEMO_SCHEMAS } from '../../rawsql/fixtures.test-support.js';
 import type { RawQueryOptions } from '../driver.js';
 import { PostgresDriver } from './driver.js';
-import { firstTokenPosition, PostgresReadOnlyExecutor, readOnlyRoleName, scramVerifier, toRawSqlError } from './readonly.js';
+import { firstTokenPosition, PostgresReadOnlyExecutor, readOnlyRoleName, scramVerifier, toRawSqlError as toRefusal } from './readonly.js';
+
+/** The API error a database error becomes: the executor's refusal, mapped by the engine. */
+const toRawSqlError = (...args: Parameters<typeof toRefusal>) => apiErrorOf((toRefusal(...args) as StoreError).failure);
 
 const silent = pino({ level: 'silent' });
 const dataset = demoDataset();
@@ -31,10 +35,12 @@ describe('PostgreSQL read-only executor', function () {
     try {
       await promise;
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      return err;
+      // The executor reports what the store refused; the API error is what the caller sees.
+      const mapped = fromStore(err);
+      if (!(mapped instanceof ApiError)) throw err;
+      return mapped;
     }
-    throw new Error('expected an ApiError');
+    throw new Error('expected a refusal');
   }
 
   /** Another data-plane replica: its own driver and executor on the same database. */
@@ -468,7 +474,8 @@ describe('PostgreSQL read-only executor', function () {
         // The server restarts its sessions after a crash; then queries run again.
         let answer: unknown;
         for (let i = 0; i < 100 && answer === undefined; i++) {
-          answer = await raw('SELECT 4 AS four').catch(async (e: ApiError) => {
+          answer = await raw('SELECT 4 AS four').catch(async (thrown: unknown) => {
+            const e = fromStore(thrown) as ApiError;
             expect(e.status, e.message).to.equal(503);
             await new Promise((resolve) => setTimeout(resolve, 100));
           });

@@ -55,7 +55,9 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
-import { ApiError, badRequest, type ErrorDetail } from '../../engine/errors.js';
+import { hasSqlQueries } from '../../../../model/queries.js';
+import type { ErrorDetail } from '../../engine/errors.js';
+import { StoreError } from '../../engine/contract.js';
 import type { RawQuery, RawQueryOptions } from '../driver.js';
 import { skipBlockComment } from '../sql-lexing.js';
 import { quoteIdent as q } from '../sql-naming.js';
@@ -125,6 +127,9 @@ export function scramVerifier(password: string, iterations = 4096): string {
   return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
 }
 
+/** The role serves the raw SQL endpoint and SQL-based query schemas (spec.queries). */
+const needsReadOnlyRole = (dataset: DatasetConfig) => dataset.auth.iam.rawSqlEndpointEnabled || hasSqlQueries(dataset);
+
 export class PostgresReadOnlyExecutor {
   /** Per admin pool (one per database URL), per database schema. */
   private readonly states = new Map<pg.Pool, Map<string, Promise<DatasetState>>>();
@@ -137,11 +142,11 @@ export class PostgresReadOnlyExecutor {
 
   /**
    * Creates or repairs the dataset's read-only role and grants; called after the dataset's DDL.
-   * For a dataset without rawSqlEndpointEnabled no role is created, and an existing one (the
-   * endpoint was switched off) loses LOGIN and its connections.
+   * For a dataset without rawSqlEndpointEnabled (and no SQL query schema) no role is created, and
+   * an existing one (the endpoint was switched off) loses LOGIN and its connections.
    */
   async prepare(dataset: DatasetConfig, adminPool: pg.Pool): Promise<void> {
-    if (!dataset.auth.iam.rawSqlEndpointEnabled) return this.disable(dataset, adminPool);
+    if (!needsReadOnlyRole(dataset)) return this.disable(dataset, adminPool);
     await this.schedulePrepare(dataset, adminPool);
   }
 
@@ -351,7 +356,7 @@ export class PostgresReadOnlyExecutor {
 
   private async ensure(dataset: DatasetConfig, adminPool: pg.Pool): Promise<DatasetState> {
     // The endpoint checks this first; here it keeps a switched-off dataset from re-creating its role.
-    if (!dataset.auth.iam.rawSqlEndpointEnabled) throw new ApiError(403, 'RAW_SQL_DISABLED', `the raw SQL endpoint is not enabled for dataset "${dataset.id}"`);
+    if (!needsReadOnlyRole(dataset)) throw refused('forbidden', 'RAW_SQL_DISABLED', `the raw SQL endpoint is not enabled for dataset "${dataset.id}"`);
     const existing = this.states.get(adminPool)?.get(databaseSchemaOf(dataset));
     try {
       return await (existing ?? this.schedulePrepare(dataset, adminPool));
@@ -428,25 +433,25 @@ export class PostgresReadOnlyExecutor {
       const names = fields.map((f) => f.name);
       const duplicates = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
       if (duplicates.length) {
-        throw badRequest('DUPLICATE_COLUMN_NAMES', `the result has several columns named ${duplicates.map((d) => `"${d}"`).join(', ')}; give each column a distinct alias`, [
+        throw refused('invalid', 'DUPLICATE_COLUMN_NAMES', `the result has several columns named ${duplicates.map((d) => `"${d}"`).join(', ')}; give each column a distinct alias`, [
           { path: '$.sql', message: 'duplicate column names', columns: duplicates },
         ]);
       }
       if (rows.length > rowLimit) {
-        throw badRequest('ROW_LIMIT_EXCEEDED', `the query returns more than ${rowLimit} rows, the raw SQL row limit; narrow it (WHERE, LIMIT) or aggregate`, [
+        throw refused('invalid', 'ROW_LIMIT_EXCEEDED', `the query returns more than ${rowLimit} rows, the raw SQL row limit; narrow it (WHERE, LIMIT) or aggregate`, [
           { path: '$.sql', message: `more than ${rowLimit} rows`, rowLimit },
         ]);
       }
       return rows;
     } catch (err) {
-      if (err instanceof ApiError) throw err;
+      if (err instanceof StoreError) throw err;
       if (guard.tripped) {
         reusable = false;
         throw resultTooLarge(maxBytes, rowsSeen, guard.tripped);
       }
       if (err instanceof pg.DatabaseError) {
         const mapped = toRawSqlError(err, query.text, [...prefix].length, timeoutMs);
-        if (mapped.status >= 500) reusable = false;
+        if (mapped.failure.kind === 'query-refused' && mapped.failure.problem === 'busy') reusable = false;
         throw mapped;
       }
       reusable = false;
@@ -523,16 +528,19 @@ const rawTypes = {
   },
 };
 
-const unavailable = () => new ApiError(503, 'RAW_SQL_UNAVAILABLE', 'the read-only connection for raw SQL is not available; try again later');
-const busy = () => new ApiError(503, 'RAW_SQL_BUSY', 'raw SQL queries are all busy; try again shortly');
-const databaseUnavailable = () => new ApiError(503, 'DATABASE_UNAVAILABLE', 'the database could not run the query; try again later');
+/** What the store refused, in its own terms (engine/store-outcomes.ts maps the problem to a status). */
+const refused = (problem: 'invalid' | 'forbidden' | 'conflict' | 'busy', code: string, message: string, details: ErrorDetail[] = []) =>
+  new StoreError({ kind: 'query-refused', problem, code, message, details });
+const unavailable = () => refused('busy', 'RAW_SQL_UNAVAILABLE', 'the read-only connection for raw SQL is not available; try again later');
+const busy = () => refused('busy', 'RAW_SQL_BUSY', 'raw SQL queries are all busy; try again shortly');
+const databaseUnavailable = () => refused('busy', 'DATABASE_UNAVAILABLE', 'the database could not run the query; try again later');
 
 /** Default budget for a result's JSON size (RAW_SQL_MAX_BYTES): 8 MiB. */
 export const DEFAULT_MAX_RESULT_BYTES = 8 * 1024 * 1024;
 
-function resultTooLarge(maxBytes: number, rows: number, what: string): ApiError {
+function resultTooLarge(maxBytes: number, rows: number, what: string): StoreError {
   const after = what === 'the rows' ? `after ${rows} row${rows === 1 ? '' : 's'}` : `${what} arrived after ${rows} row${rows === 1 ? '' : 's'}`;
-  return badRequest('RESULT_TOO_LARGE', `the query's result is larger than ${maxBytes} bytes, the raw SQL result limit (${after}); select fewer or smaller columns, narrow it (WHERE, LIMIT) or aggregate`, [
+  return refused('invalid', 'RESULT_TOO_LARGE', `the query's result is larger than ${maxBytes} bytes, the raw SQL result limit (${after}); select fewer or smaller columns, narrow it (WHERE, LIMIT) or aggregate`, [
     { path: '$.sql', message: `result larger than ${maxBytes} bytes`, maxBytes, rows },
   ]);
 }
@@ -572,11 +580,11 @@ const MAX_MESSAGE = 2000;
 const clip = (message: string) => (message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}… (${message.length - MAX_MESSAGE} more characters)` : message);
 
 /**
- * Maps an error PostgreSQL raised for the caller's statement to an ApiError. What the SQL text can
- * cause is a 4xx carrying PostgreSQL's own message (and position, hint, SQLSTATE); connection and
- * server trouble is a 503 without internals.
+ * Maps an error PostgreSQL raised for the caller's statement to what the store refused and why.
+ * What the SQL text can cause is `invalid` (or `forbidden`) with PostgreSQL's own message (and
+ * position, hint, SQLSTATE); connection and server trouble is `busy` without internals.
  */
-export function toRawSqlError(err: pg.DatabaseError, statement: string, prefixChars: number, timeoutMs: number): ApiError {
+export function toRawSqlError(err: pg.DatabaseError, statement: string, prefixChars: number, timeoutMs: number): StoreError {
   const code = err.code ?? '';
   const cls = code.slice(0, 2);
   const raw = Number(err.position);
@@ -590,7 +598,8 @@ export function toRawSqlError(err: pg.DatabaseError, statement: string, prefixCh
     ...(position !== undefined ? { position } : {}),
     ...(err.hint ? { hint: err.hint } : {}),
   };
-  const fail = (status: number, apiCode: string, message: string) => new ApiError(status, apiCode, message, [detail]);
+  const PROBLEM = { 400: 'invalid', 403: 'forbidden', 409: 'conflict', 503: 'busy' } as const;
+  const fail = (status: keyof typeof PROBLEM, apiCode: string, message: string) => refused(PROBLEM[status], apiCode, message, [detail]);
   const at = position !== undefined ? ` (at character ${position})` : '';
 
   const readOnly = code === '25006' || (cls === '25' && /read-write|read-only/i.test(err.message)) || (code === '0A000' && /data-modifying/i.test(err.message));
@@ -620,7 +629,7 @@ export function toRawSqlError(err: pg.DatabaseError, statement: string, prefixCh
   if (cls === '0A') return fail(400, 'SQL_NOT_SUPPORTED', text);
   if (cls === '40') return fail(409, 'QUERY_CONFLICT', `${text}; try again`);
   if (code === '53300' || cls === '57' || cls === '58' || code === 'XX001' || code === 'XX002' || (cls === '08' && code !== '08P01')) {
-    return new ApiError(503, 'DATABASE_UNAVAILABLE', 'the database could not run the query; try again later');
+    return databaseUnavailable();
   }
   if (cls === '53' || cls === '54') return fail(400, 'RESOURCE_LIMIT_EXCEEDED', text);
   // Everything else the statement can raise: cardinality, routine and trigger exceptions,

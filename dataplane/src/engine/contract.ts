@@ -1,0 +1,129 @@
+/**
+ * The driver contract (the engine's port): the only code that speaks to a store implements it.
+ * The engine owns it; drivers import it, the engine never imports a driver (model/layering.test.ts).
+ * The engine works in nested record data; a driver maps it onto its storage layout, reports what
+ * the store answered in the store's terms (store-outcomes.ts: never an HTTP status), and declares
+ * what it can do as capabilities instead of the engine testing kind names.
+ */
+import type { Consistency, DatasetConfig, LocationKind } from '../../../model/types.js';
+import type { TypedFilter } from '../../../model/filter.js';
+import type { SortKey } from '../../../model/sort.js';
+import type { StoreFailure } from './store-outcomes.js';
+
+export type { StoreFailure } from './store-outcomes.js';
+export { StoreError } from './store-outcomes.js';
+
+/** Synchronous levels a driver writes at (ASYNC is the engine's: it writes those at QUORUM later). */
+export type WriteLevel = Exclude<Consistency, 'ASYNC'>;
+
+export interface DriverCapabilities {
+  /** Levels a write may ask for; others are a 400 before anything is written. */
+  consistency: readonly WriteLevel[];
+  /** Most actions one atomic (ATOMIC_ALL, ATOMIC) write may hold (DynamoDB: 100); absent: no limit. */
+  maxAtomicActions?: number;
+  /** `list` and `link`: filtered, sorted keyset pages. */
+  list: boolean;
+  /** Which properties a page may be sorted by: any, or only those the schema marks sortable. */
+  sortable: 'any' | 'declared';
+  /** Pages come back in id order when no sort is given. */
+  orderedWithoutSort: boolean;
+  /** `rawQuery`: SQL on a read-only connection. */
+  rawSql: boolean;
+  /** A change feed for subscriptions. */
+  changeFeed: boolean;
+  /** Bulk loads (transactions). */
+  bulkLoad: boolean;
+}
+
+export interface StoredRecord {
+  id: string;
+  version: number;
+  /** Nested property values; links as `{id}`; unset (null) values are left out. */
+  data: Record<string, unknown>;
+  createdAt?: string;
+  updatedAt?: string;
+  /**
+   * Set only by `read` with a version, when that version is the tombstone a delete wrote (no data;
+   * `updatedAt` is the deletion time). A delete keeps the earlier versions readable.
+   */
+  deleted?: boolean;
+}
+
+export type WriteOp =
+  | { op: 'create'; schema: string; id: string; data: Record<string, unknown> }
+  | { op: 'update'; schema: string; id: string; data: Record<string, unknown>; merge: boolean }
+  | { op: 'delete'; schema: string; id: string };
+
+export type OpResult = { ok: true; record: StoredRecord; deleted?: boolean } | { ok: false; failure: StoreFailure };
+
+/** Observability context passed down from the `tags` header and the executor choice. */
+export interface StatementContext {
+  tags?: Record<string, unknown>;
+  executor?: string;
+}
+
+export interface PrepareReport {
+  /** DDL statements applied, in order. */
+  applied: string[];
+  /** Changes that would destroy or rewrite data: refused, and the dataset keeps its old layout. */
+  refused: string[];
+}
+
+export interface RawQuery {
+  text: string;
+  values: unknown[];
+}
+
+export interface RawQueryOptions extends StatementContext {
+  rowLimit: number;
+  timeoutMs: number;
+  /** Budget for the result's (approximate) JSON size in bytes; the executor's default when absent. */
+  maxBytes?: number;
+}
+
+/** A list page's query: typed filter, sort keys (the id last), rows to fetch, keyset position. */
+export interface ListQuery {
+  filter?: TypedFilter;
+  sort: SortKey[];
+  limit: number;
+  /** The previous page's last row: its value of each sort key, in order (null for a null). */
+  after?: readonly unknown[];
+}
+
+/** Which record to read: the current version, or a past one. */
+export interface RecordKey {
+  schema: string;
+  id: string;
+  version?: number;
+}
+
+export interface LocationDriver {
+  readonly kind: LocationKind;
+  readonly capabilities: DriverCapabilities;
+  /** Brings storage up to the dataset's schemas: additive changes only. */
+  prepare(dataset: DatasetConfig): Promise<PrepareReport>;
+  read(dataset: DatasetConfig, key: RecordKey, ctx?: StatementContext): Promise<StoredRecord | undefined>;
+  readMany(dataset: DatasetConfig, schema: string, ids: string[], ctx?: StatementContext): Promise<StoredRecord[]>;
+  /**
+   * Writes the ops at a consistency level. For ATOMIC_ALL and ATOMIC, either every op commits or
+   * none does (the failing op carries its failure, the others `aborted`); for the weaker levels
+   * each op commits on its own and reports its own outcome. A store that cannot be reached throws
+   * a StoreError (`unavailable`) for an atomic write and reports it per op otherwise.
+   */
+  write(dataset: DatasetConfig, ops: WriteOp[], consistency: WriteLevel, ctx?: StatementContext): Promise<OpResult[]>;
+  /**
+   * Up to `limit` records matching the filter, in the sort order (model/sort.ts rules, binary
+   * order, nulls where the keys say), starting after `after`: keyset pagination, never OFFSET.
+   */
+  list?(dataset: DatasetConfig, schema: string, query: ListQuery, ctx?: StatementContext): Promise<StoredRecord[]>;
+  /** Checks that the dataset's store answers; throws a StoreError (`unavailable`) when it does not. */
+  ping?(dataset: DatasetConfig): Promise<void>;
+  /** Read-only query on the dataset's read-only connection; undefined when the location has none. */
+  rawQuery?(dataset: DatasetConfig, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]>;
+  /**
+   * Drops the dataset's stored data (records and history), for `deletionPolicy: Delete`. Idempotent;
+   * returns what it removed.
+   */
+  purge?(dataset: DatasetConfig): Promise<string[]>;
+  close(): Promise<void>;
+}
