@@ -7,6 +7,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect } from 'chai';
 import { resolve } from 'node:path';
+import { SCHEMA_NAME_PATTERN } from '../../../model/json-schema.js';
 import { loadManifests } from '../../../model/manifests.js';
 import { renderDatasetConfig, renderEnvironmentConfig } from '../../../model/render.js';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
@@ -178,6 +179,12 @@ describe('OpenAPI document (openapi.ts)', () => {
     expect(doc.components.schemas['a_b_c-2'].properties.to.anyOf[1]).to.deep.equal({ $ref: '#/components/schemas/a_b_c' });
     expect((await validate(doc)).valid).to.equal(true);
     expect(unresolvedRefs(doc)).to.deep.equal([]);
+  });
+
+  it('relies on schema names having a dot: no schema can be named like a dataset endpoint', () => {
+    const pattern = new RegExp(SCHEMA_NAME_PATTERN);
+    for (const endpoint of ['openapi', 'echo', 'raw-query']) expect(pattern.test(endpoint), endpoint).to.equal(false);
+    expect(pattern.test('demo.Person')).to.equal(true);
   });
 
   it('caches the body per dataset config object and environment', () => {
