@@ -58,6 +58,7 @@ function checkFilterQuery(spec: DatasetSpec, query: FilterQueryDef, path: string
   const schema = Object.hasOwn(spec.schemas, query.schema) ? spec.schemas[query.schema] : undefined;
   if (!schema) return [...problems, { path: `${path}.schema`, message: `"${query.schema}" is not a schema of this dataset` }];
   const declared = query.arguments ?? {};
+  problems.push(...reservedArguments(declared, path));
   const used = new Set<string>();
   if (query.filter !== undefined) {
     try {
@@ -108,6 +109,7 @@ function checkSqlQuery(spec: DatasetSpec, query: SqlQueryDef, path: string): Spe
     if (!Object.hasOwn(spec.schemas, schemaName)) problems.push({ path: member(`${path}.using`, alias), message: `"${schemaName}" is not a schema of this dataset` });
   }
   const declared = query.arguments ?? {};
+  problems.push(...reservedArguments(declared, path));
   const used = new Set<string>();
   for (const token of sqlTokens(query.sql)) {
     const at = `${token.kind}{${token.body}} at position ${token.pos}`;
@@ -128,6 +130,15 @@ function checkSqlQuery(spec: DatasetSpec, query: SqlQueryDef, path: string): Spe
     if (!used.has(name)) problems.push({ path: member(`${path}.arguments`, name), message: `argument "${name}" is declared but the SQL does not use \${${name}}` });
   }
   return problems;
+}
+
+/** `GET /{dataset}/queries/{name}` takes arguments as query parameters next to these. */
+const RESERVED_ARGUMENT_NAMES = ['limit', 'nextToken'];
+
+function reservedArguments(declared: Record<string, unknown>, path: string): SpecProblem[] {
+  return Object.keys(declared)
+    .filter((name) => RESERVED_ARGUMENT_NAMES.includes(name))
+    .map((name) => ({ path: member(`${path}.arguments`, name), message: `"${name}" is reserved (a query's page parameter); name the argument otherwise` }));
 }
 
 /** What the raw SQL rewriter resolves `@{alias.path}` to: a scalar leaf, a link (or its `.id`), a system column. */
@@ -212,4 +223,9 @@ export function sqlTokens(sql: string): SqlToken[] {
     } else i++;
   }
   return tokens;
+}
+
+/** Whether a dataset declares SQL-based queries (they need the read-only connection even with the raw SQL endpoint off). */
+export function hasSqlQueries(dataset: { queries?: Record<string, QueryDef> }): boolean {
+  return Object.values(dataset.queries ?? {}).some(isSqlQuery);
 }

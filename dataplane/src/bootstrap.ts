@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { authenticate, TokenVerifierCache } from './auth/authenticator.js';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
 import { PostgresReadOnlyExecutor } from './drivers/postgres/readonly.js';
-import { executeRawQuery } from './rawsql/handler.js';
+import { executeRawQuery, runRawSql } from './rawsql/handler.js';
 import type { ConfigStore } from './config/store.js';
 import { firewallBodyMiddleware, firewallMiddleware, type FirewallConfig } from './firewall/index.js';
 import type { AppDeps } from './http/app.js';
@@ -74,5 +74,6 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     extraRoutes,
   });
   dataPlane.engine.pageTokens = pageTokens;
+  dataPlane.engine.runSql = runRawSql;
   return dataPlane;
 }

@@ -127,7 +127,7 @@ describe('function gateway (service-E-function-service-gateway)', function () {
   it('reports bad payloads, unknown executors and operations not yet available in status.code', async () => {
     expect((await invoke({ operation: 'create', dataset, data: {} })).status).to.deep.include({ code: 400 });
     expect((await invoke({ operation: 'fly', dataset })).status.code).to.equal(400);
-    expect((await invoke({ operation: 'query', dataset, data: { schema: 'demo.PeopleInPostcode' } })).status.code).to.equal(501);
+    expect((await invoke({ operation: 'query', dataset, data: { schema: 'demo.PeopleInPostcode' } })).data.code).to.equal('MISSING_ARGUMENT');
     const executor = await invoke({ operation: 'get', dataset, schema: 'demo.Company', id: 'fg-b1', executor: { id: 'nope' } });
     expect(executor.status.code).to.equal(400);
     expect(executor.data.code).to.equal('UNKNOWN_EXECUTOR');

@@ -63,7 +63,15 @@ export interface LinkAction extends PageRequest {
   id: string;
   link: string;
 }
-export type StructuredAction = SingleAction | BatchAction | ListAction | LinkAction;
+/** A named query of the dataset (spec.queries): `schema` names the query, `arguments` maps names to values. */
+export interface QueryAction {
+  kind: 'query';
+  schema: string;
+  arguments: Record<string, unknown>;
+  limit?: number;
+  nextToken?: string;
+}
+export type StructuredAction = SingleAction | BatchAction | ListAction | LinkAction | QueryAction;
 
 const ACTION_FIELDS: Record<string, { required: string[]; optional: string[] }> = {
   read: { required: ['schema', 'id'], optional: ['version', 'expand', 'projection', 'consistency', 'linkConsistency'] },
@@ -73,6 +81,7 @@ const ACTION_FIELDS: Record<string, { required: string[]; optional: string[] }> 
   batch: { required: ['actions'], optional: [] },
   list: { required: ['schema'], optional: ['filter', 'sort', 'limit', 'nextToken', 'expand'] },
   link: { required: ['schema', 'id', 'link'], optional: ['filter', 'sort', 'limit', 'nextToken', 'expand'] },
+  query: { required: ['schema'], optional: ['arguments', 'limit', 'nextToken'] },
 };
 export const MAX_BATCH_ACTIONS = 1000;
 const MAX_ID_LENGTH = 512;
@@ -222,9 +231,18 @@ function parsePage(kind: 'list' | 'link', args: Record<string, unknown>, path: s
   return { kind, schema, id: str(args, 'id', path), link: str(args, 'link', path, 255), ...page };
 }
 
+/** `{"query": {schema, arguments, limit, nextToken}}`: the arguments' values are checked against the query's declaration by the engine. */
+function parseQuery(args: Record<string, unknown>, path: string): QueryAction {
+  checkFields('query', args, path);
+  const values = args.arguments ?? {};
+  if (!isObject(values)) throw badRequest('INVALID_FIELD', '"arguments" must be an object mapping argument names to values', [{ path: `${path}.arguments`, message: 'must be an object' }]);
+  return { kind: 'query', schema: str(args, 'schema', path, 255), arguments: values, limit: limitOf(args, path), nextToken: optionalText(args, 'nextToken', path) };
+}
+
 export function parseStructuredRequest(body: unknown): StructuredAction {
   const [kind, args] = wrapperKey(body, '$', Object.keys(ACTION_FIELDS));
   if (kind === 'list' || kind === 'link') return parsePage(kind, args, `$.${kind}`);
+  if (kind === 'query') return parseQuery(args, '$.query');
   if (kind !== 'batch') return parseSingle(kind, args, `$.${kind}`);
   checkFields('batch', args, '$.batch');
   if (!isObject(args.actions)) throw badRequest('INVALID_FIELD', '"actions" must be a map of names to actions', [{ path: '$.batch.actions', message: 'must be an object' }]);

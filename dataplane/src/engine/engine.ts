@@ -7,8 +7,9 @@ import type { Logger } from 'pino';
 import type { Consistency, DatasetConfig } from '../../../model/types.js';
 import type { ConfigStore } from '../config/store.js';
 import type { LocationDriver, OpResult, StatementContext, StoredRecord, WriteOp } from '../drivers/driver.js';
-import type { BatchAction, LinkAction, ListAction, ReadAction, SingleAction, StructuredAction, WriteAction } from './actions.js';
+import type { BatchAction, LinkAction, ListAction, ReadAction, SingleAction, StructuredAction, WriteAction, QueryAction } from './actions.js';
 import { linkPage, listPage, type FieldPath, type ListDeps, type Page } from './lists.js';
+import { queryPage, type QueryDeps, type SqlRunner } from './queries.js';
 import { PageTokens } from './page-token.js';
 import { AsyncWriter, type AsyncWriterOptions } from './async-writes.js';
 import { effectiveConsistency, isAtomic } from './consistency.js';
@@ -78,6 +79,21 @@ export class RecordEngine {
     return linkPage(this.listDeps, dataset, action, at, ctx);
   }
 
+  /** Runs SQL-based query schemas (rawsql/handler.ts runRawSql); set by the process wiring, without it they are 501. */
+  runSql: SqlRunner | undefined;
+
+  /** A page of a named query's results (queries.ts): records for a filter-based query, rows for an SQL one. */
+  query(
+    dataset: DatasetConfig,
+    action: Omit<QueryAction, 'kind'>,
+    ctx?: StatementContext,
+    at: FieldPath = (f) => `$.query.${f}`,
+    argAt?: (name: string) => string,
+  ): Promise<Page<ApiRecord | Record<string, unknown>>> {
+    const deps: QueryDeps<ApiRecord> = { ...this.listDeps, sql: this.runSql };
+    return queryPage(deps, dataset, action, at, ctx, argAt);
+  }
+
   private readonly listDeps: ListDeps<ApiRecord> = {
     driver: (dataset) => this.driver(dataset),
     tokens: () => (this.pageTokens ??= PageTokens.ephemeral()),
@@ -89,6 +105,7 @@ export class RecordEngine {
     if (action.kind === 'read') return { status: 200, body: await this.read(dataset, action, ctx) };
     if (action.kind === 'list') return { status: 200, body: await this.list(dataset, action, ctx) };
     if (action.kind === 'link') return { status: 200, body: await this.link(dataset, action, ctx) };
+    if (action.kind === 'query') return { status: 200, body: await this.query(dataset, action, ctx) };
     if (action.kind === 'batch') return this.batch(dataset, action, ctx);
     const path = `$.${action.kind}`;
     const op = this.toOp(dataset, action, path);

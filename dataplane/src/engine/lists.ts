@@ -38,7 +38,7 @@ function schemaOf(dataset: DatasetConfig, schema: string, path: string): RecordS
   return def;
 }
 
-function limitOf(limit: number | undefined, path: string): number {
+export function limitOf(limit: number | undefined, path: string): number {
   if (limit === undefined) return DEFAULT_PAGE_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) {
     throw badRequest('INVALID_LIMIT', `"limit" must be a whole number from 1 to ${MAX_PAGE_LIMIT}`, [{ path, message: `${limit} is out of range` }]);
@@ -56,7 +56,7 @@ function compiled<R>(code: string, path: string, run: () => R): R {
   }
 }
 
-interface PagePlan {
+export interface PagePlan {
   schema: string;
   filter?: TypedFilter;
   sort: SortKey[];
@@ -74,7 +74,7 @@ function planPage(dataset: DatasetConfig, schema: string, def: RecordSchemaDef, 
   return { schema, filter, sort, limit, binding, after };
 }
 
-async function runPage<T>(deps: ListDeps<T>, dataset: DatasetConfig, plan: PagePlan, expand: Field[], ctx?: StatementContext, scope?: TypedFilter): Promise<Page<T>> {
+export async function runPage<T>(deps: ListDeps<T>, dataset: DatasetConfig, plan: PagePlan, expand: Field[], ctx?: StatementContext, scope?: TypedFilter): Promise<Page<T>> {
   const driver = deps.driver(dataset);
   if (!driver.list) throw new ApiError(501, 'NOT_AVAILABLE', `list is not available on ${driver.kind} locations yet`);
   const filter = scope && plan.filter ? { kind: 'and' as const, items: [scope, plan.filter] } : (scope ?? plan.filter);

@@ -2,9 +2,9 @@
  * The function gateway's payloads, translated to the internal REST API and back. Pure: an
  * invocation in, the REST request to make out; the REST response in, the function's result out.
  *
- * Operations served: create, update (replace), patch (merge), delete, get, batch, list, link.
- * `query` and `transaction` answer 501 until the record engine has them (their fields are still
- * checked by name, and the common ones by value).
+ * Operations served: create, update (replace), patch (merge), delete, get, batch, list, link, query.
+ * `transaction` answers 501 until the record engine has it (its fields are still checked by name,
+ * and the common ones by value).
  *
  * Payloads are strict: a field an operation does not take, or a known field with a wrong type or
  * value, is a 400 naming its JSON path (`$.bogus`, `$.actions["a"].executor`) — a typo is never
@@ -50,8 +50,8 @@ export class InvocationError extends Error {
   }
 }
 
-const RECORD_OPERATIONS = ['create', 'update', 'patch', 'delete', 'get', 'batch', 'link', 'list'] as const;
-const NOT_YET = ['query', 'transaction'] as const;
+const RECORD_OPERATIONS = ['create', 'update', 'patch', 'delete', 'get', 'batch', 'link', 'list', 'query'] as const;
+const NOT_YET = ['transaction'] as const;
 const OPERATIONS = [...RECORD_OPERATIONS, ...NOT_YET] as const;
 type Operation = (typeof OPERATIONS)[number];
 type RecordOperation = (typeof RECORD_OPERATIONS)[number];
@@ -69,7 +69,8 @@ const FIELDS: Record<Operation, { required: string[]; optional: string[] }> = {
   batch: { required: ['actions'], optional: ['consistency'] },
   link: { required: ['schema', 'id', 'link'], optional: ['expand', 'filter', 'sort', 'limit', 'nextToken'] },
   list: { required: ['schema'], optional: ['expand', 'filter', 'sort', 'limit', 'nextToken'] },
-  query: { required: ['data'], optional: ['limit'] },
+  // data: {schema: <query name>, arguments}; nextToken pages a filter-based query.
+  query: { required: ['data'], optional: ['limit', 'nextToken'] },
   transaction: { required: ['data'], optional: [] },
 };
 const BATCHABLE: readonly string[] = ['create', 'update', 'patch', 'delete'];
@@ -217,6 +218,23 @@ function toAction(payload: Json, operation: RecordOperation, path: string, defau
   }
 }
 
+/** The query operation's `data: {schema, arguments}` plus `limit` and `nextToken`, as the structured `query` action. */
+function queryArgs(payload: Json): Json {
+  const data = own(payload, 'data');
+  if (!isObject(data)) throw invalid('$.data', 'must be an object {"schema": <query name>, "arguments": {…}}');
+  for (const key of Object.keys(data)) if (key !== 'schema' && key !== 'arguments') throw invalid(at('$.data', key), 'is not a field of a query (it takes schema, arguments)', 'UNKNOWN_FIELD');
+  if (own(data, 'schema') === undefined) throw invalid('$.data.schema', 'is required: the name of the query', 'MISSING_FIELD');
+  const schema = nonEmptyString(data, 'schema', '$.data');
+  const args = own(data, 'arguments');
+  if (args !== undefined && !isObject(args)) throw invalid('$.data.arguments', 'must map argument names to values');
+  return { schema, ...(args === undefined ? {} : { arguments: args }), ...pageFields(payload, '$') };
+}
+const QUERY_PATHS: [string, string][] = [
+  ['$.query.schema', '$.data.schema'],
+  ['$.query.arguments', '$.data.arguments'],
+  ['$.query', '$'],
+];
+
 /**
  * A batch action may repeat the batch's dataset or executor, but not differ: one REST request
  * goes to one dataset with one `executor-name` header.
@@ -269,6 +287,7 @@ export function toRestCall(payload: unknown, principal: string, requestId?: stri
   if (requestId) headers['x-request-id'] = requestId;
   const path = `/${dataset}`;
   if (operation === 'batch') return { method: 'POST', path, headers, ...batchBody(payload, dataset, executor) };
+  if (operation === 'query') return { method: 'POST', path, headers, body: { query: queryArgs(payload) }, paths: QUERY_PATHS };
   // get is a structured read, not GET /{dataset}/{schema}/{id}: a URL would turn an id of "." or
   // ".." into a path step (URL resolution removes dot segments), so such records could not be read.
   const { kind, args } = toAction(payload, operation as RecordOperation, '$');

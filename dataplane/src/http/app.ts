@@ -17,6 +17,7 @@ import type { ConfigStore } from '../config/store.js';
 import type { LocationDriver, StatementContext } from '../drivers/driver.js';
 import { isVersionNumber, MAX_VERSION, nameList, parseStructuredRequest } from '../engine/actions.js';
 import type { RecordEngine } from '../engine/engine.js';
+import { argumentsFromText } from '../engine/queries.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import { rawSqlIamOnly } from '../rawsql/handler.js';
 import { echoResponse } from './echo.js';
@@ -176,6 +177,20 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     sendJson(x.res, 200, result);
   };
 
+  /** `GET /{dataset}/queries/{name}?<argument>=…&limit=&nextToken=`: a named query; every other parameter is an argument. */
+  const namedQuery: Handler = async (x, d) => {
+    const texts: Record<string, string> = {};
+    for (const [key, value] of Object.entries(x.query)) {
+      if (typeof value !== 'string') throw badRequest('INVALID_PARAMETER', `query parameter "${key}" must be given once`, [{ path: `query:${key}`, message: 'repeated' }]);
+      if (key !== 'limit' && key !== 'nextToken') Object.defineProperty(texts, key, { value, enumerable: true });
+    }
+    const limit = x.query.limit as string | undefined;
+    if (limit !== undefined && !/^[0-9]{1,7}$/.test(limit)) throw badRequest('INVALID_LIMIT', '"limit" must be a whole number', [{ path: 'query:limit', message: 'not a whole number' }]);
+    const name = d.route.rest[1];
+    const action = { schema: name, arguments: argumentsFromText(d.dataset, name, texts), limit: limit === undefined ? undefined : Number(limit), nextToken: x.query.nextToken as string | undefined };
+    sendJson(x.res, 200, await deps.engine.query(d.dataset, action, d.ctx, (f) => (f === 'schema' ? 'path:name' : `query:${f}`), (key) => `query:${key}`));
+  };
+
   const structured: Handler = async (x, d) => {
     const result = await deps.engine.execute(d.dataset, parseStructuredRequest(x.body), d.ctx);
     sendJson(x.res, result.status, result.body);
@@ -247,6 +262,8 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       return serve(x, 'POST', rawQuery);
     }
     if (rest.length === 1) return serve(x, 'GET,HEAD', page('list'));
+    // Schema names contain a dot: no schema is called "queries".
+    if (rest.length === 2 && rest[0] === 'queries') return serve(x, 'GET,HEAD', namedQuery);
     if (rest.length === 2) return serve(x, 'GET,HEAD', readOne);
     if (rest.length === 3) return serve(x, 'GET,HEAD', page('link'));
     throw new ApiError(404, 'NOT_FOUND', `no endpoint at ${x.path.slice(0, 200)}`);
