@@ -4,7 +4,8 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { parseCidr } from './cidr.js';
 import { checkQueries } from './queries.js';
 import { datasetSpecSchema, environmentSpecSchema, propertyDefSchema } from './json-schema.js';
-import type { DatasetSpec, EnvironmentSpec } from './types.js';
+import { datasetConfigSchema, environmentConfigSchema } from './config-schema.js';
+import type { DatasetConfig, DatasetSpec, EnvironmentConfig, EnvironmentSpec } from './types.js';
 
 export type SpecProblem = {
   /** JSON path from the document root, e.g. `$.spec.schemas['demo.Person'].properties.age.type`. */
@@ -17,6 +18,8 @@ ajv.addFormat('cidr', { type: 'string', validate: (value: string) => parseCidr(v
 ajv.addSchema(propertyDefSchema);
 const validateDatasetSpec = ajv.compile<DatasetSpec>(datasetSpecSchema);
 const validateEnvironmentSpec = ajv.compile<EnvironmentSpec>(environmentSpecSchema);
+const validateDatasetConfig = ajv.compile<DatasetConfig>(datasetConfigSchema);
+const validateEnvironmentConfig = ajv.compile<EnvironmentConfig>(environmentConfigSchema);
 
 /** Renders an ajv instancePath (`/schemas/demo.Person/properties`) as a JSON path. */
 export function jsonPath(base: string, instancePath: string): string {
@@ -121,6 +124,23 @@ export function checkDatasetSpec(spec: unknown, base = '$.spec'): SpecProblem[] 
 
 export function checkEnvironmentSpec(spec: unknown, base = '$.spec'): SpecProblem[] {
   if (!validateEnvironmentSpec(spec)) return problemsOf(validateEnvironmentSpec, base);
+  return crossCheckEnvironment(spec, base);
+}
+
+/** A rendered dataset config as read back from a ConfigMap (model/config-schema.ts), then the spec's cross-checks. */
+export function checkDatasetConfig(config: unknown, base = '$'): SpecProblem[] {
+  if (!validateDatasetConfig(config)) return problemsOf(validateDatasetConfig, base);
+  return crossCheckDataset(config, base);
+}
+
+/** A rendered environment config as read back from a ConfigMap, then the spec's cross-checks. */
+export function checkEnvironmentConfig(config: unknown, base = '$'): SpecProblem[] {
+  if (!validateEnvironmentConfig(config)) return problemsOf(validateEnvironmentConfig, base);
+  return crossCheckEnvironment(config, base);
+}
+
+/** What JSON Schema cannot say about an environment (spec or rendered config). */
+function crossCheckEnvironment(spec: Pick<EnvironmentSpec, 'identityProvider' | 'executors'>, base: string): SpecProblem[] {
   const problems: SpecProblem[] = [];
   const idp = spec.identityProvider;
   if (idp && !idp.development && !idp.jwksUri && !idp.jwks) {

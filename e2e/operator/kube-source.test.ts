@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { startKubeConfigSource, type PurgingConfigSink } from '../../dataplane/src/config/kube-source.js';
+import { renderDatasetConfig, renderEnvironmentConfig } from '../../model/render.js';
 import type { DatasetConfig, EnvironmentConfig } from '../../model/types.js';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import { apply, createNamespace, kubeconfigWithServer, kubectl, waitFor } from './harness.js';
@@ -39,11 +40,17 @@ const labels = (env: string, kind: 'environment' | 'dataset', dataset?: string) 
   `labels: {app.kubernetes.io/managed-by: data-access-operator, dataaccess.dev/environment: ${env}, dataaccess.dev/config: ${kind}${dataset ? `, dataaccess.dev/dataset: ${dataset}` : ''}}`;
 
 function environmentConfigMap(env: string): string {
-  return `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${env}-dataplane, ${labels(env, 'environment')}}\ndata:\n  environment.json: '{"id": "${env}", "type": "internal"}'\n`;
+  // As the operator publishes it: the rendered config (the data plane validates it).
+  const json = JSON.stringify(renderEnvironmentConfig({ apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Environment', metadata: { name: env, namespace: 'default' }, spec: { type: 'internal' } }));
+  return `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${env}-dataplane, ${labels(env, 'environment')}}\ndata:\n  environment.json: '${json}'\n`;
 }
 
+/** A dataset config as the operator publishes it: rendered (the data plane validates it). */
+const datasetConfig = (env: string, id: string, generation: number) =>
+  renderDatasetConfig({ apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Dataset', metadata: { name: id, generation }, spec: { environment: env, location: { kind: 'postgres' }, schemas: { 'demo.A': { properties: {} } } } });
+
 function datasetConfigMap(env: string, id: string, generation: number, extra = ''): string {
-  const json = JSON.stringify({ id, environment: env, generation, schemas: { 'demo.A': { properties: {} } } });
+  const json = JSON.stringify(datasetConfig(env, id, generation));
   return `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${env}-dataset-${id}, ${labels(env, 'dataset', id)}${extra}}\ndata:\n  dataset.json: '${json}'\n`;
 }
 
@@ -85,6 +92,9 @@ describe('data plane ConfigMap source e2e (kube-apiserver)', function () {
 
       const before = sink.calls.length;
       await kubectl(cluster, ['-n', ns, 'patch', 'configmap', 'local-dataset-a', '--type', 'merge', '-p', JSON.stringify({ data: { 'dataset.json': '{"id": "a", ' } })]);
+      // JSON, but not a valid dataset config (an unknown location kind): refused the same way.
+      const invalid = { ...datasetConfig('local', 'a', 3), location: { kind: 'mysql', defaultConsistency: 'ATOMIC' } };
+      await kubectl(cluster, ['-n', ns, 'patch', 'configmap', 'local-dataset-a', '--type', 'merge', '-p', JSON.stringify({ data: { 'dataset.json': JSON.stringify(invalid) } })]);
       // A later good change proves the malformed one went by without reaching the sink.
       await apply(cluster, ns, datasetConfigMap('local', 'b', 2));
       await waitFor('generation 2 of b', async () => sink.datasets.get('b')?.generation === 2);

@@ -5,12 +5,15 @@
  * - `startKubeConfigSource` resolves once the initial list has been delivered.
  * - A dropped watch resumes from the last resourceVersion; an expired one (410) re-lists, and
  *   datasets whose ConfigMaps vanished meanwhile are removed. Other failures retry with backoff.
- * - Malformed JSON is logged and skipped: the last good config stays in force.
+ * - Malformed JSON, or JSON that is not a valid rendered config (model/config-schema.ts, checked
+ *   with the model's ajv validation), is logged with the ConfigMap and the JSON paths and skipped:
+ *   the last good config stays in force.
  */
 import { CoreV1Api, KubeConfig, ListWatch, Watch, type V1ConfigMap } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import { PURGE_ANNOTATION } from '../../../model/configmaps.js';
+import { checkDatasetConfig, checkEnvironmentConfig, type SpecProblem } from '../../../model/validate.js';
 import { CONFIGMAP_LABELS, DATASET_CONFIG_KEY, ENVIRONMENT_CONFIG_KEY, MANAGED_BY, type ConfigSink } from './sink.js';
 
 /** Set by the operator on a dataset ConfigMap it deletes under `deletionPolicy: Delete` (model/configmaps.ts). */
@@ -36,7 +39,19 @@ export function configMapSelector(environment: string): string {
 
 type ParsedConfig = { kind: 'environment'; config: EnvironmentConfig } | { kind: 'dataset'; config: DatasetConfig };
 
-/** Parses one ConfigMap; throws with a message naming the problem. Undefined: not a config. */
+/** A ConfigMap that holds no usable config; `problems` name the JSON paths inside its key. */
+export class ConfigMapError extends Error {
+  constructor(
+    message: string,
+    readonly problems: SpecProblem[] = [],
+  ) {
+    super(message);
+  }
+}
+
+const MAX_PROBLEMS_IN_MESSAGE = 5;
+
+/** Parses one ConfigMap; throws a ConfigMapError naming the problem. Undefined: not a config. */
 export function parseConfigMap(configMap: V1ConfigMap): ParsedConfig | undefined {
   const label = configMap.metadata?.labels?.[CONFIGMAP_LABELS.config];
   const data = configMap.data ?? {};
@@ -44,34 +59,30 @@ export function parseConfigMap(configMap: V1ConfigMap): ParsedConfig | undefined
   if (!kind) return undefined;
   const key = kind === 'environment' ? ENVIRONMENT_CONFIG_KEY : DATASET_CONFIG_KEY;
   const text = data[key];
-  if (text === undefined) throw new Error(`key ${key} is missing`);
+  if (text === undefined) throw new ConfigMapError(`key ${key} is missing`);
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new Error(`key ${key} is not JSON: ${(err as Error).message}`);
+    throw new ConfigMapError(`key ${key} is not JSON: ${(err as Error).message}`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`key ${key} must hold a JSON object`);
-  const id = (value as { id?: unknown }).id;
-  if (typeof id !== 'string' || !id) throw new Error(`key ${key} has no "id"`);
-  if (kind === 'dataset' && typeof (value as { schemas?: unknown }).schemas !== 'object') throw new Error(`key ${key} has no "schemas"`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigMapError(`key ${key} must hold a JSON object`);
+  // The operator renders these (model/render.ts); anything else (a hand edit, a skewed version) is refused, not cast.
+  const problems = kind === 'environment' ? checkEnvironmentConfig(value) : checkDatasetConfig(value);
+  if (problems.length) {
+    const shown = problems.slice(0, MAX_PROBLEMS_IN_MESSAGE).map((p) => `${p.path}: ${p.message}`);
+    if (problems.length > shown.length) shown.push(`and ${problems.length - shown.length} more`);
+    throw new ConfigMapError(`key ${key} is not a valid ${kind} config: ${shown.join('; ')}`, problems);
+  }
   return kind === 'environment' ? { kind, config: value as EnvironmentConfig } : { kind, config: value as DatasetConfig };
 }
 
-export async function startKubeConfigSource(options: KubeConfigSourceOptions, sink: PurgingConfigSink): Promise<{ stop(): Promise<void> }> {
-  const { namespace, environment } = options;
-  const logger = options.logger ?? pino({ name: 'kube-config-source' });
-  const kubeConfig = options.kubeConfig ?? defaultKubeConfig();
-  const core = kubeConfig.makeApiClient(CoreV1Api);
-  const labelSelector = configMapSelector(environment);
-  // What makeInformer builds, kept as a ListWatch to see whether a list succeeded.
-  const informer = new ListWatch<V1ConfigMap>(
-    `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`,
-    new Watch(kubeConfig),
-    () => core.listNamespacedConfigMap({ namespace, labelSelector }),
-    false,
-    labelSelector,
-  );
+/**
+ * What the watch does with ConfigMap events: `deliver` (added or updated) hands a valid config to
+ * the sink and skips, with a warning naming the ConfigMap and the JSON paths, one that is not;
+ * `remove` (deleted) removes the dataset it served and passes on a purge request.
+ */
+export function configMapHandlers(namespace: string, sink: PurgingConfigSink, logger: Logger) {
   /** Dataset id served per ConfigMap name, to remove the right dataset when its ConfigMap goes. */
   const served = new Map<string, DatasetConfig>();
 
@@ -81,7 +92,8 @@ export async function startKubeConfigSource(options: KubeConfigSourceOptions, si
     try {
       parsed = parseConfigMap(configMap);
     } catch (err) {
-      logger.warn({ configMap: `${namespace}/${name}`, err: (err as Error).message }, 'skipping malformed config; the last good one stays in force');
+      const problems = err instanceof ConfigMapError ? err.problems : [];
+      logger.warn({ configMap: `${namespace}/${name}`, err: (err as Error).message, problems }, 'skipping malformed config; the last good one stays in force');
       return;
     }
     if (!parsed) return;
@@ -113,6 +125,25 @@ export async function startKubeConfigSource(options: KubeConfigSourceOptions, si
       logger.error({ configMap: `${namespace}/${name}`, err }, 'the config sink failed to remove a dataset');
     }
   };
+
+  return { deliver, remove };
+}
+
+export async function startKubeConfigSource(options: KubeConfigSourceOptions, sink: PurgingConfigSink): Promise<{ stop(): Promise<void> }> {
+  const { namespace, environment } = options;
+  const logger = options.logger ?? pino({ name: 'kube-config-source' });
+  const kubeConfig = options.kubeConfig ?? defaultKubeConfig();
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const labelSelector = configMapSelector(environment);
+  // What makeInformer builds, kept as a ListWatch to see whether a list succeeded.
+  const informer = new ListWatch<V1ConfigMap>(
+    `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`,
+    new Watch(kubeConfig),
+    () => core.listNamespacedConfigMap({ namespace, labelSelector }),
+    false,
+    labelSelector,
+  );
+  const { deliver, remove } = configMapHandlers(namespace, sink, logger);
 
   informer.on('add', deliver);
   informer.on('update', deliver);
