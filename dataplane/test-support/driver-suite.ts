@@ -8,6 +8,7 @@ import { renderDatasetConfig } from '../../model/render.js';
 import { compileSort } from '../../model/sort.js';
 import type { Consistency, DatasetConfig, LocationKind } from '../../model/types.js';
 import type { LocationDriver, OpResult } from '../src/drivers/driver.js';
+import { describeListSection } from './driver-suite-lists.js';
 
 export interface DriverUnderTest {
   driver: LocationDriver;
@@ -276,5 +277,7 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
       expect((await t.driver.prepare(t.dataset)).refused).to.deep.equal([]);
       expect(await t.driver.read(t.dataset, 'suite.Company', cid)).to.equal(undefined);
     });
+
+    describeListSection(() => t);
   });
 }
