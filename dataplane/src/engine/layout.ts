@@ -12,6 +12,8 @@ export interface Field {
   type: ScalarPropertyType | 'link';
   /** For links: the target schema. */
   target?: string;
+  /** The property is `sortable`: the location keeps an index for sorts it leads. */
+  sortable?: true;
 }
 
 /** A dataset's schema by name; own keys only, so "constructor" or "__proto__" is no schema. */
@@ -26,7 +28,7 @@ export function fieldsOf(schema: RecordSchemaDef): Field[] {
       const path = [...prefix, name];
       if (prop.type === 'object') walk(prop.properties, path);
       else if (prop.type === 'links') continue; // an inverse link is not stored
-      else fields.push({ path, dotted: path.join('.'), type: prop.type, ...(prop.type === 'link' ? { target: prop.schema } : {}) });
+      else fields.push({ path, dotted: path.join('.'), type: prop.type, ...(prop.type === 'link' ? { target: prop.schema } : {}), ...(prop.sortable ? { sortable: true as const } : {}) });
     }
   };
   walk(schema.properties, []);

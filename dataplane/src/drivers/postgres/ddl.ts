@@ -1,5 +1,6 @@
 /** Pure planning of additive schema changes; destructive ones are refused and reported. */
 import { quoteIdent as q } from '../sql-naming.js';
+import { sortIndexes } from './indexes.js';
 import { addColumnSql, columnCollisions, createTableSql, type TableLayout } from './sql.js';
 
 export interface ExistingColumn {
@@ -13,7 +14,8 @@ export interface SchemaPlan {
   refused: string[];
 }
 
-export function planSchemaChanges(layouts: TableLayout[], existing: ExistingColumn[]): SchemaPlan {
+/** `existingIndexes`: index names in the dataset's database schema (the list indexes already there). */
+export function planSchemaChanges(layouts: TableLayout[], existing: ExistingColumn[], existingIndexes: readonly string[] = []): SchemaPlan {
   const statements: string[] = [];
   const refused: string[] = layouts.flatMap(columnCollisions);
   if (layouts[0]) statements.push(`CREATE SCHEMA IF NOT EXISTS ${q(layouts[0].dbSchema)}`);
@@ -41,5 +43,8 @@ export function planSchemaChanges(layouts: TableLayout[], existing: ExistingColu
       }
     }
   }
+  // After the tables and columns they cover; an index of a property no longer sortable stays.
+  const indexed = new Set(existingIndexes);
+  for (const layout of layouts) statements.push(...sortIndexes(layout).filter((index) => !indexed.has(index.name)).map((index) => index.sql));
   return { statements, refused };
 }

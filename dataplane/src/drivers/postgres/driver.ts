@@ -141,7 +141,8 @@ export class PostgresDriver implements LocationDriver {
         'SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = $1',
         [layouts[0]?.dbSchema],
       );
-      const plan = planSchemaChanges(layouts, existing.rows);
+      const indexes = await client.query<{ indexname: string }>('SELECT indexname FROM pg_indexes WHERE schemaname = $1', [layouts[0]?.dbSchema]);
+      const plan = planSchemaChanges(layouts, existing.rows, indexes.rows.map((r) => r.indexname));
       if (plan.refused.length) {
         await client.query('ROLLBACK');
         return { applied: [], refused: plan.refused };

@@ -4,6 +4,13 @@
  * after the previous page's last row (no OFFSET), LIMIT. Every value is a bind parameter with an
  * explicit cast; identifiers come from the table layout and are quoted.
  *
+ * Index-led pages: when the first sort key has an index (the id, or a `sortable` property:
+ * indexes.ts), the rows after the position are split into at most two ranges of that key, the
+ * non-null values and the nulls, each one an index range read in index order (a row comparison
+ * `(col, id) > ($1, $2)` when the directions agree), so a page reads about as many rows as it
+ * returns wherever it starts. Two ranges are two subqueries under UNION ALL, each limited, and the
+ * outer ORDER BY … LIMIT sorts at most twice the page. Other sorts read the whole selection.
+ *
  * Null semantics (shared with the engine's reference evaluator): a comparison with a null value is
  * false, and `!=`, `not in` and `not` are its negation, so `age != 30` includes records without an
  * age. Each generated predicate is therefore never NULL.
@@ -11,6 +18,7 @@
 import type { FieldRef, TypedFilter, TypedValue } from '../../../../model/filter.js';
 import type { SortKey } from '../../../../model/sort.js';
 import { postgresNaming as naming, quoteIdent as q } from '../sql-naming.js';
+import { isIndexed } from './indexes.js';
 import type { Statement, TableLayout } from './sql.js';
 
 export interface ListSqlQuery {
@@ -37,21 +45,20 @@ interface ColumnRef {
   /** Quoted, with COLLATE "C" for text, for ordering comparisons. */
   ordered: string;
   sqlType: string;
+  /** An index is led by it (indexes.ts). */
+  indexed: boolean;
+  /** The id and version are never null. */
+  nullable: boolean;
 }
 
 export function columnOf(layout: TableLayout, field: FieldRef): ColumnRef {
-  let name: string;
-  let sqlType: string;
-  if (field.system === 'id') [name, sqlType] = [naming.system.id, 'text'];
-  else if (field.system === 'version') [name, sqlType] = [naming.system.version, 'integer'];
-  else {
-    const dotted = field.path.join('.');
-    const column = layout.columns.find((c) => c.field?.dotted === dotted);
-    if (!column) throw new Error(`no column for ${field.dotted} in ${layout.schemaName}`); // typing resolved it against the same schema
-    [name, sqlType] = [column.name, column.sqlType];
-  }
-  const sql = q(name);
-  return { sql, ordered: sqlType === 'text' ? `${sql} COLLATE "C"` : sql, sqlType };
+  const name = field.system === 'id' ? naming.system.id : field.system === 'version' ? naming.system.version : undefined;
+  const dotted = field.path.join('.');
+  const column = layout.columns.find((c) => (name ? c.name === name : c.field?.dotted === dotted));
+  if (!column) throw new Error(`no column for ${field.dotted} in ${layout.schemaName}`); // typing resolved it against the same schema
+  const sql = q(column.name);
+  const { sqlType } = column;
+  return { sql, ordered: sqlType === 'text' ? `${sql} COLLATE "C"` : sql, sqlType, indexed: isIndexed(column), nullable: !field.system };
 }
 
 const SQL_OPS = { '==': '=', '!=': '<>', '<': '<', '<=': '<=', '>': '>', '>=': '>=' } as const;
@@ -106,7 +113,7 @@ export function keysetSql(layout: TableLayout, sort: SortKey[], after: readonly 
     if (isNull(after[i])) return nulls === 'first' ? `${column.sql} IS NOT NULL` : undefined;
     const beyond = `${column.ordered} ${direction === 'asc' ? '>' : '<'} ${params.add(after[i], column.sqlType)}`;
     // id and version are never null: no branch for the nulls after them.
-    return nulls === 'last' && !sort[i].field.system ? `(${beyond} OR ${column.sql} IS NULL)` : beyond;
+    return nulls === 'last' && column.nullable ? `(${beyond} OR ${column.sql} IS NULL)` : beyond;
   };
   const branches: string[] = [];
   for (let i = 0; i < sort.length; i++) {
@@ -122,16 +129,76 @@ export function orderBySql(layout: TableLayout, sort: SortKey[]): string {
   return sort.map((key) => `${columnOf(layout, key.field).ordered} ${key.direction.toUpperCase()} NULLS ${key.nulls.toUpperCase()}`).join(', ');
 }
 
-/** The page's SELECT: the layout's columns in order (toRecord reads them), filtered, keyset, ordered, limited. */
+/** One index range of a page: its condition (none: all rows) and an ORDER BY equivalent within it that the index serves. */
+interface Range {
+  condition?: string;
+  order: SortKey[];
+}
+
+/**
+ * The ranges (in sort order, disjoint, together exactly the rows after the position) of a sort
+ * whose first key is indexed; undefined when it is not. The index is ascending with nulls last,
+ * read backward for a descending key: within a range that holds only values, or only nulls, of
+ * the first key, its nulls order is irrelevant and is given as the index has it.
+ */
+export function indexRanges(layout: TableLayout, sort: SortKey[], after: readonly unknown[] | undefined, params: Params): Range[] | undefined {
+  const [lead, ...rest] = sort;
+  const column = columnOf(layout, lead.field);
+  if (!column.indexed) return undefined;
+  const order: SortKey[] = [{ ...lead, nulls: lead.direction === 'asc' ? 'last' : 'first' }, ...rest];
+  const nullsFirst = lead.nulls === 'first';
+  const inIndexOrder = !column.nullable || lead.nulls === order[0].nulls;
+  const isNull = (v: unknown) => v === null || v === undefined;
+  const range = (condition?: string): Range => ({ condition, order });
+  if (!after) {
+    if (inIndexOrder) return [range()];
+    const ranges = [range(`${column.sql} IS NOT NULL`), range(`${column.sql} IS NULL`)];
+    return nullsFirst ? ranges.reverse() : ranges;
+  }
+  if (isNull(after[0])) {
+    // Only a nullable key has a null position; the rest always ends with the id.
+    const nullsLeft = range(`(${column.sql} IS NULL AND ${keysetSql(layout, rest, after.slice(1), params)})`);
+    return nullsFirst ? [nullsLeft, range(`${column.sql} IS NOT NULL`)] : [nullsLeft];
+  }
+  const op = lead.direction === 'asc' ? '>' : '<';
+  const restColumns = rest.map((key) => columnOf(layout, key.field));
+  let condition: string;
+  if (rest.every((key, i) => key.direction === lead.direction && !restColumns[i].nullable)) {
+    // The id (and version) are never null, so one row comparison is the exact keyset condition, and an index range.
+    const left = [column, ...restColumns].map((c) => c.ordered);
+    const right = [column, ...restColumns].map((c, i) => params.add(after[i], c.sqlType));
+    condition = left.length === 1 ? `${left[0]} ${op} ${right[0]}` : `(${left.join(', ')}) ${op} (${right.join(', ')})`;
+  } else {
+    // The index bounds the first key; the exact condition decides the ties of the first key.
+    const value = params.add(after[0], column.sqlType);
+    const ties = rest.length ? keysetSql(layout, rest, after.slice(1), params) : 'FALSE';
+    condition = `(${column.ordered} ${op}= ${value} AND (${column.ordered} ${op} ${value} OR (${column.sql} = ${value} AND ${ties})))`;
+  }
+  return column.nullable && !nullsFirst ? [range(condition), range(`${column.sql} IS NULL`)] : [range(condition)];
+}
+
+/**
+ * The page's SELECT: the layout's columns in order (toRecord reads them), filtered, keyset, ordered,
+ * limited; for an index-led sort, one limited SELECT per index range (module comment).
+ */
 export function listSql(layout: TableLayout, query: ListSqlQuery): Statement {
   const params = new Params();
-  const conditions: string[] = [];
-  if (query.filter) conditions.push(whereSql(layout, query.filter, params));
-  if (query.after) conditions.push(keysetSql(layout, query.sort, query.after, params));
+  const filter = query.filter ? whereSql(layout, query.filter, params) : undefined;
+  const ranges = indexRanges(layout, query.sort, query.after, params);
   const cols = layout.columns.map((c) => q(c.name)).join(', ');
-  const where = conditions.length ? ` WHERE ${conditions.join(' AND ')}` : '';
+  const select = (conditions: (string | undefined)[], sort: SortKey[], limit: string) => {
+    const present = conditions.filter((c): c is string => c !== undefined);
+    const where = present.length ? ` WHERE ${present.join(' AND ')}` : '';
+    return `SELECT ${cols} FROM ${layout.table}${where} ORDER BY ${orderBySql(layout, sort)} LIMIT ${limit}`;
+  };
+  if (!ranges) {
+    const keyset = query.after ? keysetSql(layout, query.sort, query.after, params) : undefined;
+    return { text: select([filter, keyset], query.sort, params.add(query.limit, 'integer')), values: params.values };
+  }
   const limit = params.add(query.limit, 'integer');
-  return { text: `SELECT ${cols} FROM ${layout.table}${where} ORDER BY ${orderBySql(layout, query.sort)} LIMIT ${limit}`, values: params.values };
+  if (ranges.length === 1) return { text: select([filter, ranges[0].condition], ranges[0].order, limit), values: params.values };
+  const parts = ranges.map((range) => `(${select([filter, range.condition], range.order, limit)})`);
+  return { text: `SELECT ${cols} FROM (${parts.join(' UNION ALL ')}) AS page ORDER BY ${orderBySql(layout, query.sort)} LIMIT ${limit}`, values: params.values };
 }
 
 export { Params as ListParams };
