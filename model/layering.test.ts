@@ -77,3 +77,36 @@ describe('layering (DESIGN.md): model/ is all the operator and the data plane sh
     expect(violations('model', ['operator', 'dataplane'])).to.deep.equal([]);
   });
 });
+
+/** `file: specifier` for imports of non-test files under `from` that resolve under any `forbidden` path (relative to the root). */
+function importsInto(from: string, forbidden: string[], allowed: string[] = []): string[] {
+  const files = tsFiles(join(ROOT, from)).filter((file) => !file.endsWith('.test.ts'));
+  return files.flatMap((file) =>
+    importedSpecifiers(readFileSync(file, 'utf8'))
+      .filter((specifier) => specifier.startsWith('.'))
+      .filter((specifier) => {
+        const target = relative(ROOT, resolve(dirname(file), specifier)).split(sep).join('/');
+        return forbidden.some((f) => target === f || target.startsWith(`${f}/`)) && !allowed.includes(target);
+      })
+      .map((specifier) => `${relative(ROOT, file)}: ${specifier}`),
+  );
+}
+
+describe('layering (DESIGN.md): the engine owns the driver contract', () => {
+  it('the engine imports no driver (it owns the contract drivers implement)', () => {
+    expect(tsFiles(join(ROOT, 'dataplane/src/engine')).length).to.be.greaterThan(5);
+    expect(importsInto('dataplane/src/engine', ['dataplane/src/drivers'])).to.deep.equal([]);
+  });
+
+  it('drivers speak in store outcomes: no API errors, no HTTP, no front doors', () => {
+    expect(tsFiles(join(ROOT, 'dataplane/src/drivers')).length).to.be.greaterThan(5);
+    const forbidden = ['dataplane/src/engine/errors.js', 'dataplane/src/engine/store-outcomes.js', 'dataplane/src/engine/engine.js', 'dataplane/src/http', 'dataplane/src/rawsql', 'dataplane/src/function-gateway'];
+    expect(importsInto('dataplane/src/drivers', forbidden)).to.deep.equal([]);
+  });
+
+  it('finds such an import when there is one (so that the checks above can fail)', () => {
+    const source = "import { ApiError } from '../../engine/errors.js';";
+    const target = relative(ROOT, resolve(join(ROOT, 'dataplane/src/drivers/postgres'), importedSpecifiers(source)[0])).split(sep).join('/');
+    expect(target).to.equal('dataplane/src/engine/errors.js');
+  });
+});

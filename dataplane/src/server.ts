@@ -9,10 +9,10 @@ import type { DatasetConfig } from '../../model/types.js';
 import { startFileConfigSource } from './config/file-source.js';
 import { ConfigStore } from './config/store.js';
 import { PostgresDriver } from './drivers/postgres/driver.js';
-import { DriverRegistry } from './drivers/registry.js';
+import { DriverRegistry } from './driver-registry.js';
 import { RecordEngine } from './engine/engine.js';
 import type { AsyncWriterOptions } from './engine/async-writes.js';
-import { isStoreUnavailable } from './engine/errors.js';
+import { isUnavailable } from './engine/store-outcomes.js';
 import { BodyBudget } from './http/body.js';
 import { installClientErrorHandler, renderRestError } from './http/client-error.js';
 import { StoreHealth } from './store-health.js';
@@ -75,7 +75,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       }
       return undefined;
     },
-    retryable: isStoreUnavailable,
+    retryable: isUnavailable,
     async purge(config: DatasetConfig) {
       const dropped = (await drivers.for(config).purge?.(config)) ?? [];
       logger.warn({ dataset: config.id, dropped }, 'deletionPolicy Delete: stored data dropped');

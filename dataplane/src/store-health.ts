@@ -5,7 +5,7 @@
  */
 import type { DatasetConfig } from '../../model/types.js';
 import type { ConfigStore } from './config/store.js';
-import type { LocationDriver } from './drivers/driver.js';
+import type { LocationDriver } from './engine/contract.js';
 
 export interface StoreHealthOptions {
   ttlMs?: number;

@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { compileFilter, fieldValue, matchesFilter, type RecordValues } from '../../model/filter.js';
 import { compareRecords, compileSort } from '../../model/sort.js';
 import type { DatasetConfig, RecordSchemaDef } from '../../model/types.js';
-import type { LocationDriver } from '../src/drivers/driver.js';
+import type { LocationDriver } from '../src/engine/contract.js';
 
 const ITEM = 'suite.ListItem';
 

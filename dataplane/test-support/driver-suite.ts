@@ -1,13 +1,14 @@
 /**
  * The behavioural suite every location driver passes: the LocationDriver contract the record
- * engine relies on, independent of the store. Call it once per driver with a factory that gives a
- * driver on a fresh store and the dataset config to use.
+ * engine relies on, independent of the store. Call it once per driver with the capabilities the
+ * driver declares (each section runs where they say it applies, and the suite checks the driver
+ * declares exactly these) and a factory that gives a driver on a fresh store and its dataset.
  */
 import { expect } from 'chai';
 import { renderDatasetConfig } from '../../model/render.js';
 import { compileSort } from '../../model/sort.js';
 import type { Consistency, DatasetConfig, LocationKind } from '../../model/types.js';
-import type { LocationDriver, OpResult } from '../src/drivers/driver.js';
+import type { DriverCapabilities, LocationDriver, OpResult, WriteLevel } from '../src/engine/contract.js';
 import { describeListSection } from './driver-suite-lists.js';
 
 export interface DriverUnderTest {
@@ -44,11 +45,12 @@ export function suiteDataset(kind: LocationKind, extra: Partial<DatasetConfig['l
 }
 
 const ok = (r: OpResult) => {
-  if (!r.ok) throw new Error(`expected success, got ${r.error.status} ${r.error.code}: ${r.error.message}`);
+  if (!r.ok) throw new Error(`expected success, got ${JSON.stringify(r.failure)}`);
   return r.record;
 };
 
-export function describeLocationDriver(name: string, start: () => Promise<DriverUnderTest>): void {
+export function describeLocationDriver(name: string, capabilities: DriverCapabilities, start: () => Promise<DriverUnderTest>): void {
+  const offers = (levels: readonly WriteLevel[]) => levels.filter((level) => capabilities.consistency.includes(level));
   describe(`location driver behaviour: ${name}`, function () {
     this.timeout(60000);
     let t: DriverUnderTest;
@@ -62,6 +64,11 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
       expect(report.refused).to.deep.equal([]);
     });
     after(async () => t?.close());
+
+    it('declares the capabilities this suite runs against', () => {
+      expect(t.driver.capabilities).to.deep.equal(capabilities);
+      expect(capabilities.consistency, 'every driver offers QUORUM (ASYNC writes are written at QUORUM)').to.include('QUORUM');
+    });
 
     it('prepares idempotently', async () => {
       expect((await t.driver.prepare(t.dataset)).refused).to.deep.equal([]);
@@ -81,7 +88,7 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
       const pid = id('p');
       const created = ok((await write([{ op: 'create', schema: 'suite.Person', id: pid, data }]))[0]);
       expect(created).to.include({ id: pid, version: 1 });
-      const read = await t.driver.read(t.dataset, 'suite.Person', pid);
+      const read = await t.driver.read(t.dataset, { schema: 'suite.Person', id: pid });
       expect(read?.version).to.equal(1);
       expect({ ...read!.data, seen: new Date(read!.data.seen as string).toISOString() }).to.deep.equal(data);
     });
@@ -89,8 +96,8 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
     it('leaves unset properties out, and reads undefined for a missing id', async () => {
       const pid = id('p');
       ok((await write([{ op: 'create', schema: 'suite.Person', id: pid, data: { name: 'Only' } }]))[0]);
-      expect((await t.driver.read(t.dataset, 'suite.Person', pid))?.data).to.deep.equal({ name: 'Only' });
-      expect(await t.driver.read(t.dataset, 'suite.Person', 'no-such-id')).to.equal(undefined);
+      expect((await t.driver.read(t.dataset, { schema: 'suite.Person', id: pid }))?.data).to.deep.equal({ name: 'Only' });
+      expect(await t.driver.read(t.dataset, { schema: 'suite.Person', id: 'no-such-id' })).to.equal(undefined);
     });
 
     it('answers 409 RECORD_EXISTS for a create with a taken id', async () => {
@@ -98,8 +105,7 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
       ok((await write([{ op: 'create', schema: 'suite.Company', id: cid, data: { name: 'A' } }]))[0]);
       const [again] = await write([{ op: 'create', schema: 'suite.Company', id: cid, data: { name: 'B' } }]);
       expect(again.ok).to.equal(false);
-      expect(!again.ok && again.error.status).to.equal(409);
-      expect(!again.ok && again.error.code).to.equal('RECORD_EXISTS');
+            expect(!again.ok && again.failure.kind).to.equal('exists');
     });
 
     it('replaces on update, merges on merge, increments the version, and keeps each version', async () => {
@@ -111,9 +117,9 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
       const replaced = ok((await write([{ op: 'update', schema: 'suite.Person', id: pid, data: { name: 'V3' }, merge: false }]))[0]);
       expect(replaced.version).to.equal(3);
       expect(replaced.data).to.deep.equal({ name: 'V3' });
-      expect((await t.driver.read(t.dataset, 'suite.Person', pid, 1))?.data).to.deep.equal({ name: 'V1', age: 1, address: { street: 'S', postcode: 'P' } });
-      expect((await t.driver.read(t.dataset, 'suite.Person', pid, 2))?.version).to.equal(2);
-      expect(await t.driver.read(t.dataset, 'suite.Person', pid, 4)).to.equal(undefined);
+      expect((await t.driver.read(t.dataset, { schema: 'suite.Person', id: pid, version: 1 }))?.data).to.deep.equal({ name: 'V1', age: 1, address: { street: 'S', postcode: 'P' } });
+      expect((await t.driver.read(t.dataset, { schema: 'suite.Person', id: pid, version: 2 }))?.version).to.equal(2);
+      expect(await t.driver.read(t.dataset, { schema: 'suite.Person', id: pid, version: 4 })).to.equal(undefined);
     });
 
     it('answers 404 RECORD_NOT_FOUND for an update or delete of a missing record', async () => {
@@ -122,7 +128,7 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
         { op: 'delete' as const, schema: 'suite.Person', id: 'missing' },
       ]) {
         const [r] = await write([op]);
-        expect(!r.ok && r.error.code).to.equal('RECORD_NOT_FOUND');
+        expect(!r.ok && r.failure.kind).to.equal('not-found');
       }
     });
 
@@ -131,7 +137,7 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
       const history = async (cid: string, upTo: number) => {
         const versions = [];
         for (let v = 1; v <= upTo; v++) {
-          const r = await t.driver.read(t.dataset, company, cid, v);
+          const r = await t.driver.read(t.dataset, { schema: company, id: cid, version: v });
           versions.push(r === undefined ? 'none' : r.deleted ? `tombstone ${r.version}` : `${r.version} ${r.data.name}`);
         }
         return versions;
@@ -151,12 +157,12 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
         ok((await write([{ op: 'create', schema: company, id: cid, data: { name: 'One' } }]))[0]);
         ok((await write([{ op: 'update', schema: company, id: cid, data: { name: 'Two' }, merge: true }]))[0]);
         ok((await write([{ op: 'delete', schema: company, id: cid }]))[0]);
-        expect(await t.driver.read(t.dataset, company, cid)).to.equal(undefined);
+        expect(await t.driver.read(t.dataset, { schema: company, id: cid })).to.equal(undefined);
         expect(await t.driver.readMany(t.dataset, company, [cid])).to.deep.equal([]);
-        const one = await t.driver.read(t.dataset, company, cid, 1);
+        const one = await t.driver.read(t.dataset, { schema: company, id: cid, version: 1 });
         expect(one?.data).to.deep.equal({ name: 'One' });
         expect(one?.deleted).to.equal(undefined);
-        const tombstone = await t.driver.read(t.dataset, company, cid, 3);
+        const tombstone = await t.driver.read(t.dataset, { schema: company, id: cid, version: 3 });
         expect(tombstone).to.deep.include({ id: cid, version: 3, deleted: true, data: {} });
         expect(await history(cid, 4)).to.deep.equal(['1 One', '2 Two', 'tombstone 3', 'none']);
       });
@@ -170,7 +176,7 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
           { op: 'delete' as const, schema: company, id: cid },
         ]) {
           const [r] = await write([op]);
-          expect(!r.ok && r.error.code).to.equal('RECORD_NOT_FOUND');
+          expect(!r.ok && r.failure.kind).to.equal('not-found');
         }
         expect(await history(cid, 3)).to.deep.equal(['1 One', 'tombstone 2', 'none']);
       });
@@ -181,7 +187,7 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
         ok((await write([{ op: 'delete', schema: company, id: cid }]))[0]);
         const again = ok((await write([{ op: 'create', schema: company, id: cid, data: { name: 'Again' } }]))[0]);
         expect(again.version).to.equal(3);
-        expect((await t.driver.read(t.dataset, company, cid))?.data).to.deep.equal({ name: 'Again' });
+        expect((await t.driver.read(t.dataset, { schema: company, id: cid }))?.data).to.deep.equal({ name: 'Again' });
         expect(ok((await write([{ op: 'update', schema: company, id: cid, data: { name: 'Later' }, merge: true }]))[0]).version).to.equal(4);
         expect(ok((await write([{ op: 'delete', schema: company, id: cid }]))[0]).version).to.equal(5);
         expect(await history(cid, 6)).to.deep.equal(['1 First', 'tombstone 2', '3 Again', '4 Later', 'tombstone 5', 'none']);
@@ -196,8 +202,8 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
           { op: 'delete', schema: company, id: cid },
           { op: 'create', schema: company, id: taken, data: { name: 'Clash' } },
         ]);
-        expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).to.deep.equal(['TRANSACTION_ABORTED', 'RECORD_EXISTS']);
-        expect((await t.driver.read(t.dataset, company, cid))?.version).to.equal(1);
+        expect(results.map((r) => (r.ok ? 'ok' : r.failure.kind))).to.deep.equal(['aborted', 'exists']);
+        expect((await t.driver.read(t.dataset, { schema: company, id: cid }))?.version).to.equal(1);
         expect(await history(cid, 2)).to.deep.equal(['1 Kept', 'none']);
       });
 
@@ -249,21 +255,21 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
         ],
         consistency,
       );
-      return { outcomes: results.map((r) => (r.ok ? 'ok' : r.error.code)), stored: await t.driver.read(t.dataset, 'suite.Company', fresh) };
+      return { outcomes: results.map((r) => (r.ok ? 'ok' : r.failure.kind)), stored: await t.driver.read(t.dataset, { schema: 'suite.Company', id: fresh }) };
     };
 
-    for (const consistency of ['ATOMIC', 'ATOMIC_ALL'] as const) {
+    for (const consistency of offers(['ATOMIC', 'ATOMIC_ALL'])) {
       it(`writes nothing under ${consistency} when one op fails`, async () => {
         const { outcomes, stored } = await freshAndClash(consistency);
-        expect(outcomes).to.deep.equal(['TRANSACTION_ABORTED', 'RECORD_EXISTS']);
+        expect(outcomes).to.deep.equal(['aborted', 'exists']);
         expect(stored).to.equal(undefined);
       });
     }
 
-    for (const consistency of ['QUORUM', 'EVENTUAL'] as const) {
+    for (const consistency of offers(['QUORUM', 'EVENTUAL'])) {
       it(`commits the other ops under ${consistency} and reports each outcome`, async () => {
         const { outcomes, stored } = await freshAndClash(consistency);
-        expect(outcomes).to.deep.equal(['ok', 'RECORD_EXISTS']);
+        expect(outcomes).to.deep.equal(['ok', 'exists']);
         expect(stored?.data).to.deep.equal({ name: 'F' });
       });
     }
@@ -275,9 +281,9 @@ export function describeLocationDriver(name: string, start: () => Promise<Driver
       await t.driver.purge!(t.dataset);
       await t.driver.purge!(t.dataset);
       expect((await t.driver.prepare(t.dataset)).refused).to.deep.equal([]);
-      expect(await t.driver.read(t.dataset, 'suite.Company', cid)).to.equal(undefined);
+      expect(await t.driver.read(t.dataset, { schema: 'suite.Company', id: cid })).to.equal(undefined);
     });
 
-    describeListSection(() => t);
+    if (capabilities.list) describeListSection(() => t);
   });
 }

@@ -48,7 +48,7 @@ describe('schema changes on PostgreSQL', function () {
     const report = await driver.prepare(v2);
     expect(report.refused).to.deep.equal([]);
     expect(report.applied.join('\n')).to.contain('ADD COLUMN IF NOT EXISTS "nickname" text').and.contain('"home_city" text');
-    const old = await driver.read(v2, 'shop.Person', 'a');
+    const old = await driver.read(v2, { schema: 'shop.Person', id: 'a' });
     expect(old?.data).to.deep.equal({ name: 'A' });
     const [res] = await driver.write(v2, [{ op: 'update', schema: 'shop.Person', id: 'a', data: { nickname: 'ay', home: { city: 'Oslo' } }, merge: true }], 'ATOMIC');
     expect(res.ok && res.record.data).to.deep.equal({ name: 'A', nickname: 'ay', home: { city: 'Oslo' } });

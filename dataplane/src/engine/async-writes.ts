@@ -13,8 +13,9 @@
  */
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../model/types.js';
-import type { LocationDriver, OpResult, StatementContext, WriteOp } from '../drivers/driver.js';
-import { ApiError, isStoreUnavailable } from './errors.js';
+import type { LocationDriver, OpResult, StatementContext, WriteOp } from './contract.js';
+import { ApiError } from './errors.js';
+import { apiErrorOf, isUnavailable } from './store-outcomes.js';
 
 export interface AsyncWriterOptions {
   /** Operations that may wait in memory at once (default 20,000). */
@@ -74,23 +75,20 @@ export class AsyncWriter {
       try {
         results = await job.driver.write(job.dataset, ops, 'QUORUM', job.ctx);
       } catch (err) {
-        const error = err instanceof ApiError ? err : undefined;
-        if (!isStoreUnavailable(error)) {
+        if (!isUnavailable(err)) {
           this.lost(job, ops, err instanceof Error ? err.message : String(err));
           return;
         }
-        results = ops.map(() => ({ ok: false as const, error: error as ApiError }));
+        results = ops.map(() => ({ ok: false as const, failure: { kind: 'unavailable' as const, detail: (err as Error).message } }));
       }
       const retry: WriteOp[] = [];
       for (const [i, r] of results.entries()) {
         if (r.ok) this.queued--;
-        else if (isStoreUnavailable(r.error)) retry.push(ops[i]);
+        else if (r.failure.kind === 'unavailable') retry.push(ops[i]);
         else {
           this.queued--;
-          this.logger.error(
-            { dataset: job.dataset.id, schema: ops[i].schema, id: ops[i].id, op: ops[i].op, code: r.error.code },
-            `ASYNC write refused by the store: ${r.error.message}`,
-          );
+          const error = apiErrorOf(r.failure);
+          this.logger.error({ dataset: job.dataset.id, schema: ops[i].schema, id: ops[i].id, op: ops[i].op, code: error.code }, `ASYNC write refused by the store: ${error.message}`);
         }
       }
       if (!retry.length) return;

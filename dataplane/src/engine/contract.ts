@@ -12,6 +12,7 @@ import type { StoreFailure } from './store-outcomes.js';
 
 export type { StoreFailure } from './store-outcomes.js';
 export { StoreError } from './store-outcomes.js';
+export type { ErrorDetail } from './errors.js';
 
 /** Synchronous levels a driver writes at (ASYNC is the engine's: it writes those at QUORUM later). */
 export type WriteLevel = Exclude<Consistency, 'ASYNC'>;

@@ -6,13 +6,14 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Consistency, DatasetConfig } from '../../../model/types.js';
 import type { ConfigStore } from '../config/store.js';
-import type { LocationDriver, OpResult, StatementContext, StoredRecord, WriteOp } from '../drivers/driver.js';
+import type { LocationDriver, OpResult, StatementContext, StoreFailure, StoredRecord, WriteOp } from './contract.js';
 import type { BatchAction, LinkAction, ListAction, ReadAction, SingleAction, StructuredAction, WriteAction, QueryAction } from './actions.js';
 import { linkPage, listPage, type FieldPath, type ListDeps, type Page } from './lists.js';
 import { queryPage, type QueryDeps, type SqlRunner } from './queries.js';
 import { PageTokens } from './page-token.js';
 import { AsyncWriter, type AsyncWriterOptions } from './async-writes.js';
-import { effectiveConsistency, isAtomic } from './consistency.js';
+import { checkAgainstDriver, effectiveConsistency, isAtomic } from './consistency.js';
+import { apiErrorOf } from './store-outcomes.js';
 import { ApiError, badRequest } from './errors.js';
 import { fieldsOf, schemaDefOf, setAt, type Field } from './layout.js';
 import { validateRecordData } from './record-validation.js';
@@ -56,7 +57,7 @@ export class RecordEngine {
   async read(dataset: DatasetConfig, action: Omit<ReadAction, 'kind'>, ctx?: StatementContext, path = '$.read'): Promise<ApiRecord> {
     this.schemaOf(dataset, action.schema, `${path}.schema`);
     const expand = this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
-    const stored = await this.driver(dataset).read(dataset, action.schema, action.id, action.version, ctx);
+    const stored = await this.driver(dataset).read(dataset, { schema: action.schema, id: action.id, version: action.version }, ctx);
     if (!stored) {
       const what = action.version === undefined ? '' : ` at version ${action.version}`;
       throw new ApiError(404, 'RECORD_NOT_FOUND', `no ${action.schema} record with id "${action.id}"${what}`);
@@ -110,9 +111,10 @@ export class RecordEngine {
     const path = `$.${action.kind}`;
     const op = this.toOp(dataset, action, path);
     const consistency = effectiveConsistency(dataset, [{ level: action.consistency, path: `${path}.consistency` }]);
+    checkAgainstDriver(this.driver(dataset), consistency, 1, `${path}.consistency`);
     if (consistency === 'ASYNC') return this.acceptAsync(dataset, [op], ctx, { id: op.id });
     const [result] = await this.driver(dataset).write(dataset, [op], consistency, ctx);
-    if (!result.ok) throw result.error;
+    if (!result.ok) throw apiErrorOf(result.failure);
     return { status: action.kind === 'create' ? 201 : 200, body: await this.writeResponse(dataset, action, result, ctx) };
   }
 
@@ -123,12 +125,13 @@ export class RecordEngine {
       dataset,
       batch.order.map((name, i) => ({ level: batch.actions[name].consistency, path: `${paths[i]}.consistency` })),
     );
+    checkAgainstDriver(this.driver(dataset), consistency, ops.length, '$.batch');
     if (consistency === 'ASYNC') return this.acceptAsync(dataset, ops, ctx, { actions: Object.fromEntries(batch.order.map((name, i) => [name, { id: ops[i].id }])) });
     const results = await this.driver(dataset).write(dataset, ops, consistency, ctx);
     if (isAtomic(consistency)) {
-      const failed = results.findIndex((r) => !r.ok && r.error.code !== 'TRANSACTION_ABORTED');
+      const failed = results.findIndex((r) => !r.ok && r.failure.kind !== 'aborted');
       if (failed >= 0) {
-        const error = (results[failed] as { ok: false; error: ApiError }).error;
+        const error = apiErrorOf((results[failed] as { ok: false; failure: StoreFailure }).failure);
         const name = batch.order[failed];
         throw new ApiError(error.status, error.code, `batch action "${name}" failed, nothing was written (${consistency}): ${error.message}`, [
           { path: paths[failed], message: error.message, action: name },
@@ -143,7 +146,8 @@ export class RecordEngine {
       if (result.ok) entries.push([name, await this.writeResponse(dataset, batch.actions[name], result, ctx)]);
       else {
         anyFailed = true;
-        entries.push([name, { error: { code: result.error.code, message: result.error.message, details: result.error.details }, status: result.error.status }]);
+        const error = apiErrorOf(result.failure);
+        entries.push([name, { error: { code: error.code, message: error.message, details: error.details }, status: error.status }]);
       }
     }
     // Under QUORUM/EVENTUAL the others were committed: 207 tells the caller to look at each action.

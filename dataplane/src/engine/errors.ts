@@ -26,13 +26,3 @@ export class ApiError extends Error {
 
 export const badRequest = (code: string, message: string, details: ErrorDetail[] = []) => new ApiError(400, code, message, details);
 export const notFound = (code: string, message: string) => new ApiError(404, code, message);
-
-/**
- * The store could not be reached (refused, reset, shutting down): the request may be retried.
- * Drivers report it for every operation a store outage breaks; the data plane answers 503 with
- * Retry-After, ASYNC writes retry it, and /readyz reports the store.
- */
-export const storeUnavailable = (what: string) =>
-  new ApiError(503, 'STORE_UNAVAILABLE', `the dataset's store cannot be reached right now (${what}); retry shortly`, [], 1);
-
-export const isStoreUnavailable = (err: unknown): boolean => err instanceof ApiError && err.code === 'STORE_UNAVAILABLE';

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import pino from 'pino';
 import { renderDatasetConfig } from '../../../model/render.js';
 import { ConfigStore } from '../config/store.js';
-import type { LocationDriver } from '../drivers/driver.js';
+import type { LocationDriver } from './contract.js';
 import { PostgresDriver } from '../drivers/postgres/driver.js';
 import { freshDatabase } from '../../test-support/postgres.js';
 import { RecordEngine } from './engine.js';

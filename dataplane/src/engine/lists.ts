@@ -6,7 +6,7 @@
 import { compileFilter, fieldValue, FilterError, type TypedFilter } from '../../../model/filter.js';
 import { compileSort, sortText, type SortKey } from '../../../model/sort.js';
 import type { DatasetConfig, LinksProperty, RecordSchemaDef } from '../../../model/types.js';
-import type { LocationDriver, StatementContext, StoredRecord } from '../drivers/driver.js';
+import type { LocationDriver, StatementContext, StoredRecord } from './contract.js';
 import type { LinkAction, ListAction, PageRequest } from './actions.js';
 import { ApiError, badRequest } from './errors.js';
 import { fieldsOf, schemaDefOf, type Field } from './layout.js';
@@ -76,7 +76,7 @@ function planPage(dataset: DatasetConfig, schema: string, def: RecordSchemaDef, 
 
 export async function runPage<T>(deps: ListDeps<T>, dataset: DatasetConfig, plan: PagePlan, expand: Field[], ctx?: StatementContext, scope?: TypedFilter): Promise<Page<T>> {
   const driver = deps.driver(dataset);
-  if (!driver.list) throw new ApiError(501, 'NOT_AVAILABLE', `list is not available on ${driver.kind} locations yet`);
+  if (!driver.capabilities.list || !driver.list) throw new ApiError(501, 'NOT_AVAILABLE', `list is not available on ${driver.kind} locations yet`);
   const filter = scope && plan.filter ? { kind: 'and' as const, items: [scope, plan.filter] } : (scope ?? plan.filter);
   const rows = await driver.list(dataset, plan.schema, { filter, sort: plan.sort, limit: plan.limit + 1, after: plan.after }, ctx);
   const more = rows.length > plan.limit;
@@ -111,7 +111,7 @@ export async function linkPage<T>(deps: ListDeps<T>, dataset: DatasetConfig, act
   const targetDef = schemaOf(dataset, targetSchema, at('link'));
   const expand = deps.expandFields(dataset, targetSchema, action.expand, at('expand'));
   const plan = planPage(dataset, targetSchema, targetDef, action, at, `link:${action.schema}/${action.id}/${action.link}`, deps.tokens());
-  const source = await deps.driver(dataset).read(dataset, action.schema, action.id, undefined, ctx);
+  const source = await deps.driver(dataset).read(dataset, { schema: action.schema, id: action.id }, ctx);
   if (!source) throw new ApiError(404, 'RECORD_NOT_FOUND', `no ${action.schema} record with id "${action.id}"`, [{ path: at('id'), message: 'no such record' }]);
   let scope: TypedFilter;
   if (toOne) {

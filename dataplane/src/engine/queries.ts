@@ -15,7 +15,7 @@
 import { convertLiteral, FilterError, parseFilter, typeFilter, type TypedFilter, type TypedValue } from '../../../model/filter.js';
 import { compileSort, sortText } from '../../../model/sort.js';
 import { isSqlQuery, type DatasetConfig, type FilterQueryDef, type QueryDef, type SqlQueryDef } from '../../../model/types.js';
-import type { LocationDriver, StatementContext } from '../drivers/driver.js';
+import type { LocationDriver, StatementContext } from './contract.js';
 import type { QueryAction } from './actions.js';
 import { ApiError, badRequest } from './errors.js';
 import { schemaDefOf } from './layout.js';

@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
-import type { LocationDriver, StatementContext } from '../drivers/driver.js';
+import type { LocationDriver, StatementContext } from '../engine/contract.js';
 import { isVersionNumber, MAX_VERSION, nameList, parseStructuredRequest } from '../engine/actions.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { argumentsFromText } from '../engine/queries.js';

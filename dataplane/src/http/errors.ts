@@ -2,11 +2,14 @@
 import type { Logger } from 'pino';
 import { AuthError } from '../auth/errors.js';
 import { ApiError } from '../engine/errors.js';
+import { apiErrorOf, StoreError } from '../engine/store-outcomes.js';
 import { sendJson, type Exchange } from './exchange.js';
 
 /** Maps body-parser failures and ApiErrors to 4xx; anything else is logged and answered 500. */
 export function toApiError(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
+  // What a store answered (a thrown StoreError), as the engine maps it.
+  if (err instanceof StoreError) return apiErrorOf(err.failure);
   if (err instanceof AuthError) return new ApiError(err.status, err.code, err.message);
   const e = err as { type?: string; status?: number; limit?: number; charset?: string; message?: string };
   switch (e?.type) {

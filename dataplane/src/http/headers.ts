@@ -1,7 +1,7 @@
 /** The conventional request headers every endpoint accepts, checked against what was addressed. */
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import { ApiError, badRequest } from '../engine/errors.js';
-import type { StatementContext } from '../drivers/driver.js';
+import type { StatementContext } from '../engine/contract.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 

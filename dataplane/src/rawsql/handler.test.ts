@@ -4,7 +4,7 @@ import pino from 'pino';
 import { freshDatabase } from '../../test-support/postgres.js';
 import { PostgresDriver, type PostgresDriverOptions } from '../drivers/postgres/driver.js';
 import { PostgresReadOnlyExecutor } from '../drivers/postgres/readonly.js';
-import type { StatementContext } from '../drivers/driver.js';
+import type { StatementContext } from '../engine/contract.js';
 import { ApiError } from '../engine/errors.js';
 import type { RawQueryHandler } from '../http/app.js';
 import { demoDataset } from './fixtures.test-support.js';

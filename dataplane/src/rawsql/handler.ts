@@ -7,7 +7,7 @@ import { kindFacts } from '../../../model/location-kinds.js';
 import type { DatasetConfig, LocationKind } from '../../../model/types.js';
 import { ApiError } from '../engine/errors.js';
 import { fromStore } from '../engine/store-outcomes.js';
-import type { LocationDriver, StatementContext } from '../drivers/driver.js';
+import type { LocationDriver, StatementContext } from '../engine/contract.js';
 import { parseRawSqlRequest, type RawSqlRequest } from './request.js';
 import { postgresDialect, rewriteRawSql, sourcePosition, type RawSqlDialect, type RewrittenSql } from './rewrite.js';
 

@@ -1,12 +1,26 @@
 /** The PostgreSQL location driver. */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { Consistency, DatasetConfig } from '../../../../model/types.js';
-import { ApiError, badRequest, storeUnavailable } from '../../engine/errors.js';
+import type { DatasetConfig } from '../../../../model/types.js';
 import { holdConnection } from './checkout.js';
 import { outageOf } from './outage.js';
 import { schemaDefOf, setAt } from '../../engine/layout.js';
-import type { ListQuery, LocationDriver, OpResult, PrepareReport, RawQuery, RawQueryOptions, StatementContext, StoredRecord, WriteOp } from '../driver.js';
+import {
+  StoreError,
+  type DriverCapabilities,
+  type ListQuery,
+  type LocationDriver,
+  type OpResult,
+  type PrepareReport,
+  type RawQuery,
+  type RawQueryOptions,
+  type RecordKey,
+  type StatementContext,
+  type StoreFailure,
+  type StoredRecord,
+  type WriteLevel,
+  type WriteOp,
+} from '../../engine/contract.js';
 import { listSql } from './list-sql.js';
 import { quoteIdent as q } from '../sql-naming.js';
 import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SecretNotMountedError } from './connection.js';
@@ -44,8 +58,22 @@ export interface PostgresDriverOptions {
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
+/** What the PostgreSQL driver offers; raw SQL needs its read-only executor. */
+export function postgresCapabilities(options: { rawSql: boolean }): DriverCapabilities {
+  return {
+    consistency: ['ATOMIC_ALL', 'ATOMIC', 'QUORUM', 'EVENTUAL'],
+    list: true,
+    sortable: 'any', // a property marked sortable gets an index; others sort by a scan
+    orderedWithoutSort: true,
+    rawSql: options.rawSql,
+    changeFeed: false,
+    bulkLoad: false,
+  };
+}
+
 export class PostgresDriver implements LocationDriver {
   readonly kind = 'postgres' as const;
+  readonly capabilities: DriverCapabilities;
   private readonly pools = new Map<string, pg.Pool>();
   /** Per dataset, the layouts of the config generation seen last (layout-cache.ts). */
   readonly layouts = new LayoutCache();
@@ -58,6 +86,7 @@ export class PostgresDriver implements LocationDriver {
 
   constructor(private readonly options: PostgresDriverOptions) {
     this.urls = new ConnectionUrls(options.env);
+    this.capabilities = postgresCapabilities({ rawSql: Boolean(options.readOnly) });
   }
 
   pool(dataset: DatasetConfig): pg.Pool {
@@ -106,7 +135,8 @@ export class PostgresDriver implements LocationDriver {
   private layout(dataset: DatasetConfig, schemaName: string): TableLayout {
     return this.layouts.get(dataset, schemaName, () => {
       const schema = schemaDefOf(dataset, schemaName);
-      if (!schema) throw new ApiError(404, 'SCHEMA_NOT_FOUND', `dataset "${dataset.id}" has no schema "${schemaName}"`);
+      // The engine checks schema names before it calls a driver: this is a broken invariant.
+      if (!schema) throw new Error(`dataset "${dataset.id}" has no schema "${schemaName}"`);
       return tableLayout(dataset, schemaName, schema);
     });
   }
@@ -198,7 +228,7 @@ export class PostgresDriver implements LocationDriver {
     return dropped;
   }
 
-  async read(dataset: DatasetConfig, schema: string, id: string, version?: number, ctx?: StatementContext): Promise<StoredRecord | undefined> {
+  async read(dataset: DatasetConfig, { schema, id, version }: RecordKey, ctx?: StatementContext): Promise<StoredRecord | undefined> {
     const layout = this.layout(dataset, schema);
     const { statement, values } = selectByIdSql(layout, id, version);
     const comment = tagComment(ctx);
@@ -238,13 +268,13 @@ export class PostgresDriver implements LocationDriver {
     } catch (err) {
       // Class 22 (data exception): a filter value the column type cannot hold, e.g. year 0 or a version beyond 2^31.
       if (/^22/.test((err as { code?: string }).code ?? '')) {
-        throw badRequest('INVALID_FILTER', `a value in the filter or nextToken is out of range for its property (${(err as Error).message})`, [{ path: 'filter', message: 'value out of range' }]);
+        throw new StoreError({ kind: 'invalid-query', detail: `a value in the filter or nextToken is out of range for its property (${(err as Error).message})` });
       }
       throw requestFailure(err);
     }
   }
 
-  async write(dataset: DatasetConfig, ops: WriteOp[], consistency: Exclude<Consistency, 'ASYNC'>, ctx?: StatementContext): Promise<OpResult[]> {
+  async write(dataset: DatasetConfig, ops: WriteOp[], consistency: WriteLevel, ctx?: StatementContext): Promise<OpResult[]> {
     let pool: pg.Pool;
     try {
       pool = this.pool(dataset);
@@ -277,7 +307,7 @@ export class PostgresDriver implements LocationDriver {
       } catch (err) {
         failure = err;
         if (consistency === 'EVENTUAL') await held?.client.query('ROLLBACK').catch(() => undefined);
-        results.push({ ok: false, error: toApiError(err, op) });
+        results.push({ ok: false, failure: failureOf(err, op) });
       } finally {
         held?.release(failure);
       }
@@ -299,12 +329,8 @@ export class PostgresDriver implements LocationDriver {
           // The store went away mid-transaction: nothing was committed; the whole request is a 503.
           if (outageOf(err)) throw err;
           await client.query('ROLLBACK');
-          const failed = toApiError(err, op);
-          return ops.map((_, j) =>
-            j === i
-              ? { ok: false as const, error: failed }
-              : { ok: false as const, error: new ApiError(409, 'TRANSACTION_ABORTED', 'not written: another action of this atomic request failed') },
-          );
+          const failed = failureOf(err, op);
+          return ops.map((_, j) => ({ ok: false as const, failure: j === i ? failed : ({ kind: 'aborted' } as const) }));
         }
       }
       await client.query('COMMIT');
@@ -323,12 +349,13 @@ export class PostgresDriver implements LocationDriver {
       op.op === 'create' ? insertSql(layout, op.id, op.data) : op.op === 'update' ? updateSql(layout, op.id, op.data, op.merge) : deleteSql(layout, op.id);
     const result = await this.run(client, statement, ctx);
     const row = result.rows[0];
-    if (!row) return { ok: false, error: new ApiError(404, 'RECORD_NOT_FOUND', `no ${op.schema} record with id "${op.id}"`) };
+    if (!row) return { ok: false, failure: { kind: 'not-found', schema: op.schema, id: op.id } };
     return { ok: true, record: toRecord(layout, row), ...(op.op === 'delete' ? { deleted: true } : {}) };
   }
 
   async rawQuery(dataset: DatasetConfig, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]> {
-    if (!this.options.readOnly) throw new ApiError(501, 'NOT_AVAILABLE', 'the raw SQL endpoint is not available on this data plane');
+    // capabilities.rawSql is false without it, so the engine never asks.
+    if (!this.options.readOnly) throw new Error('this PostgreSQL driver has no read-only executor');
     let pool: pg.Pool;
     try {
       pool = this.pool(dataset);
@@ -388,7 +415,7 @@ export class PostgresDriver implements LocationDriver {
  * not (or no longer) mounted — both 503s that a retry can get past (the kubelet mounts the file).
  */
 function requestFailure(err: unknown): unknown {
-  if (err instanceof SecretNotMountedError) return storeUnavailable(err.message);
+  if (err instanceof SecretNotMountedError) return new StoreError({ kind: 'unavailable', detail: err.message });
   return outageOf(err) ?? err;
 }
 
@@ -412,27 +439,28 @@ export function toRecord(layout: TableLayout, row: readonly unknown[]): StoredRe
   };
 }
 
-/** Maps database errors that bad input can cause to 4xx; anything else stays a server error. */
-export function toApiError(err: unknown, op: WriteOp): ApiError {
-  if (err instanceof ApiError) return err;
+/** What a failed write statement means, in the store's terms; anything unforeseen is rethrown (a 500). */
+export function failureOf(err: unknown, op: WriteOp): StoreFailure {
+  if (err instanceof StoreError) return err.failure;
   const outage = outageOf(err);
-  if (outage) return outage;
+  if (outage) return outage.failure;
   const code = (err as { code?: string }).code;
+  const invalid = (reason: 'range' | 'datetime' | 'form' | 'text'): StoreFailure => ({ kind: 'invalid-value', reason, schema: op.schema });
   switch (code) {
     case '23505':
-      return new ApiError(409, 'RECORD_EXISTS', `a ${op.schema} record with id "${op.id}" already exists`);
+      return { kind: 'exists', schema: op.schema, id: op.id };
     case '22003':
-      return badRequest('VALUE_OUT_OF_RANGE', `a value of the ${op.schema} record is out of range for its type`);
+      return invalid('range');
     case '22007':
     case '22008':
-      return badRequest('INVALID_DATETIME', `a date or timestamp value of the ${op.schema} record is not valid`);
+      return invalid('datetime');
     case '22P02':
-      return badRequest('INVALID_VALUE', `a value of the ${op.schema} record has the wrong form`);
+      return invalid('form');
     case '22021':
-      return badRequest('INVALID_TEXT', 'text values must be valid UTF-8 without NUL characters');
+      return invalid('text');
     case '42P01':
     case '42703':
-      return new ApiError(503, 'STORAGE_NOT_READY', `storage for ${op.schema} is not prepared; the dataset config may have been refused`);
+      return { kind: 'not-prepared', schema: op.schema };
     default:
       throw err;
   }

@@ -64,7 +64,7 @@ describe('postgres driver: the layout cache holds the current generation only', 
       for (let generation = 1; generation <= 50; generation++) {
         const dataset = config('lc', generation);
         await driver.write(dataset, [{ op: 'create', schema: 'lc.Person', id: `p${generation}`, data: { name: 'P' } }], 'ATOMIC');
-        expect(await driver.read(dataset, 'lc.Company', 'none')).to.equal(undefined);
+        expect(await driver.read(dataset, { schema: 'lc.Company', id: 'none' })).to.equal(undefined);
       }
       expect(driver.layouts.size).to.equal(2);
       expect(driver.layouts.generationOf('lc')).to.equal(50);

@@ -3,6 +3,7 @@
  * OFFSET), and on a real PostgreSQL every sort and filter against the reference order and evaluator
  * in model/, paging with small pages so every keyset branch (nulls, ties, mixed directions) runs.
  */
+import { apiErrorOf, StoreError } from '../../engine/store-outcomes.js';
 import { expect } from 'chai';
 import pg from 'pg';
 import pino from 'pino';
@@ -11,7 +12,7 @@ import type { DatasetConfig, PropertyDef } from '../../../../model/types.js';
 import { compareRecords, compileSort, type SortKey } from '../../../../model/sort.js';
 import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { freshDatabase } from '../../../test-support/postgres.js';
-import type { StoredRecord, WriteOp } from '../driver.js';
+import type { StoredRecord, WriteOp } from '../../engine/contract.js';
 import { PostgresDriver } from './driver.js';
 import { listSql, orderBySql } from './list-sql.js';
 import { tableLayout } from './sql.js';
@@ -120,7 +121,7 @@ for (const [variant, dataset] of [
       }
       const results = await driver.write(dataset, ops, 'ATOMIC');
       for (const r of results) {
-        if (!r.ok) throw r.error;
+        if (!r.ok) throw new Error(JSON.stringify(r.failure));
         records.push(r.record);
       }
     });
@@ -208,14 +209,15 @@ for (const [variant, dataset] of [
       });
     }
 
-    it('answers a value the column cannot hold with 400 INVALID_FILTER, not a 500', async () => {
+    it('reports a value the column cannot hold as an invalid query (the API\'s 400 INVALID_FILTER), not a server error', async () => {
       const filter = compileFilter('version == 9999999999', schema);
       try {
         await driver.list(dataset, 'suite.Person', { filter, sort: compileSort(undefined, schema), limit: 5 });
         expect.fail('expected a refusal');
       } catch (err) {
-        expect((err as { status?: number }).status).to.equal(400);
-        expect((err as { code?: string }).code).to.equal('INVALID_FILTER');
+        expect((err as StoreError).failure?.kind).to.equal('invalid-query');
+        const api = apiErrorOf((err as StoreError).failure);
+        expect([api.status, api.code]).to.deep.equal([400, 'INVALID_FILTER']);
       }
     });
   });

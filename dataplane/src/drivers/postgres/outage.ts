@@ -1,10 +1,10 @@
 /**
  * Which PostgreSQL failures mean "the store cannot be reached right now" rather than "this request
  * is wrong": the connection was refused, reset or ended, the server is starting up or shutting
- * down, or it has no connection slot left. Those become STORE_UNAVAILABLE (503, retryable);
+ * down, or it has no connection slot left. Those become the store outcome `unavailable` (the API's 503, retryable);
  * everything else keeps its own mapping.
  */
-import { storeUnavailable, type ApiError } from '../../engine/errors.js';
+import { StoreError } from '../../engine/contract.js';
 
 /** SQLSTATEs of an unavailable server: connection exceptions, admin/crash shutdown, cannot connect now, too many connections. */
 const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
@@ -23,8 +23,9 @@ export function isConnectionFailure(err: unknown): boolean {
 }
 
 /** The failure as a retryable store outcome, or undefined when it is something else. */
-export function outageOf(err: unknown): ApiError | undefined {
+export function outageOf(err: unknown): StoreError | undefined {
+  if (err instanceof StoreError) return err.failure.kind === 'unavailable' ? err : undefined;
   if (!isConnectionFailure(err)) return undefined;
   const { code } = err as { code?: string };
-  return storeUnavailable(code ? `PostgreSQL: ${code}` : 'PostgreSQL connection lost');
+  return new StoreError({ kind: 'unavailable', detail: code ? `PostgreSQL: ${code}` : 'PostgreSQL connection lost' });
 }

@@ -9,7 +9,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/embedded.
 import { ApiError } from '../../engine/errors.js';
 import { apiErrorOf, fromStore, StoreError } from '../../engine/store-outcomes.js';
 import { demoDataset, DEMO_SCHEMAS } from '../../rawsql/fixtures.test-support.js';
-import type { RawQueryOptions } from '../driver.js';
+import type { RawQueryOptions } from '../../engine/contract.js';
 import { PostgresDriver } from './driver.js';
 import { firstTokenPosition, PostgresReadOnlyExecutor, readOnlyRoleName, scramVerifier, toRawSqlError as toRefusal } from './readonly.js';
 

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import pg from 'pg';
 import { freshDatabase } from '../../../test-support/postgres.js';
-import type { StatementContext } from '../driver.js';
+import type { StatementContext } from '../../engine/contract.js';
 import { applicationName, tagComment } from './tags.js';
 
 /**

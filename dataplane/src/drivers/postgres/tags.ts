@@ -1,5 +1,5 @@
 /** The `tags` header reaches PostgreSQL as a SQL comment in front of the statement. */
-import type { StatementContext } from '../driver.js';
+import type { StatementContext } from '../../engine/contract.js';
 
 export function tagComment(ctx?: StatementContext): string {
   if (!ctx?.tags && !ctx?.executor) return '';

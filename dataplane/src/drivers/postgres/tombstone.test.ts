@@ -56,8 +56,8 @@ describe('postgres driver: tombstones in the history table', function () {
     const report = await driver.prepare(dataset);
     expect(report.refused).to.deep.equal([]);
     expect(report.applied.filter((s) => s.includes('deleted_at'))).to.deep.equal(['ALTER TABLE "tomb"."tomb_person_history" ADD COLUMN IF NOT EXISTS "deleted_at" timestamp with time zone']);
-    expect((await driver.read(dataset, 'tomb.Person', 'old', 1))?.deleted).to.equal(undefined);
-    expect((await driver.read(dataset, 'tomb.Person', 'old', 2))?.data).to.deep.equal({ name: 'V2' });
+    expect((await driver.read(dataset, { schema: 'tomb.Person', id: 'old', version: 1 }))?.deleted).to.equal(undefined);
+    expect((await driver.read(dataset, { schema: 'tomb.Person', id: 'old', version: 2 }))?.data).to.deep.equal({ name: 'V2' });
     const [deleted] = await driver.write(dataset, [{ op: 'delete', schema: 'tomb.Person', id: 'old' }], 'ATOMIC');
     expect(deleted.ok && [deleted.record.version, deleted.deleted]).to.deep.equal([3, true]);
     const { rows } = await db.query('SELECT version, name, deleted_at IS NOT NULL AS tombstone, deleted_at = updated_at AS at_update FROM tomb.tomb_person_history WHERE id = $1 ORDER BY version', ['old']);
@@ -81,9 +81,9 @@ describe('postgres driver: tombstones in the history table', function () {
   });
 
   it('reports a tombstone on the tagged read path too', async () => {
-    const read = await driver.read(dataset, 'tomb.Person', 'old', 3, { tags: { team: 'a' } });
+    const read = await driver.read(dataset, { schema: 'tomb.Person', id: 'old', version: 3 }, { tags: { team: 'a' } });
     expect(read).to.deep.include({ id: 'old', version: 3, deleted: true, data: {} });
-    expect((await driver.read(dataset, 'tomb.Person', 'old', 2, { tags: { team: 'a' } }))?.deleted).to.equal(undefined);
+    expect((await driver.read(dataset, { schema: 'tomb.Person', id: 'old', version: 2 }, { tags: { team: 'a' } }))?.deleted).to.equal(undefined);
   });
 
   it('refuses a property that would map onto deleted_at', async () => {

@@ -1,8 +1,8 @@
 /** One driver instance per location kind; kinds without a driver yet fail clearly. */
 import type { Logger } from 'pino';
-import type { DatasetConfig, LocationKind } from '../../../model/types.js';
-import { ApiError } from '../engine/errors.js';
-import type { LocationDriver } from './driver.js';
+import type { DatasetConfig, LocationKind } from '../../model/types.js';
+import { ApiError } from './engine/errors.js';
+import type { LocationDriver } from './engine/contract.js';
 
 export type DriverFactory = () => LocationDriver;
 
