@@ -5,8 +5,8 @@
  * It runs on plain node:http requests: Express costs about half the throughput of a cached read
  * (measured: a one-middleware Express app served 0.46 of a bare node:http handler), so Express
  * is kept for what it is good at here — the JSON body parser and the auxiliary routes — and the
- * gateway path pays for none of its routing. Handlers translate wire format to engine calls and
- * back, nothing more.
+ * gateway path pays for none of its routing. The dataset endpoints are a table (routes.ts) whose
+ * handlers (dataset-handlers.ts) translate wire format to engine calls and back, nothing more.
  */
 import express from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -15,13 +15,12 @@ import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import type { LocationDriver, StatementContext } from '../engine/contract.js';
-import { isVersionNumber, MAX_VERSION, nameList, parseStructuredRequest } from '../engine/actions.js';
 import type { RecordEngine } from '../engine/engine.js';
-import { argumentsFromText } from '../engine/queries.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import { rawSqlIamOnly } from '../rawsql/handler.js';
-import { echoResponse } from './echo.js';
-import { cachedOpenApiBody, serversFor, withServers } from './openapi.js';
+import { datasetHandlers } from './dataset-handlers.js';
+import { readinessOf } from './readiness.js';
+import { matchRoute, type RouteMatch } from './routes.js';
 import { respondWithError } from './errors.js';
 import { AddressingError, resolveGateway, type Authkind, type GatewayRoute } from './gateway.js';
 import { checkAddressingHeaders, statementContext } from './headers.js';
@@ -57,7 +56,7 @@ export interface AppDeps {
   /** Bytes all requests together may hold while their bodies arrive. */
   bodyBudget?: BodyBudget;
   /** Readiness beyond the configs: the stores' reachability. */
-  storeHealth?: () => Promise<StoreReadiness>;
+  storeHealth?: () => Promise<import('./readiness.js').StoreReadiness>;
   /** Routes under `/.well-known/` (e.g. the development issuer's JWKS), served by Express. */
   extraRoutes?: (router: express.Router) => void;
 }
@@ -70,14 +69,12 @@ export interface DatasetRequest {
   ctx: StatementContext;
 }
 
-type Handler = (x: Exchange, d: DatasetRequest) => Promise<void>;
+/** A dataset endpoint: the exchange, the authenticated request, the route's path variables. */
+export type Handler = (x: Exchange, d: DatasetRequest, params: Record<string, string>) => Promise<void>;
 
 export { DEFAULT_BODY_LIMIT };
 
-/** Datasets whose store cannot be reached right now. */
-export interface StoreReadiness {
-  unavailable: Record<string, string>;
-}
+export type { StoreReadiness } from './readiness.js';
 
 export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res: ServerResponse) => void {
   const auxiliary = express();
@@ -101,118 +98,11 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       else if (!passed) x.res.once('finish', () => resolve(false));
     });
 
-  /**
-   * 200 `ready`; 200 `degraded` when some datasets cannot be served (a failed config, an
-   * unreachable store) while others can — one bad dataset must not take the replica out of its
-   * Service; 503 `starting` until every dataset's first preparation finished, and 503
-   * `unavailable` when no dataset can be served because their stores cannot be reached.
-   */
-  const readiness = async () => {
-    const datasets: Record<string, ReturnType<typeof describeState> & { store?: string }> = Object.fromEntries(
-      deps.store.datasetIds().map((id) => [id, describeState(deps.store, id)]),
-    );
-    const stores = (await deps.storeHealth?.())?.unavailable ?? {};
-    for (const [id, problem] of Object.entries(stores)) if (datasets[id]) datasets[id].store = `unreachable: ${problem}`;
-    const entries = Object.entries(datasets);
-    const starting = deps.store.environment === undefined || entries.some(([, d]) => d.status === 'pending');
-    const broken = entries.filter(([, d]) => d.status === 'failed' || d.store).map(([id]) => id);
-    const servable = entries.filter(([, d]) => d.status === 'ready' && !d.store).length;
-    const anyStoreDown = Object.keys(stores).length > 0;
-    const status = starting ? 'starting' : anyStoreDown && servable === 0 ? 'unavailable' : broken.length ? 'degraded' : 'ready';
-    const body = { status, environment: deps.store.environment?.id, ...(broken.length ? { degraded: broken } : {}), datasets };
-    return { status: status === 'ready' || status === 'degraded' ? 200 : 503, body };
-  };
+  const handlers = datasetHandlers(deps);
+  const readiness = () => readinessOf(deps.store, deps.storeHealth);
 
-  const readOne: Handler = async (x, d) => {
-    const [schema, id] = d.route.rest;
-    const query = x.query;
-    for (const key of Object.keys(query)) {
-      if (key !== 'expand' && key !== 'version' && key !== 'projection') {
-        throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; accepted: expand, version, projection`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
-      }
-      if (typeof query[key] !== 'string') throw badRequest('INVALID_PARAMETER', `query parameter "${key}" must be given once`, [{ path: `query:${key}`, message: 'repeated' }]);
-    }
-    let version: number | undefined;
-    if (query.version !== undefined) {
-      version = /^[1-9][0-9]{0,9}$/.test(query.version as string) ? Number(query.version) : undefined;
-      if (!isVersionNumber(version)) {
-        throw badRequest('INVALID_PARAMETER', `"version" must be a positive integer of at most ${MAX_VERSION}`, [{ path: 'query:version', message: 'not a positive integer' }]);
-      }
-    }
-    const record = await deps.engine.read(
-      d.dataset,
-      {
-        schema,
-        id,
-        version,
-        expand: nameList(query.expand, 'query:expand', 'expand'),
-        projection: query.projection === undefined ? undefined : nameList(query.projection, 'query:projection', 'projection'),
-      },
-      d.ctx,
-      'query',
-    );
-    sendJson(x.res, 200, record);
-  };
-
-  /** GET list and link pages: filter, sort, limit, nextToken and expand as query parameters. */
-  const page = (kind: 'list' | 'link'): Handler => async (x, d) => {
-    const query = x.query;
-    const accepted = ['filter', 'sort', 'limit', 'nextToken', 'expand'];
-    for (const key of Object.keys(query)) {
-      if (!accepted.includes(key)) {
-        throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; accepted: ${accepted.join(', ')}`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
-      }
-      if (typeof query[key] !== 'string') throw badRequest('INVALID_PARAMETER', `query parameter "${key}" must be given once`, [{ path: `query:${key}`, message: 'repeated' }]);
-    }
-    const text = (key: string) => query[key] as string | undefined;
-    let limit: number | undefined;
-    if (query.limit !== undefined) {
-      if (!/^[0-9]{1,7}$/.test(query.limit as string)) throw badRequest('INVALID_LIMIT', '"limit" must be a whole number', [{ path: 'query:limit', message: 'not a whole number' }]);
-      limit = Number(query.limit);
-    }
-    const request = { filter: text('filter'), sort: text('sort'), limit, nextToken: text('nextToken'), expand: nameList(query.expand, 'query:expand', 'expand') };
-    const at = (field: string) => `query:${field}`;
-    const [schema, id, link] = d.route.rest;
-    const result = kind === 'list' ? await deps.engine.list(d.dataset, { schema, ...request }, d.ctx, at) : await deps.engine.link(d.dataset, { schema, id, link, ...request }, d.ctx, at);
-    sendJson(x.res, 200, result);
-  };
-
-  /** `GET /{dataset}/queries/{name}?<argument>=…&limit=&nextToken=`: a named query; every other parameter is an argument. */
-  const namedQuery: Handler = async (x, d) => {
-    const texts: Record<string, string> = {};
-    for (const [key, value] of Object.entries(x.query)) {
-      if (typeof value !== 'string') throw badRequest('INVALID_PARAMETER', `query parameter "${key}" must be given once`, [{ path: `query:${key}`, message: 'repeated' }]);
-      if (key !== 'limit' && key !== 'nextToken') Object.defineProperty(texts, key, { value, enumerable: true });
-    }
-    const limit = x.query.limit as string | undefined;
-    if (limit !== undefined && !/^[0-9]{1,7}$/.test(limit)) throw badRequest('INVALID_LIMIT', '"limit" must be a whole number', [{ path: 'query:limit', message: 'not a whole number' }]);
-    const name = d.route.rest[1];
-    const action = { schema: name, arguments: argumentsFromText(d.dataset, name, texts), limit: limit === undefined ? undefined : Number(limit), nextToken: x.query.nextToken as string | undefined };
-    sendJson(x.res, 200, await deps.engine.query(d.dataset, action, d.ctx, (f) => (f === 'schema' ? 'path:name' : `query:${f}`), (key) => `query:${key}`));
-  };
-
-  const structured: Handler = async (x, d) => {
-    const result = await deps.engine.execute(d.dataset, parseStructuredRequest(x.body), d.ctx);
-    sendJson(x.res, result.status, result.body);
-  };
-
-  const echo: Handler = async (x, d) => sendJson(x.res, 200, echoResponse(x, d.caller));
-
-  /** The dataset's OpenAPI document (openapi.ts): built once per config generation; `servers` from this request's host. */
-  const openapi: Handler = async (x, d) => {
-    for (const key of Object.keys(x.query)) throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; none is accepted`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
-    const proto = x.req.headers['x-forwarded-proto'];
-    const servers = serversFor({ host: x.req.headers.host, forwardedProto: typeof proto === 'string' ? proto : undefined, route: d.route }, d.dataset, d.env);
-    sendJson(x.res, 200, withServers(cachedOpenApiBody(d.dataset, d.env), servers));
-  };
-
-  const rawQuery: Handler = async (x, d) => {
-    if (!deps.rawQuery) throw new ApiError(501, 'NOT_AVAILABLE', 'the raw SQL endpoint is not available on this data plane');
-    const rows = await deps.rawQuery({ dataset: d.dataset, authkind: d.route.authkind, body: x.body, driver: deps.driverFor(d.dataset), ctx: d.ctx });
-    sendJson(x.res, 200, rows);
-  };
-
-  async function serve(x: Exchange, methods: string, handler: Handler): Promise<void> {
+  async function serve(x: Exchange, { route, params }: RouteMatch): Promise<void> {
+    const { methods } = route;
     const method = x.req.method ?? 'GET';
     if (!methods.split(',').includes(method)) {
       x.res.setHeader('allow', methods);
@@ -238,7 +128,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
         return;
       }
     }
-    await handler(x, d);
+    await handlers[route.name](x, d, params);
   }
 
   async function dispatch(x: Exchange): Promise<void> {
@@ -251,21 +141,12 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     }
     x.route = route;
     if (!route.datasetId) throw new ApiError(404, 'NOT_FOUND', 'address a dataset: /{dataset}/… or a {dataset}.<gateway> host');
-    const rest = route.rest;
-    if (rest.length === 0) return serve(x, 'POST', structured);
-    if (rest.length === 1 && rest[0] === 'echo') return serve(x, 'GET', echo);
-    // Schema names contain a dot (model SCHEMA_NAME_PATTERN): no schema's list is at /openapi.
-    if (rest.length === 1 && rest[0] === 'openapi') return serve(x, 'GET,HEAD', openapi);
-    if (rest.length === 1 && rest[0] === 'raw-query') {
+    const match = matchRoute(route.rest);
+    if (match) {
       // Refused on other gateways before authentication: whatever the credentials, the answer is the same.
-      if (route.authkind !== 'iam') throw rawSqlIamOnly();
-      return serve(x, 'POST', rawQuery);
+      if ('iamOnly' in match.route && match.route.iamOnly && route.authkind !== 'iam') throw rawSqlIamOnly();
+      return serve(x, match);
     }
-    if (rest.length === 1) return serve(x, 'GET,HEAD', page('list'));
-    // Schema names contain a dot: no schema is called "queries".
-    if (rest.length === 2 && rest[0] === 'queries') return serve(x, 'GET,HEAD', namedQuery);
-    if (rest.length === 2) return serve(x, 'GET,HEAD', readOne);
-    if (rest.length === 3) return serve(x, 'GET,HEAD', page('link'));
     throw new ApiError(404, 'NOT_FOUND', `no endpoint at ${x.path.slice(0, 200)}`);
   }
 
@@ -319,11 +200,4 @@ async function prepareDatasetRequest(deps: AppDeps, x: Exchange): Promise<Datase
   checkAddressingHeaders(x.req.headers, env, dataset);
   const ctx = statementContext(x.req.headers, env);
   return { route, env, dataset, caller, ctx };
-}
-
-function describeState(store: ConfigStore, id: string) {
-  const state = store.dataset(id)!;
-  if (state.status === 'failed') return { status: state.status, generation: state.config.generation, problem: state.problem };
-  if (state.status === 'ready' && state.warning) return { status: state.status, generation: state.config.generation, warning: state.warning };
-  return { status: state.status, generation: state.config.generation };
 }

@@ -1,0 +1,103 @@
+/**
+ * The handlers of the dataset endpoints (routes.ts names them): each translates its wire format to
+ * an engine call and back, nothing more. The front door (app.ts) has already checked the method,
+ * the gateway, the credentials and the conventional headers, and read the body.
+ */
+import { isVersionNumber, MAX_VERSION, nameList, parseStructuredRequest } from '../engine/actions.js';
+import { argumentsFromText } from '../engine/queries.js';
+import { ApiError, badRequest } from '../engine/errors.js';
+import type { AppDeps, Handler } from './app.js';
+import { echoResponse } from './echo.js';
+import { sendJson } from './exchange.js';
+import { cachedOpenApiBody, serversFor, withServers } from './openapi.js';
+import type { RouteName } from './routes.js';
+
+export function datasetHandlers(deps: AppDeps): Record<RouteName, Handler> {
+  const read: Handler = async (x, d, { schema, id }) => {
+    const query = x.query;
+    for (const key of Object.keys(query)) {
+      if (key !== 'expand' && key !== 'version' && key !== 'projection') {
+        throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; accepted: expand, version, projection`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
+      }
+      if (typeof query[key] !== 'string') throw badRequest('INVALID_PARAMETER', `query parameter "${key}" must be given once`, [{ path: `query:${key}`, message: 'repeated' }]);
+    }
+    let version: number | undefined;
+    if (query.version !== undefined) {
+      version = /^[1-9][0-9]{0,9}$/.test(query.version as string) ? Number(query.version) : undefined;
+      if (!isVersionNumber(version)) {
+        throw badRequest('INVALID_PARAMETER', `"version" must be a positive integer of at most ${MAX_VERSION}`, [{ path: 'query:version', message: 'not a positive integer' }]);
+      }
+    }
+    const record = await deps.engine.read(
+      d.dataset,
+      {
+        schema,
+        id,
+        version,
+        expand: nameList(query.expand, 'query:expand', 'expand'),
+        projection: query.projection === undefined ? undefined : nameList(query.projection, 'query:projection', 'projection'),
+      },
+      d.ctx,
+      'query',
+    );
+    sendJson(x.res, 200, record);
+  };
+
+  /** GET list and link pages: filter, sort, limit, nextToken and expand as query parameters. */
+  const page = (kind: 'list' | 'link'): Handler => async (x, d, { schema, id, link }) => {
+    const query = x.query;
+    const accepted = ['filter', 'sort', 'limit', 'nextToken', 'expand'];
+    for (const key of Object.keys(query)) {
+      if (!accepted.includes(key)) {
+        throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; accepted: ${accepted.join(', ')}`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
+      }
+      if (typeof query[key] !== 'string') throw badRequest('INVALID_PARAMETER', `query parameter "${key}" must be given once`, [{ path: `query:${key}`, message: 'repeated' }]);
+    }
+    const text = (key: string) => query[key] as string | undefined;
+    let limit: number | undefined;
+    if (query.limit !== undefined) {
+      if (!/^[0-9]{1,7}$/.test(query.limit as string)) throw badRequest('INVALID_LIMIT', '"limit" must be a whole number', [{ path: 'query:limit', message: 'not a whole number' }]);
+      limit = Number(query.limit);
+    }
+    const request = { filter: text('filter'), sort: text('sort'), limit, nextToken: text('nextToken'), expand: nameList(query.expand, 'query:expand', 'expand') };
+    const at = (field: string) => `query:${field}`;
+    const result = kind === 'list' ? await deps.engine.list(d.dataset, { schema, ...request }, d.ctx, at) : await deps.engine.link(d.dataset, { schema, id, link, ...request }, d.ctx, at);
+    sendJson(x.res, 200, result);
+  };
+
+  /** `GET /{dataset}/queries/{name}?<argument>=…&limit=&nextToken=`: a named query; every other parameter is an argument. */
+  const namedQuery: Handler = async (x, d, { query: name }) => {
+    const texts: Record<string, string> = {};
+    for (const [key, value] of Object.entries(x.query)) {
+      if (typeof value !== 'string') throw badRequest('INVALID_PARAMETER', `query parameter "${key}" must be given once`, [{ path: `query:${key}`, message: 'repeated' }]);
+      if (key !== 'limit' && key !== 'nextToken') Object.defineProperty(texts, key, { value, enumerable: true });
+    }
+    const limit = x.query.limit as string | undefined;
+    if (limit !== undefined && !/^[0-9]{1,7}$/.test(limit)) throw badRequest('INVALID_LIMIT', '"limit" must be a whole number', [{ path: 'query:limit', message: 'not a whole number' }]);
+    const action = { schema: name, arguments: argumentsFromText(d.dataset, name, texts), limit: limit === undefined ? undefined : Number(limit), nextToken: x.query.nextToken as string | undefined };
+    sendJson(x.res, 200, await deps.engine.query(d.dataset, action, d.ctx, (f) => (f === 'schema' ? 'path:name' : `query:${f}`), (key) => `query:${key}`));
+  };
+
+  const structured: Handler = async (x, d) => {
+    const result = await deps.engine.execute(d.dataset, parseStructuredRequest(x.body), d.ctx);
+    sendJson(x.res, result.status, result.body);
+  };
+
+  const echo: Handler = async (x, d) => sendJson(x.res, 200, echoResponse(x, d.caller));
+
+  /** The dataset's OpenAPI document (openapi.ts): built once per config generation; `servers` from this request's host. */
+  const openapi: Handler = async (x, d) => {
+    for (const key of Object.keys(x.query)) throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; none is accepted`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
+    const proto = x.req.headers['x-forwarded-proto'];
+    const servers = serversFor({ host: x.req.headers.host, forwardedProto: typeof proto === 'string' ? proto : undefined, route: d.route }, d.dataset, d.env);
+    sendJson(x.res, 200, withServers(cachedOpenApiBody(d.dataset, d.env), servers));
+  };
+
+  const rawQuery: Handler = async (x, d) => {
+    if (!deps.rawQuery) throw new ApiError(501, 'NOT_AVAILABLE', 'the raw SQL endpoint is not available on this data plane');
+    const rows = await deps.rawQuery({ dataset: d.dataset, authkind: d.route.authkind, body: x.body, driver: deps.driverFor(d.dataset), ctx: d.ctx });
+    sendJson(x.res, 200, rows);
+  };
+
+  return { structured, echo, openapi, rawQuery, namedQuery, list: page('list'), read, link: page('link') };
+}

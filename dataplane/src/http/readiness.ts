@@ -1,0 +1,37 @@
+/**
+ * `GET /readyz`: the configs' states and the stores' reachability as one answer.
+ *
+ * 200 `ready`; 200 `degraded` when some datasets cannot be served (a failed config, an
+ * unreachable store) while others can — one bad dataset must not take the replica out of its
+ * Service; 503 `starting` until every dataset's first preparation finished, and 503
+ * `unavailable` when no dataset can be served because their stores cannot be reached.
+ */
+import type { ConfigStore } from '../config/store.js';
+
+/** Datasets whose store cannot be reached right now. */
+export interface StoreReadiness {
+  unavailable: Record<string, string>;
+}
+
+export async function readinessOf(store: ConfigStore, storeHealth?: () => Promise<StoreReadiness>) {
+  const datasets: Record<string, ReturnType<typeof describeState> & { store?: string }> = Object.fromEntries(
+    store.datasetIds().map((id) => [id, describeState(store, id)]),
+  );
+  const stores = (await storeHealth?.())?.unavailable ?? {};
+  for (const [id, problem] of Object.entries(stores)) if (datasets[id]) datasets[id].store = `unreachable: ${problem}`;
+  const entries = Object.entries(datasets);
+  const starting = store.environment === undefined || entries.some(([, d]) => d.status === 'pending');
+  const broken = entries.filter(([, d]) => d.status === 'failed' || d.store).map(([id]) => id);
+  const servable = entries.filter(([, d]) => d.status === 'ready' && !d.store).length;
+  const anyStoreDown = Object.keys(stores).length > 0;
+  const status = starting ? 'starting' : anyStoreDown && servable === 0 ? 'unavailable' : broken.length ? 'degraded' : 'ready';
+  const body = { status, environment: store.environment?.id, ...(broken.length ? { degraded: broken } : {}), datasets };
+  return { status: status === 'ready' || status === 'degraded' ? 200 : 503, body };
+}
+
+function describeState(store: ConfigStore, id: string) {
+  const state = store.dataset(id)!;
+  if (state.status === 'failed') return { status: state.status, generation: state.config.generation, problem: state.problem };
+  if (state.status === 'ready' && state.warning) return { status: state.status, generation: state.config.generation, warning: state.warning };
+  return { status: state.status, generation: state.config.generation };
+}

@@ -1,0 +1,51 @@
+/**
+ * The dataset endpoints, as a table: what follows the dataset in the path (`/{dataset}/…`, or the
+ * whole path on a `{dataset}.<gateway>` host), the methods each takes, and the handler's name.
+ * Pure: `matchRoute` picks the first route whose segments match (literal segments before
+ * variables, so `/echo` is no schema); variables come back by name.
+ *
+ * Schema names always contain a dot (model SCHEMA_NAME_PATTERN), so the literal words below can
+ * never be a schema's name.
+ */
+export const DATASET_ROUTES = [
+  { name: 'structured', path: [], methods: 'POST' },
+  { name: 'echo', path: ['echo'], methods: 'GET' },
+  { name: 'openapi', path: ['openapi'], methods: 'GET,HEAD' },
+  // The spec: raw SQL exists on the iam gateway only, refused before authentication elsewhere.
+  { name: 'rawQuery', path: ['raw-query'], methods: 'POST', iamOnly: true },
+  { name: 'namedQuery', path: ['queries', ':query'], methods: 'GET,HEAD' },
+  { name: 'list', path: [':schema'], methods: 'GET,HEAD' },
+  { name: 'read', path: [':schema', ':id'], methods: 'GET,HEAD' },
+  { name: 'link', path: [':schema', ':id', ':link'], methods: 'GET,HEAD' },
+] as const satisfies readonly DatasetRoute[];
+
+export interface DatasetRoute {
+  name: string;
+  /** Literal segments, or `:name` for a variable one. */
+  path: readonly string[];
+  /** Comma-separated, as the Allow header lists them. */
+  methods: string;
+  iamOnly?: boolean;
+}
+
+export type RouteName = (typeof DATASET_ROUTES)[number]['name'];
+
+export interface RouteMatch {
+  route: (typeof DATASET_ROUTES)[number];
+  params: Record<string, string>;
+}
+
+export function matchRoute(rest: readonly string[], routes: readonly DatasetRoute[] = DATASET_ROUTES): RouteMatch | undefined {
+  for (const route of routes) {
+    if (route.path.length !== rest.length) continue;
+    const params: Record<string, string> = Object.create(null);
+    let matched = true;
+    for (let i = 0; i < rest.length && matched; i++) {
+      const segment = route.path[i];
+      if (segment.startsWith(':')) params[segment.slice(1)] = rest[i];
+      else matched = segment === rest[i];
+    }
+    if (matched) return { route: route as RouteMatch['route'], params };
+  }
+  return undefined;
+}
