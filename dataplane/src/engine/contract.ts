@@ -9,6 +9,7 @@ import type { Consistency, DatasetConfig, LocationKind } from '../../../model/ty
 import type { TypedFilter } from '../../../model/filter.js';
 import type { SortKey } from '../../../model/sort.js';
 import type { StoreFailure } from './store-outcomes.js';
+import type { RawSqlDialect } from '../sql/raw-rewrite.js';
 
 export type { StoreFailure } from './store-outcomes.js';
 export { StoreError } from './store-outcomes.js';
@@ -119,6 +120,8 @@ export interface LocationDriver {
   list?(dataset: DatasetConfig, schema: string, query: ListQuery, ctx?: StatementContext): Promise<StoredRecord[]>;
   /** Checks that the dataset's store answers; throws a StoreError (`unavailable`) when it does not. */
   ping?(dataset: DatasetConfig): Promise<void>;
+  /** How raw SQL is rewritten for this store (tokens, binds, lexical rules); SQL locations only. */
+  readonly rawSqlDialect?: RawSqlDialect;
   /** Read-only query on the dataset's read-only connection; undefined when the location has none. */
   rawQuery?(dataset: DatasetConfig, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]>;
   /**

@@ -15,7 +15,7 @@ import { MAX_BATCH_ACTIONS, MAX_VERSION } from '../engine/actions.js';
 import { fieldsOf } from '../engine/layout.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../engine/lists.js';
 import { recordJsonSchema } from '../engine/record-validation.js';
-import { SCALAR_TYPE_NAMES } from '../rawsql/types.js';
+import { SCALAR_TYPE_NAMES } from '../sql/scalar-types.js';
 import { DEFAULT_BODY_LIMIT } from './body.js';
 import type { Authkind, GatewayRoute } from './gateway.js';
 

@@ -9,7 +9,7 @@ import { ApiError } from '../engine/errors.js';
 import { fromStore } from '../engine/store-outcomes.js';
 import type { LocationDriver, StatementContext } from '../engine/contract.js';
 import { parseRawSqlRequest, type RawSqlRequest } from './request.js';
-import { postgresDialect, rewriteRawSql, sourcePosition, type RawSqlDialect, type RewrittenSql } from './rewrite.js';
+import { rewriteRawSql, sourcePosition, type RewrittenSql } from '../sql/raw-rewrite.js';
 
 export interface RawSqlLimits {
   /** More rows than this is a 400 ROW_LIMIT_EXCEEDED (never a silently truncated result). */
@@ -47,7 +47,6 @@ function defaultLimits(): RawSqlLimits {
   return (processLimits ??= rawSqlLimits());
 }
 
-const DIALECTS: Partial<Record<LocationKind, RawSqlDialect>> = { postgres: postgresDialect };
 
 export interface RawQueryInput {
   dataset: DatasetConfig;
@@ -75,8 +74,7 @@ export async function executeRawQuery(input: RawQueryInput): Promise<Record<stri
   }
   const kind = dataset.location.kind;
   if (!kindFacts(kind).sql) throw new ApiError(400, 'RAW_SQL_NOT_SUPPORTED', `the dataset is stored in ${kindFacts(kind).title}, which has no SQL engine for raw queries`);
-  const dialect = DIALECTS[kind];
-  if (!dialect || !driver.rawQuery) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `raw SQL is not available yet on ${kind} locations`);
+  if (!driver.capabilities.rawSql || !driver.rawSqlDialect) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `raw SQL is not available yet on ${kind} locations`);
   return runRawSql(dataset, driver, parseRawSqlRequest(input.body, dataset), ctx, input.limits);
 }
 
@@ -85,9 +83,8 @@ export async function executeRawQuery(input: RawQueryInput): Promise<Record<stri
  * (after its gates) and SQL-based query schemas (engine/queries.ts) share this.
  */
 export async function runRawSql(dataset: DatasetConfig, driver: LocationDriver, request: RawSqlRequest, ctx: StatementContext, overrides?: Partial<RawSqlLimits>): Promise<Record<string, unknown>[]> {
-  const kind = dataset.location.kind;
-  const dialect = DIALECTS[kind];
-  if (!dialect || !driver.rawQuery) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `SQL is not available yet on ${kind} locations`);
+  const dialect = driver.rawSqlDialect;
+  if (!driver.capabilities.rawSql || !dialect || !driver.rawQuery) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `SQL is not available yet on ${driver.kind} locations`);
   const rewritten = rewriteRawSql(request.sql, request.using, request.arguments, dataset, dialect);
   const limits = { ...defaultLimits(), ...overrides };
   try {

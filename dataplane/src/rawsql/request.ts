@@ -5,7 +5,7 @@
  */
 import type { DatasetConfig } from '../../../model/types.js';
 import { badRequest } from '../engine/errors.js';
-import { encodeArgument, scalarType, SCALAR_TYPE_NAMES, type ScalarType } from './types.js';
+import { encodeArgument, scalarType, SCALAR_TYPE_NAMES, type ScalarType } from '../sql/scalar-types.js';
 
 /** Alias and argument names, and each segment of a property path, in tokens and in the body. */
 export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -22,6 +22,7 @@ import {
   type WriteOp,
 } from '../../engine/contract.js';
 import { listSql } from './list-sql.js';
+import { postgresDialect } from './raw-dialect.js';
 import { quoteIdent as q } from '../sql-naming.js';
 import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SecretNotMountedError } from './connection.js';
 import { planSchemaChanges } from './ddl.js';
@@ -77,6 +78,7 @@ export class PostgresDriver implements LocationDriver {
   private readonly pools = new Map<string, pg.Pool>();
   /** Per dataset, the layouts of the config generation seen last (layout-cache.ts). */
   readonly layouts = new LayoutCache();
+  readonly rawSqlDialect = postgresDialect;
   private closing = false;
   /** Datasets' URLs, a Secret file re-read every few seconds (rotation without a restart). */
   private readonly urls: ConnectionUrls;

@@ -59,7 +59,7 @@ import { hasSqlQueries } from '../../../../model/queries.js';
 import type { ErrorDetail } from '../../engine/contract.js';
 import { StoreError } from '../../engine/contract.js';
 import type { RawQuery, RawQueryOptions } from '../../engine/contract.js';
-import { skipBlockComment } from '../sql-lexing.js';
+import { skipBlockComment } from '../../sql/lexing.js';
 import { quoteIdent as q } from '../sql-naming.js';
 import { GuardedClient, jsonSize, Slots } from './result-budget.js';
 import { databaseSchemaOf } from './sql.js';

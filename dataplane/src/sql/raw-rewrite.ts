@@ -6,10 +6,12 @@
  * bind values.
  *
  * Tokens are recognised only in SQL code: a small lexer skips string literals ('…' with ''
- * escapes, E'…' with backslash escapes, U&'…', B'…', X'…'), quoted identifiers ("…"), dollar-quoted
- * strings ($$…$$, $tag$…$tag$), -- line comments and nested block comments. So
- * `'${x}'` stays the literal text `${x}`. The lexer follows PostgreSQL's rules with
- * standard_conforming_strings on (the read-only role pins it on).
+ * escapes; backslash escapes where the dialect has them, E'…' in PostgreSQL), quoted identifiers
+ * ("…"), dollar-quoted strings ($$…$$, and $tag$…$tag$ where the dialect has them), -- line
+ * comments and block comments (nested where the dialect nests them). So `'${x}'` stays the literal
+ * text `${x}`. What differs between SQL engines is the dialect's (`RawSqlDialect`), supplied by each
+ * SQL driver (PostgreSQL: drivers/postgres/raw-dialect.ts, with standard_conforming_strings on —
+ * the read-only role pins it on).
  *
  * Token syntax is strict: `@{alias}` or `@{alias.segment.segment…}` and `${name}`, where each
  * name is `[A-Za-z_][A-Za-z0-9_]*`, no spaces. Anything else between the braces, an unclosed brace
@@ -18,19 +20,31 @@
 import type { DatasetConfig } from '../../../model/types.js';
 import { badRequest } from '../engine/errors.js';
 import { fieldsOf, type Field } from '../engine/layout.js';
-import { tableLayout } from '../drivers/postgres/sql.js';
-import { postgresNaming, quoteIdent } from '../drivers/sql-naming.js';
-import { isOperatorChar, operatorRunEnd, skipBlockComment } from '../drivers/sql-lexing.js';
-import { IDENTIFIER, type RawArgument } from './request.js';
-import type { ScalarType } from './types.js';
+import { isOperatorChar, operatorRunEnd, skipBlockComment } from './lexing.js';
+import { IDENTIFIER, type RawArgument } from '../rawsql/request.js';
+import type { ScalarType } from './scalar-types.js';
 
 /** The system columns a token may name besides the schema's properties. */
 export const SYSTEM_PROPERTIES = ['id', 'version', 'createdAt', 'updatedAt'] as const;
 export type SystemProperty = (typeof SYSTEM_PROPERTIES)[number];
 
-/** What differs between SQL engines. PostgreSQL is implemented; the warehouse plugs in here. */
+/** How a SQL engine lexes the text around the tokens. */
+export interface SqlLexicalRules {
+  /** `/* /* … *\/ *\/` nests (PostgreSQL) or ends at the first `*\/`. */
+  readonly nestedBlockComments: boolean;
+  /** `$tag$…$tag$` besides `$$…$$` (PostgreSQL) */
+  readonly taggedDollarQuotes: boolean;
+  /** Backslash escapes inside every '…' literal (Snowflake), or only in E'…' (PostgreSQL). */
+  readonly backslashEscapesInStrings: boolean;
+  readonly escapeStringPrefix: boolean;
+}
+
+export const POSTGRES_LEXICAL_RULES: SqlLexicalRules = { nestedBlockComments: true, taggedDollarQuotes: true, backslashEscapesInStrings: false, escapeStringPrefix: true };
+
+/** What differs between SQL engines for raw SQL: each SQL driver supplies its own. */
 export interface RawSqlDialect {
   readonly name: string;
+  readonly lexical: SqlLexicalRules;
   /** Qualified, quoted table of a schema of the dataset. */
   table(dataset: DatasetConfig, schemaName: string): string;
   /** Quoted physical column of a property (a link's column holds the target id). */
@@ -44,17 +58,6 @@ export interface RawSqlDialect {
    */
   readonly reusablePlaceholders: boolean;
 }
-
-export const postgresDialect: RawSqlDialect = {
-  name: 'postgres',
-  table: (dataset, schemaName) => tableLayout(dataset, schemaName, dataset.schemas[schemaName]).table,
-  column: (_dataset, _schemaName, field) => quoteIdent(postgresNaming.column(field)),
-  systemColumn: (name) => quoteIdent(postgresNaming.system[name]),
-  // Parenthesised so that what follows the token cannot change the cast (`${a}[1]` would
-  // otherwise read as a cast to an array type).
-  placeholder: (index, type) => `($${index}::${type.postgres})`,
-  reusablePlaceholders: true,
-};
 
 /** One replaced token: where it was in the source and where its replacement is in the output. */
 export interface Replacement {
@@ -124,7 +127,7 @@ export interface Token {
  * The `@{…}` and `${…}` tokens of SQL code, in order, skipping literals, quoted identifiers and
  * comments. Throws a 400 for an unclosed token or a hand-written positional parameter.
  */
-export function scanTokens(sql: string): Token[] {
+export function scanTokens(sql: string, rules: SqlLexicalRules = POSTGRES_LEXICAL_RULES): Token[] {
   const tokens: Token[] = [];
   let runChecked = 0;
   const checkRun = (at: number) => {
@@ -139,14 +142,15 @@ export function scanTokens(sql: string): Token[] {
     const next = sql[i + 1];
     // A run of operator characters in code (a line comment is lexed linearly: not counted).
     if (i >= runChecked && isOperatorChar(c) && !(c === '-' && next === '-')) checkRun(i);
-    if (c === "'") i = skipQuoted(sql, i, "'", false);
+    if (c === "'") i = skipQuoted(sql, i, "'", rules.backslashEscapesInStrings);
     else if (c === '"') i = skipQuoted(sql, i, '"', false);
     else if (c === '-' && next === '-') {
       const eol = sql.indexOf('\n', i);
       i = eol === -1 ? sql.length : eol + 1;
     } else if (c === '/' && next === '*') {
       // Inside a comment PostgreSQL matches each nested `/*` together with the operator characters after it.
-      const end = skipBlockComment(sql, i);
+      const close = sql.indexOf('*/', i + 2);
+      const end = rules.nestedBlockComments ? skipBlockComment(sql, i) : close === -1 ? sql.length : close + 2;
       for (let j = sql.indexOf('/*', i + 2); j !== -1 && j < end; j = sql.indexOf('/*', j + 2)) if (j >= runChecked) checkRun(j);
       i = end;
     }
@@ -157,7 +161,7 @@ export function scanTokens(sql: string): Token[] {
       i = close + 1;
     } else if (c === '$') {
       DOLLAR_TAG.lastIndex = i;
-      const tag = DOLLAR_TAG.exec(sql);
+      const tag = rules.taggedDollarQuotes ? DOLLAR_TAG.exec(sql) : next === '$' ? ['$$'] : null;
       if (tag) {
         const close = sql.indexOf(tag[0], i + tag[0].length);
         i = close === -1 ? sql.length : close + tag[0].length;
@@ -172,7 +176,7 @@ export function scanTokens(sql: string): Token[] {
       i += 1;
       while (i < sql.length && isIdentCont(sql[i]) && !(sql[i] === '$' && sql[i + 1] === '{')) i += 1;
       // E'…' escape strings honour backslash escapes.
-      if (i - start === 1 && (c === 'E' || c === 'e') && sql[i] === "'") i = skipQuoted(sql, i, "'", true);
+      if (rules.escapeStringPrefix && i - start === 1 && (c === 'E' || c === 'e') && sql[i] === "'") i = skipQuoted(sql, i, "'", true);
     } else if (/[0-9]/.test(c)) {
       // A number, possibly with a trailing identifier-like part (1e5, 1_000); never a token.
       while (i < sql.length && /[0-9A-Za-z_.]/.test(sql[i])) i += 1;
@@ -212,14 +216,14 @@ export function rewriteRawSql(
   using: ReadonlyMap<string, string>,
   args: ReadonlyMap<string, RawArgument>,
   dataset: DatasetConfig,
-  dialect: RawSqlDialect = postgresDialect,
+  dialect: RawSqlDialect,
 ): RewrittenSql {
   const values: (string | null)[] = [];
   const bound = new Map<string, number>();
   const replacements: Replacement[] = [];
   let text = '';
   let copied = 0;
-  for (const token of scanTokens(sql)) {
+  for (const token of scanTokens(sql, dialect.lexical)) {
     let replacement: string;
     if (token.kind === '$') {
       if (!IDENTIFIER.test(token.body)) throw tokenError('INVALID_TOKEN', sql, token.start, token.end, 'a placeholder is ${name}, the name made of letters, digits and _ (not starting with a digit)');

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { encodeArgument, scalarType, SCALAR_TYPE_NAMES } from './types.js';
+import { encodeArgument, scalarType, SCALAR_TYPE_NAMES } from './scalar-types.js';
 
 function encode(type: string, value: unknown) {
   const t = scalarType(type);

@@ -1,14 +1,15 @@
+import { postgresDialect } from '../drivers/postgres/raw-dialect.js';
 import { expect } from 'chai';
 import { ApiError } from '../engine/errors.js';
-import { demoDataset } from './fixtures.test-support.js';
-import { parseRawSqlRequest } from './request.js';
-import { MAX_OPERATOR_RUN, rewriteRawSql, scanTokens, sourcePosition, type RewrittenSql } from './rewrite.js';
+import { demoDataset } from '../rawsql/fixtures.test-support.js';
+import { parseRawSqlRequest } from '../rawsql/request.js';
+import { MAX_OPERATOR_RUN, rewriteRawSql, scanTokens, sourcePosition, type RewrittenSql, type SqlLexicalRules } from './raw-rewrite.js';
 
 const dataset = demoDataset();
 
 function rewrite(sql: string, using: Record<string, string> = { p: 'demo.Person', c: 'demo.Company' }, args: Record<string, unknown> = {}): RewrittenSql {
   const request = parseRawSqlRequest({ sql, using, arguments: args }, dataset);
-  return rewriteRawSql(request.sql, request.using, request.arguments, dataset);
+  return rewriteRawSql(request.sql, request.using, request.arguments, dataset, postgresDialect);
 }
 
 function rejected(fn: () => unknown): ApiError {
@@ -172,5 +173,28 @@ describe('raw SQL rewrite', () => {
     expect(sourcePosition(sql, out, at('"name"'))).to.equal(sql.indexOf('@{p.name}') + 1);
     expect(sourcePosition(sql, out, at('::integer'))).to.equal(sql.indexOf('${x}') + 1);
     expect(sourcePosition(sql, out, 1)).to.equal(1);
+  });
+});
+
+describe('raw SQL lexical rules are the dialect\'s', () => {
+  // A warehouse-like dialect: comments do not nest, backslash escapes in every literal, $$ only.
+  const warehouse: SqlLexicalRules = { nestedBlockComments: false, taggedDollarQuotes: false, backslashEscapesInStrings: true, escapeStringPrefix: false };
+  const bodies = (sql: string, rules?: SqlLexicalRules) => scanTokens(sql, rules).map((t) => t.body);
+
+  it('a comment ends at the first */ where comments do not nest', () => {
+    const sql = '/* a /* b */ ${x} */ ${y}';
+    expect(bodies(sql)).to.deep.equal(['y']); // PostgreSQL: one nested comment holds ${x}
+    expect(bodies(sql, warehouse)).to.deep.equal(['x', 'y']);
+  });
+
+  it("a backslash escapes a quote inside '…' where the dialect says so", () => {
+    const sql = "SELECT 'it\\'s ${x}' , ${y}";
+    expect(bodies(sql, warehouse)).to.deep.equal(['y']);
+    expect(bodies("SELECT 'a\\' , ${y}")).to.deep.equal(['y']); // PostgreSQL: the backslash is a character
+  });
+
+  it('$tag$ quoting only where the dialect has it', () => {
+    expect(bodies('SELECT $q$ ${x} $q$, ${y}')).to.deep.equal(['y']);
+    expect(bodies('SELECT $$ ${x} $$, ${y}', warehouse)).to.deep.equal(['y']);
   });
 });
