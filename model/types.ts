@@ -134,6 +134,13 @@ export interface LocationSpec {
   /** DynamoDB: prefix of the table names and the region. */
   tablePrefix?: string;
   region?: string;
+  /** DynamoDB: the endpoint URL (DynamoDB Local, a VPC endpoint); absent: the region's own. */
+  endpoint?: string;
+  /**
+   * DynamoDB: a Secret with keys `accessKeyId` and `secretAccessKey`; absent: the AWS default
+   * chain (IRSA through the data plane's ServiceAccount annotations).
+   */
+  credentialsSecretRef?: { name: string };
   /** What writes that name no `consistency` get; without it, the location kind's default. */
   defaultConsistency?: Consistency;
 }

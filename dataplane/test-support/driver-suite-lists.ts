@@ -126,8 +126,9 @@ export function describeListSection(get: () => { driver: LocationDriver; dataset
       expect((await driver.prepare(dataset)).refused).to.deep.equal([]);
       const companies = ['lc1', 'lc2', 'LC3'].map((id) => ({ op: 'create' as const, schema: 'suite.Company', id, data: { name: id } }));
       for (const r of await driver.write(dataset, companies, 'ATOMIC')) expect(r.ok).to.equal(true);
-      for (let i = 0; i < all.length; i += 100) {
-        const ops = all.slice(i, i + 100).map((r) => ({ op: 'create' as const, schema: ITEM, id: r.id, data: r.data }));
+      const chunk = Math.min(100, driver.capabilities.maxAtomicActions ?? 100);
+      for (let i = 0; i < all.length; i += chunk) {
+        const ops = all.slice(i, i + chunk).map((r) => ({ op: 'create' as const, schema: ITEM, id: r.id, data: r.data }));
         for (const r of await driver.write(dataset, ops, 'ATOMIC')) expect(r.ok).to.equal(true);
       }
     });

@@ -20,6 +20,10 @@ export type StoreFailure =
   | { kind: 'not-prepared'; schema: string }
   /** The store cannot be reached right now: retry. */
   | { kind: 'unavailable'; detail: string }
+  /** A record (one of its stored versions) is over the store's item size limit (DynamoDB: 400 KB). */
+  | { kind: 'too-large'; schema: string; id: string; detail: string }
+  /** A sort that no index serves, over more matching records than the store sorts in memory. */
+  | { kind: 'sort-too-large'; schema: string; bound: number; detail: string }
   /**
    * A read-only query the store refused (raw SQL): what kind of problem, a stable code, the store's
    * own message and details (JSON path, position, SQLSTATE).
@@ -55,6 +59,10 @@ function describe(failure: StoreFailure): string {
       return `storage for ${failure.schema} is not prepared; the dataset config may have been refused`;
     case 'unavailable':
       return `the dataset's store cannot be reached right now (${failure.detail}); retry shortly`;
+    case 'too-large':
+      return `the ${failure.schema} record with id "${failure.id}" is too large for the store: ${failure.detail}`;
+    case 'sort-too-large':
+      return `this sort of ${failure.schema} is served by no index and matches more than ${failure.bound} records, more than the store sorts at once: ${failure.detail}`;
     case 'query-refused':
       return failure.message;
   }
@@ -81,6 +89,10 @@ export function apiErrorOf(failure: StoreFailure): ApiError {
       return new ApiError(503, 'STORAGE_NOT_READY', message, [], 5);
     case 'unavailable':
       return new ApiError(503, 'STORE_UNAVAILABLE', message, [], 1);
+    case 'too-large':
+      return badRequest('RECORD_TOO_LARGE', message);
+    case 'sort-too-large':
+      return badRequest('SORT_TOO_LARGE', message);
     case 'query-refused':
       return new ApiError(QUERY_STATUS[failure.problem], failure.code, message, failure.details, failure.problem === 'busy' ? 1 : undefined);
   }

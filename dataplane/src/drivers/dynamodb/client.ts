@@ -1,0 +1,58 @@
+/**
+ * The DynamoDB client of a dataset: its region and endpoint from `spec.location`, its credentials
+ * from the Secret that `credentialsSecretRef` names (keys `accessKeyId` and `secretAccessKey`, files
+ * under DAS_SECRETS_DIR as the operator mounts them; locally under `DATA_DIR/secrets`), or else
+ * the AWS default chain (environment, web identity for IRSA through the data plane's
+ * ServiceAccount, instance roles). The Secret files are read again when the SDK asks after
+ * SECRET_RECHECK_MS, so a rotated key reaches new requests without a restart.
+ */
+import { readFileSync } from 'node:fs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
+import type { DatasetConfig } from '../../../../model/types.js';
+import { SECRET_RECHECK_MS, SecretNotMountedError, secretsDirOf } from '../postgres/connection.js';
+
+export const CREDENTIAL_KEYS = ['accessKeyId', 'secretAccessKey'] as const;
+
+/** A dataset's client settings; equal settings share one client. */
+export function clientKey(dataset: DatasetConfig, env: NodeJS.ProcessEnv): string {
+  const { region, endpoint, credentialsSecretRef } = dataset.location;
+  return JSON.stringify([region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? '', endpoint ?? '', credentialsSecretRef?.name ?? '']);
+}
+
+/** Reads the two keys of a credentials Secret; a missing or empty file is SecretNotMountedError (a 503). */
+export function readCredentials(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { accessKeyId: string; secretAccessKey: string } {
+  const ref = dataset.location.credentialsSecretRef!;
+  const problem = pathSegmentProblem(ref.name);
+  if (problem) throw new SecretNotMountedError(`dataset ${dataset.id}: credentials secret ${String(ref.name)} cannot be read: the name ${problem}`);
+  const dir = secretsDirOf(env);
+  const [accessKeyId, secretAccessKey] = CREDENTIAL_KEYS.map((key) => {
+    const file = secretFilePath(dir, { name: ref.name, key });
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8').trim();
+    } catch {
+      throw new SecretNotMountedError(`dataset ${dataset.id}: credentials secret ${ref.name} is not mounted: expected file ${file}`);
+    }
+    if (!text) throw new SecretNotMountedError(`dataset ${dataset.id}: key ${key} of credentials secret ${ref.name} is empty: file ${file}`);
+    return text;
+  });
+  return { accessKeyId, secretAccessKey };
+}
+
+export function createClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { raw: DynamoDBClient; doc: DynamoDBDocumentClient } {
+  const { region, endpoint, credentialsSecretRef } = dataset.location;
+  const raw = new DynamoDBClient({
+    region: region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
+    ...(endpoint ? { endpoint } : {}),
+    ...(credentialsSecretRef
+      ? { credentials: async () => ({ ...readCredentials(dataset, env), expiration: new Date(Date.now() + SECRET_RECHECK_MS) }) }
+      : {}),
+    // A store that does not answer is a 503 within seconds, not a request hanging on retries.
+    maxAttempts: 3,
+    requestHandler: { connectionTimeout: 2000, requestTimeout: 10_000 },
+  });
+  const doc = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false } });
+  return { raw, doc };
+}

@@ -1,0 +1,503 @@
+/**
+ * The DynamoDB location driver (docs/dynamodb.md). Two tables per schema (tables.ts): the live
+ * records and every version (history, deletes as tombstones). Every write of a record puts its new
+ * live item and its history item in one TransactWriteItems, conditional on the version it read, so
+ * two concurrent writers can never both win one version: the loser re-reads and tries again.
+ *
+ *   ATOMIC_ALL, ATOMIC  one TransactWriteItems for the whole request (≤ 100 items: 50 actions)
+ *   QUORUM              each action its own conditional transaction, one after the other
+ *   EVENTUAL            each action its own conditional transaction, all at once
+ *
+ * Reads are strongly consistent (ConsistentRead): the default level is QUORUM. Lists Scan the
+ * records table with the filter pushed down and sort in memory, up to a bound (sortBound); past it
+ * a sort is a 400, never a partial page.
+ */
+import {
+  DeleteTableCommand,
+  CreateTableCommand,
+  DescribeTableCommand,
+  ListTablesCommand,
+  type DynamoDBClient,
+  type TransactWriteItem,
+} from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, GetCommand, QueryCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Logger } from 'pino';
+import { fieldValue, matchesFilter } from '../../../../model/filter.js';
+import { compareRecords, compareUnder } from '../../../../model/sort.js';
+import type { DatasetConfig, RecordSchemaDef } from '../../../../model/types.js';
+import { schemaDefOf } from '../../engine/layout.js';
+import {
+  StoreError,
+  type DriverCapabilities,
+  type ListQuery,
+  type LocationDriver,
+  type OpResult,
+  type PrepareReport,
+  type RecordKey,
+  type StoreFailure,
+  type StoredRecord,
+  type WriteLevel,
+  type WriteOp,
+} from '../../engine/contract.js';
+import { SecretNotMountedError } from '../postgres/connection.js';
+import { clientKey, createClient } from './client.js';
+import { filterExpression } from './filter-expression.js';
+import { A, schemaTables, type SchemaTables } from './tables.js';
+import { itemSize, MAX_ITEM_BYTES, shownData, storedData } from './values.js';
+
+/** TransactWriteItems takes 100 items; an action writes two (the live item and its history item). */
+export const MAX_TRANSACTION_ITEMS = 100;
+export const MAX_ATOMIC_ACTIONS = MAX_TRANSACTION_ITEMS / 2;
+/** Most matching records a list sorts in memory. */
+export const DEFAULT_SORT_BOUND = 10_000;
+/** Tries of a write that lost a race for a version (each re-reads first). */
+const WRITE_TRIES = 8;
+
+export const dynamodbCapabilities: DriverCapabilities = {
+  consistency: ['ATOMIC_ALL', 'ATOMIC', 'QUORUM', 'EVENTUAL'],
+  maxAtomicActions: MAX_ATOMIC_ACTIONS,
+  list: true,
+  sortable: 'declared',
+  orderedWithoutSort: false,
+  rawSql: false,
+  changeFeed: false,
+  bulkLoad: false,
+};
+
+export interface DynamoDbDriverOptions {
+  logger: Logger;
+  env?: NodeJS.ProcessEnv;
+  /** Most matching records a list sorts in memory (default DEFAULT_SORT_BOUND). */
+  sortBound?: number;
+}
+
+/** A live item as stored. */
+interface Head {
+  id: string;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+  d?: Record<string, unknown>;
+}
+
+interface HistoryItem extends Head {
+  deletedAt?: string;
+}
+
+/** One record's state while a write is planned: what was read, and what the ops make of it. */
+interface KeyState {
+  schema: string;
+  def: RecordSchemaDef;
+  tables: SchemaTables;
+  id: string;
+  initial?: Head;
+  current?: Head;
+  /** The highest version written so far, tombstones included. */
+  last: number;
+  history: HistoryItem[];
+}
+
+/** A race for a version was lost: re-read and plan again. */
+class LostRace extends Error {}
+
+export class DynamoDbDriver implements LocationDriver {
+  readonly kind = 'dynamodb' as const;
+  readonly capabilities = dynamodbCapabilities;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly clients = new Map<string, { raw: DynamoDBClient; doc: DynamoDBDocumentClient }>();
+
+  constructor(private readonly options: DynamoDbDriverOptions) {
+    this.env = options.env ?? process.env;
+  }
+
+  private client(dataset: DatasetConfig): { raw: DynamoDBClient; doc: DynamoDBDocumentClient } {
+    const key = clientKey(dataset, this.env);
+    let client = this.clients.get(key);
+    if (!client) {
+      client = createClient(dataset, this.env);
+      this.clients.set(key, client);
+    }
+    return client;
+  }
+
+  private def(dataset: DatasetConfig, schema: string): RecordSchemaDef {
+    const def = schemaDefOf(dataset, schema);
+    // The engine checks schema names before it calls a driver: this is a broken invariant.
+    if (!def) throw new Error(`dataset "${dataset.id}" has no schema "${schema}"`);
+    return def;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Tables
+
+  async prepare(dataset: DatasetConfig): Promise<PrepareReport> {
+    const applied: string[] = [];
+    try {
+      const { raw } = this.client(dataset);
+      for (const schema of Object.keys(dataset.schemas)) {
+        const tables = schemaTables(dataset, schema);
+        const specs = [
+          { name: tables.records, keys: [{ AttributeName: A.id, KeyType: 'HASH' as const }], attributes: [{ AttributeName: A.id, AttributeType: 'S' as const }] },
+          {
+            name: tables.history,
+            keys: [
+              { AttributeName: A.id, KeyType: 'HASH' as const },
+              { AttributeName: A.version, KeyType: 'RANGE' as const },
+            ],
+            attributes: [
+              { AttributeName: A.id, AttributeType: 'S' as const },
+              { AttributeName: A.version, AttributeType: 'N' as const },
+            ],
+          },
+        ];
+        for (const spec of specs) {
+          if (await this.tableStatus(raw, spec.name)) continue;
+          try {
+            await raw.send(new CreateTableCommand({ TableName: spec.name, KeySchema: spec.keys, AttributeDefinitions: spec.attributes, BillingMode: 'PAY_PER_REQUEST' }));
+            applied.push(`CreateTable ${spec.name}`);
+          } catch (err) {
+            // Another replica created it first: wait for it like for our own.
+            if ((err as Error).name !== 'ResourceInUseException') throw err;
+          }
+          await this.untilActive(raw, spec.name);
+        }
+      }
+    } catch (err) {
+      throw storeFailure(err);
+    }
+    // Properties live in a map: a new property needs no change; nothing is ever dropped.
+    return { applied, refused: [] };
+  }
+
+  private async tableStatus(raw: DynamoDBClient, name: string): Promise<string | undefined> {
+    try {
+      return (await raw.send(new DescribeTableCommand({ TableName: name }))).Table?.TableStatus;
+    } catch (err) {
+      if ((err as Error).name === 'ResourceNotFoundException') return undefined;
+      throw err;
+    }
+  }
+
+  private async untilActive(raw: DynamoDBClient, name: string): Promise<void> {
+    for (let i = 0; i < 600; i++) {
+      if ((await this.tableStatus(raw, name)) === 'ACTIVE') return;
+      await sleep(100);
+    }
+    throw new StoreError({ kind: 'unavailable', detail: `table ${name} did not become ACTIVE within a minute` });
+  }
+
+  async ping(dataset: DatasetConfig): Promise<void> {
+    try {
+      await this.client(dataset).raw.send(new ListTablesCommand({ Limit: 1 }));
+    } catch (err) {
+      throw storeFailure(err);
+    }
+  }
+
+  async purge(dataset: DatasetConfig): Promise<string[]> {
+    const dropped: string[] = [];
+    try {
+      const { raw } = this.client(dataset);
+      for (const schema of Object.keys(dataset.schemas)) {
+        const tables = schemaTables(dataset, schema);
+        for (const name of [tables.records, tables.history]) {
+          try {
+            await raw.send(new DeleteTableCommand({ TableName: name }));
+            dropped.push(name);
+          } catch (err) {
+            if ((err as Error).name !== 'ResourceNotFoundException') throw err;
+          }
+        }
+      }
+    } catch (err) {
+      throw storeFailure(err);
+    }
+    return dropped;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+
+  async read(dataset: DatasetConfig, { schema, id, version }: RecordKey): Promise<StoredRecord | undefined> {
+    const def = this.def(dataset, schema);
+    const tables = schemaTables(dataset, schema);
+    try {
+      const { doc } = this.client(dataset);
+      if (version === undefined) {
+        const { Item } = await doc.send(new GetCommand({ TableName: tables.records, Key: { [A.id]: id }, ConsistentRead: true }));
+        return Item ? toRecord(def, Item as Head) : undefined;
+      }
+      const { Item } = await doc.send(new GetCommand({ TableName: tables.history, Key: { [A.id]: id, [A.version]: version }, ConsistentRead: true }));
+      if (!Item) return undefined;
+      const item = Item as HistoryItem;
+      return item.deletedAt ? { ...toRecord(def, item), data: {}, deleted: true } : toRecord(def, item);
+    } catch (err) {
+      throw storeFailure(err, schema);
+    }
+  }
+
+  async readMany(dataset: DatasetConfig, schema: string, ids: string[]): Promise<StoredRecord[]> {
+    const def = this.def(dataset, schema);
+    const table = schemaTables(dataset, schema).records;
+    const unique = [...new Set(ids)];
+    const found = new Map<string, StoredRecord>();
+    try {
+      const { doc } = this.client(dataset);
+      for (let i = 0; i < unique.length; i += 100) {
+        let keys: Record<string, unknown>[] | undefined = unique.slice(i, i + 100).map((id) => ({ [A.id]: id }));
+        for (let round = 0; keys?.length; round++) {
+          if (round > 0) await sleep(Math.min(1000, 20 * 2 ** round));
+          const answer = await doc.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }));
+          for (const item of answer.Responses?.[table] ?? []) found.set(item[A.id] as string, toRecord(def, item as Head));
+          keys = answer.UnprocessedKeys?.[table]?.Keys as Record<string, unknown>[] | undefined;
+        }
+      }
+    } catch (err) {
+      throw storeFailure(err, schema);
+    }
+    return unique.flatMap((id) => found.get(id) ?? []);
+  }
+
+  /**
+   * A list page: the records table scanned with the filter pushed down (filter-expression.ts),
+   * the matches sorted in memory under the reference order and cut after the keyset position.
+   * More matches than the bound is a 400 (sort-too-large), never a partial page.
+   */
+  async list(dataset: DatasetConfig, schema: string, query: ListQuery): Promise<StoredRecord[]> {
+    const def = this.def(dataset, schema);
+    const table = schemaTables(dataset, schema).records;
+    const bound = this.options.sortBound ?? DEFAULT_SORT_BOUND;
+    const pushed = query.filter ? filterExpression(query.filter) : undefined;
+    const matches: StoredRecord[] = [];
+    try {
+      const { doc } = this.client(dataset);
+      let start: Record<string, unknown> | undefined;
+      do {
+        const page = await doc.send(
+          new ScanCommand({
+            TableName: table,
+            ConsistentRead: true,
+            ExclusiveStartKey: start,
+            ...(pushed ? { FilterExpression: pushed.expression, ExpressionAttributeNames: pushed.names } : {}),
+            // DynamoDB refuses an empty values map (a filter of `is null` tests alone).
+            ...(pushed && Object.keys(pushed.values).length ? { ExpressionAttributeValues: pushed.values } : {}),
+          }),
+        );
+        for (const item of page.Items ?? []) {
+          const record = toRecord(def, item as Head);
+          if (query.filter && !matchesFilter(query.filter, record)) continue;
+          matches.push(record);
+          if (matches.length > bound) {
+            throw new StoreError({
+              kind: 'sort-too-large',
+              schema,
+              bound,
+              detail: 'narrow the filter (DynamoDB pages are sorted in memory; see docs/dynamodb.md)',
+            });
+          }
+        }
+        start = page.LastEvaluatedKey;
+      } while (start);
+    } catch (err) {
+      throw storeFailure(err, schema);
+    }
+    const { sort, after, limit } = query;
+    const rest = after ? matches.filter((r) => compareToPosition(sort, r, after) > 0) : matches;
+    return rest.sort((a, b) => compareRecords(sort, a, b)).slice(0, limit);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Writes
+
+  async write(dataset: DatasetConfig, ops: WriteOp[], consistency: WriteLevel): Promise<OpResult[]> {
+    if (consistency === 'ATOMIC' || consistency === 'ATOMIC_ALL') {
+      // The engine refuses bigger atomic writes (capabilities.maxAtomicActions) before they get here.
+      if (ops.length > MAX_ATOMIC_ACTIONS) throw new Error(`an atomic DynamoDB write holds at most ${MAX_ATOMIC_ACTIONS} actions, got ${ops.length}`);
+      try {
+        return await this.writeWithRetry(dataset, ops);
+      } catch (err) {
+        throw storeFailure(err);
+      }
+    }
+    const one = async (op: WriteOp): Promise<OpResult> => {
+      try {
+        return (await this.writeWithRetry(dataset, [op]))[0];
+      } catch (err) {
+        const failure = storeFailure(err, op.schema);
+        if (failure instanceof StoreError) return { ok: false, failure: failure.failure };
+        throw failure;
+      }
+    };
+    if (consistency === 'EVENTUAL') return Promise.all(ops.map(one));
+    const results: OpResult[] = [];
+    for (const op of ops) results.push(await one(op));
+    return results;
+  }
+
+  /** Plans and commits ops as one transaction; a lost race re-reads and plans again. */
+  private async writeWithRetry(dataset: DatasetConfig, ops: WriteOp[]): Promise<OpResult[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.writeOnce(dataset, ops);
+      } catch (err) {
+        if (!(err instanceof LostRace)) throw err;
+        if (attempt >= WRITE_TRIES) throw new StoreError({ kind: 'unavailable', detail: `the records were written by others ${WRITE_TRIES} times while this write was tried` });
+        await sleep(5 + Math.random() * 20 * attempt);
+      }
+    }
+  }
+
+  private async writeOnce(dataset: DatasetConfig, ops: WriteOp[]): Promise<OpResult[]> {
+    const { doc } = this.client(dataset);
+    const states = new Map<string, KeyState>();
+    for (const op of ops) {
+      const key = JSON.stringify([op.schema, op.id]);
+      if (!states.has(key)) states.set(key, { schema: op.schema, def: this.def(dataset, op.schema), tables: schemaTables(dataset, op.schema), id: op.id, last: 0, history: [] });
+    }
+    await Promise.all([...states.values()].map((state) => this.load(doc, state)));
+
+    const now = new Date().toISOString();
+    const results: OpResult[] = [];
+    for (const [i, op] of ops.entries()) {
+      const state = states.get(JSON.stringify([op.schema, op.id]))!;
+      const outcome = apply(state, op, now);
+      if ('failure' in outcome) {
+        if (ops.length === 1) return [{ ok: false, failure: outcome.failure }];
+        return ops.map((_, j) => ({ ok: false as const, failure: j === i ? outcome.failure : ({ kind: 'aborted' } as const) }));
+      }
+      results.push(outcome.result);
+    }
+
+    const items: TransactWriteItem[] = [];
+    for (const state of states.values()) items.push(...transactionItems(state));
+    try {
+      await doc.send(new TransactWriteCommand({ TransactItems: items as never }));
+    } catch (err) {
+      const name = (err as Error).name;
+      const reasons = ((err as { CancellationReasons?: { Code?: string; Message?: string }[] }).CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+      if (name === 'TransactionCanceledException' && reasons.some((c) => c === 'ConditionalCheckFailed' || c === 'TransactionConflict')) throw new LostRace();
+      if (name === 'TransactionConflictException') throw new LostRace();
+      throw err;
+    }
+    return results;
+  }
+
+  /** The record's live item and, when it has none, its last history version (ids continue after a delete). */
+  private async load(doc: DynamoDBDocumentClient, state: KeyState): Promise<void> {
+    const { Item } = await doc.send(new GetCommand({ TableName: state.tables.records, Key: { [A.id]: state.id }, ConsistentRead: true }));
+    if (Item) {
+      state.initial = state.current = Item as Head;
+      state.last = state.initial.version;
+      return;
+    }
+    const { Items } = await doc.send(
+      new QueryCommand({
+        TableName: state.tables.history,
+        KeyConditionExpression: '#id = :id',
+        ExpressionAttributeNames: { '#id': A.id, '#v': A.version },
+        ExpressionAttributeValues: { ':id': state.id },
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+        ProjectionExpression: '#v',
+      }),
+    );
+    state.last = (Items?.[0]?.[A.version] as number | undefined) ?? 0;
+  }
+
+  async close(): Promise<void> {
+    for (const { raw } of this.clients.values()) raw.destroy();
+    this.clients.clear();
+  }
+}
+
+/** One op applied to a record's planned state: its result, or why it cannot be written. */
+function apply(state: KeyState, op: WriteOp, now: string): { result: OpResult } | { failure: StoreFailure } {
+  const { schema, id } = op;
+  if (op.op === 'create') {
+    if (state.current) return { failure: { kind: 'exists', schema, id } };
+    const head: Head = { id, version: state.last + 1, createdAt: now, updatedAt: now, d: storedData(state.def, op.data) };
+    return commit(state, head, head);
+  }
+  if (!state.current) return { failure: { kind: 'not-found', schema, id } };
+  if (op.op === 'update') {
+    const head: Head = { ...state.current, version: state.last + 1, updatedAt: now, d: storedData(state.def, op.data, op.merge ? state.current.d : undefined) };
+    return commit(state, head, head);
+  }
+  const tombstone: HistoryItem = { id, version: state.last + 1, createdAt: state.current.createdAt, updatedAt: now, deletedAt: now };
+  return commit(state, undefined, tombstone);
+}
+
+function commit(state: KeyState, head: Head | undefined, history: HistoryItem): { result: OpResult } | { failure: StoreFailure } {
+  for (const item of [head, history]) {
+    const size = item ? itemSize(item as unknown as Record<string, unknown>) : 0;
+    if (size > MAX_ITEM_BYTES) {
+      return { failure: { kind: 'too-large', schema: state.schema, id: state.id, detail: `a stored version takes ${size} bytes, over DynamoDB's item limit of ${MAX_ITEM_BYTES} bytes (400 KB)` } };
+    }
+  }
+  state.current = head;
+  state.last = history.version;
+  state.history.push(history);
+  const record = toRecord(state.def, history);
+  return { result: head ? { ok: true, record } : { ok: true, record: { ...record, data: {} }, deleted: true } };
+}
+
+/** The transaction's items for one record: its live item (conditional on what was read) and its new history items. */
+function transactionItems(state: KeyState): TransactWriteItem[] {
+  const items: Record<string, unknown>[] = [];
+  const { records, history } = state.tables;
+  const unchanged = state.initial
+    ? { ConditionExpression: '#v = :v', ExpressionAttributeNames: { '#v': A.version }, ExpressionAttributeValues: { ':v': state.initial.version } }
+    : { ConditionExpression: 'attribute_not_exists(#id)', ExpressionAttributeNames: { '#id': A.id } };
+  if (state.current) items.push({ Put: { TableName: records, Item: state.current, ...unchanged } });
+  else if (state.initial) items.push({ Delete: { TableName: records, Key: { [A.id]: state.id }, ...unchanged } });
+  else items.push({ ConditionCheck: { TableName: records, Key: { [A.id]: state.id }, ...unchanged } });
+  for (const item of state.history) {
+    items.push({ Put: { TableName: history, Item: item, ConditionExpression: 'attribute_not_exists(#id)', ExpressionAttributeNames: { '#id': A.id } } });
+  }
+  return items as TransactWriteItem[];
+}
+
+function toRecord(def: RecordSchemaDef, item: Head): StoredRecord {
+  return { id: item.id, version: Number(item.version), data: shownData(def, item.d), createdAt: item.createdAt, updatedAt: item.updatedAt };
+}
+
+/** Orders a record against a keyset position (the previous page's last sort values). */
+function compareToPosition(sort: ListQuery['sort'], record: StoredRecord, after: readonly unknown[]): number {
+  for (const [i, key] of sort.entries()) {
+    const c = compareUnder(key, fieldValue(record, key.field), after[i]);
+    if (c !== 0) return c;
+  }
+  return 0;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const UNAVAILABLE_NAMES = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'TimeoutError',
+  'CredentialsProviderError',
+  'UnrecognizedClientException',
+  'InvalidSignatureException',
+  'ExpiredTokenException',
+  'AccessDeniedException',
+]);
+
+/** What an SDK error means in the store's terms; anything unforeseen is rethrown (a 500). */
+function storeFailure(err: unknown, schema?: string): unknown {
+  if (err instanceof StoreError) return err;
+  if (err instanceof SecretNotMountedError) return new StoreError({ kind: 'unavailable', detail: err.message });
+  const e = err as Error & { code?: string; $metadata?: unknown };
+  if (e.name === 'ResourceNotFoundException') return new StoreError({ kind: 'not-prepared', schema: schema ?? 'this dataset' });
+  if (UNAVAILABLE_NAMES.has(e.name)) return new StoreError({ kind: 'unavailable', detail: `DynamoDB: ${e.name}: ${e.message}` });
+  // No answer at all: the endpoint is down or unreachable.
+  if (e.code && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|EPIPE)$/.test(e.code)) {
+    return new StoreError({ kind: 'unavailable', detail: `DynamoDB endpoint: ${e.code}` });
+  }
+  if (!e.$metadata && /ECONNREFUSED|socket hang up|timed? ?out/i.test(e.message ?? '')) return new StoreError({ kind: 'unavailable', detail: `DynamoDB endpoint: ${e.message}` });
+  return err;
+}
