@@ -153,6 +153,31 @@ describe('GET /{dataset}/openapi', function () {
     expect(check('Echo', echo.json)).to.deep.equal([]);
   });
 
+  it('documents the named queries: GET /queries/{name} with its arguments, and the structured query action', async () => {
+    const check = componentValidator(demoDoc);
+    const people = demoDoc.paths['/queries/demo.PeopleInPostcode'].get;
+    expect(people.parameters.filter((p: { name?: string }) => p.name === 'postcode')).to.deep.equal([
+      { name: 'postcode', in: 'query', required: true, description: 'Argument "postcode" (string).', schema: { type: 'string' } },
+    ]);
+    expect(demoDoc.paths['/queries/demo.HeadcountByEmployer'].get.parameters.map((p: { name?: string; $ref?: string }) => p.name ?? p.$ref)).to.include('minAge');
+
+    await admin({ path: '/demo', body: { create: { schema: 'demo.Person', id: 'oa-q', data: { name: 'Q', age: 50, address: { postcode: 'Q1' } } } } });
+    const page = await admin({ path: '/demo/queries/demo.PeopleInPostcode?postcode=Q1' });
+    expect(page.status, page.text).to.equal(200);
+    expect(page.json.items.map((r: { id: string }) => r.id)).to.deep.equal(['oa-q']);
+    const pageComponent = people.responses['200'].content['application/json'].schema.$ref.split('/').pop();
+    expect(check(pageComponent, page.json)).to.deep.equal([]);
+
+    const structured = { query: { schema: 'demo.HeadcountByEmployer', arguments: { minAge: 18 }, limit: 10 } };
+    expect(check('StructuredRequest', structured)).to.deep.equal([]);
+    const rows = await admin({ path: '/demo', body: structured });
+    expect(rows.status, rows.text).to.equal(200);
+    // What the data plane refuses (an undeclared argument), the document refuses too.
+    const bad = { query: { schema: 'demo.PeopleInPostcode', arguments: { postcode: 'N1', extra: 1 } } };
+    expect(check('StructuredRequest', bad)).to.not.deep.equal([]);
+    expect((await admin({ path: '/demo', body: bad })).status).to.equal(400);
+  });
+
   it('answers HEAD, refuses other methods (405 with Allow) and unknown query parameters (400)', async () => {
     const head = await admin({ path: '/demo/openapi', method: 'HEAD' });
     expect(head.status).to.equal(200);

@@ -131,6 +131,7 @@ describe('OpenAPI document (openapi.ts)', () => {
     const doc = openApiBody(demo, env) as Json;
     expect(Object.keys(doc.paths)).to.deep.equal([
       '/', '/echo', '/openapi', '/raw-query',
+      '/queries/demo.HeadcountByEmployer', '/queries/demo.PeopleInPostcode',
       '/demo.Company', '/demo.Company/{id}', '/demo.Company/{id}/employees',
       '/demo.Person', '/demo.Person/{id}', '/demo.Person/{id}/employer',
     ]);

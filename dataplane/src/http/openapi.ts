@@ -10,7 +10,7 @@
  * (model/json-schema.ts SCHEMA_NAME_PATTERN), so `/echo`, `/openapi` and `/raw-query` never clash
  * with a schema's path.
  */
-import { CONSISTENCY_LEVELS, type DatasetConfig, type EnvironmentConfig, type PropertyDef, type RecordSchemaDef } from '../../../model/types.js';
+import { CONSISTENCY_LEVELS, isSqlQuery, type DatasetConfig, type EnvironmentConfig, type PropertyDef, type QueryDef, type RecordSchemaDef } from '../../../model/types.js';
 import { MAX_BATCH_ACTIONS, MAX_VERSION } from '../engine/actions.js';
 import { fieldsOf } from '../engine/layout.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../engine/lists.js';
@@ -433,9 +433,28 @@ function structuredSchemas(dataset: DatasetConfig, names: Names): Json {
     LinkRequest: wrapper('link', schemaRef('LinkAction')),
     StructuredRequest: {
       description: 'Exactly one action key.',
-      oneOf: ['Read', 'Create', 'Update', 'Delete', 'Batch', 'List', 'Link'].map((a) => schemaRef(`${a}Request`)),
+      oneOf: ['Read', 'Create', 'Update', 'Delete', 'Batch', 'List', 'Link', ...(hasQueries(dataset) ? ['Query'] : [])].map((a) => schemaRef(`${a}Request`)),
     },
   };
+  if (hasQueries(dataset)) {
+    out.QueryAction = {
+      description: 'A named query of the dataset (`spec.queries`) with its arguments.',
+      oneOf: Object.entries(dataset.queries!)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([name, def]) => ({
+          type: 'object',
+          required: ['schema', ...(Object.values(def.arguments ?? {}).some((a) => a.required) ? ['arguments'] : [])],
+          additionalProperties: false,
+          properties: {
+            schema: { const: name },
+            arguments: argumentsSchema(def),
+            limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_LIMIT },
+            ...(isSqlQuery(def) ? {} : { nextToken: { type: 'string' } }),
+          },
+        })),
+    };
+    out.QueryRequest = wrapper('query', schemaRef('QueryAction'));
+  }
   return out;
 }
 
@@ -616,7 +635,77 @@ function datasetPaths(dataset: DatasetConfig, names: Names): Json {
       ),
     };
   }
-  return { ...paths, ...recordPaths(dataset, names) };
+  return { ...paths, ...queryPaths(dataset, names), ...recordPaths(dataset, names) };
+}
+
+const hasQueries = (dataset: DatasetConfig) => Object.keys(dataset.queries ?? {}).length > 0;
+
+/** The JSON Schema of an argument's value, by its declared type (sql/scalar-types.ts accepts these). */
+function argumentValueSchema(type: string): Json {
+  switch (type) {
+    case 'integer':
+    case 'long':
+      return { type: 'integer' };
+    case 'float':
+    case 'double':
+    case 'number':
+      return { type: 'number' };
+    case 'decimal':
+      return { type: ['number', 'string'] };
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'date':
+      return { type: 'string', format: 'date' };
+    case 'timestamp':
+      return { type: 'string', format: 'date-time' };
+    case 'uuid':
+      return { type: 'string', format: 'uuid' };
+    case 'json':
+      return {};
+    default:
+      return { type: 'string' };
+  }
+}
+
+function argumentsSchema(def: QueryDef): Json {
+  const args = Object.entries(def.arguments ?? {});
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required: args.filter(([, a]) => a.required).map(([n]) => n),
+    properties: Object.fromEntries(args.map(([n, a]) => [n, { ...argumentValueSchema(a.type), ...(a.description ? { description: a.description } : {}) }])),
+  };
+}
+
+/** `GET /queries/{name}`: each argument a query parameter; filter-based queries page like lists. */
+function queryPaths(dataset: DatasetConfig, names: Names): Json {
+  const paths: Json = {};
+  for (const [name, def] of Object.entries(dataset.queries ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const parameters: Json[] = Object.entries(def.arguments ?? {}).map(([arg, a]) => ({
+      name: arg,
+      in: 'query',
+      required: Boolean(a.required),
+      description: a.description ?? `Argument "${arg}" (${a.type}).`,
+      schema: argumentValueSchema(a.type),
+    }));
+    parameters.push(ref('parameters', 'limit'));
+    const sql = isSqlQuery(def);
+    if (!sql) parameters.push(ref('parameters', 'nextToken'));
+    const component = sql ? undefined : names.component.get(def.schema);
+    paths[`/queries/${name}`] = {
+      get: operation(
+        { tags: ['dataset'], operationId: opId('query', name), summary: def.description ?? `The named query ${name}`, parameters },
+        {
+          200: json(
+            sql ? 'The rows (one page; SQL queries take no nextToken).' : 'A page of records; `nextToken` when more follow.',
+            component ? schemaRef(`${component}-Page`) : { type: 'object', required: ['items'], properties: { items: { type: 'array', items: { type: 'object' } } } },
+          ),
+        },
+        GET_ERRORS,
+      ),
+    };
+  }
+  return paths;
 }
 
 function rawQuerySchemas(): Json {
