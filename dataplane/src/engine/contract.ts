@@ -99,9 +99,56 @@ export interface RecordKey {
   version?: number;
 }
 
+export type ChangeOp = 'CREATE' | 'UPDATE' | 'DELETE';
+
+/** One committed record write, as a change feed reports it. */
+export interface RecordChange {
+  /** Opaque position in the dataset's feed: reading after it gives the changes that follow. */
+  cursor: string;
+  schema: string;
+  id: string;
+  version: number;
+  op: ChangeOp;
+  committedAt: string;
+  /**
+   * The record as written (a delete: only id and version, `deleted`); absent when the store no
+   * longer has that version or the schema left the config.
+   */
+  record?: StoredRecord;
+  /** For a delete: the last version before it (what a filter is evaluated on). */
+  previous?: StoredRecord;
+}
+
+export interface ChangeBatch {
+  /** In commit order; changes of one atomic write are consecutive, in action order. */
+  changes: RecordChange[];
+  /** `after` is older than the retention: changes after it were pruned (CURSOR_EXPIRED). */
+  expired: boolean;
+}
+
+/**
+ * A dataset's change feed (capabilities.changeFeed): every committed write, in commit order, from
+ * any replica; kept for a retention, then pruned.
+ */
+export interface ChangeFeed {
+  /** Up to `limit` changes after the cursor (exclusive). A malformed cursor: StoreError `invalid-query`. */
+  readChanges(dataset: DatasetConfig, after: string, limit: number): Promise<ChangeBatch>;
+  /** The cursor of the newest change (a new subscription starts after it). */
+  head(dataset: DatasetConfig): Promise<string>;
+  /**
+   * Calls `onWake` whenever changes may have been added (a hint: the reader reads the feed, and
+   * polls as well). Resolves with a function that stops it.
+   */
+  subscribeWakeups(dataset: DatasetConfig, onWake: () => void): Promise<() => Promise<void>>;
+  /** Drops changes older than the retention; returns how many. */
+  prune(dataset: DatasetConfig, retentionMs: number): Promise<number>;
+}
+
 export interface LocationDriver {
   readonly kind: LocationKind;
   readonly capabilities: DriverCapabilities;
+  /** The change feed, when capabilities.changeFeed. */
+  readonly changes?: ChangeFeed;
   /** Brings storage up to the dataset's schemas: additive changes only. */
   prepare(dataset: DatasetConfig): Promise<PrepareReport>;
   read(dataset: DatasetConfig, key: RecordKey, ctx?: StatementContext): Promise<StoredRecord | undefined>;

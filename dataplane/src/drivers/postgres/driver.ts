@@ -39,6 +39,8 @@ import {
   type TableLayout,
 } from './sql.js';
 import { PreparedRead } from './prepared-read.js';
+import { appendChanges, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, type ChangeRow } from './change-log.js';
+import { PostgresChangeFeed } from './change-feed.js';
 import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
 import { applicationName, tagComment } from './tags.js';
@@ -67,7 +69,7 @@ export function postgresCapabilities(options: { rawSql: boolean }): DriverCapabi
     sortable: 'any', // a property marked sortable gets an index; others sort by a scan
     orderedWithoutSort: true,
     rawSql: options.rawSql,
-    changeFeed: false,
+    changeFeed: true, // change-log.ts: a changes table written with every record, NOTIFY as the wake-up
     bulkLoad: false,
   };
 }
@@ -85,10 +87,20 @@ export class PostgresDriver implements LocationDriver {
   /** The pool key each dataset used last: a key no dataset uses any more is retired. */
   private readonly keyOf = new Map<string, string>();
   private retiredCount = 0;
+  /** Subscriptions' change feed (change-log.ts, change-feed.ts). */
+  readonly changes: PostgresChangeFeed;
 
   constructor(private readonly options: PostgresDriverOptions) {
     this.urls = new ConnectionUrls(options.env);
     this.capabilities = postgresCapabilities({ rawSql: Boolean(options.readOnly) });
+    this.changes = new PostgresChangeFeed({
+      pool: (dataset) => this.pool(dataset),
+      layoutOf: (dataset, schema) => (schemaDefOf(dataset, schema) ? this.layout(dataset, schema) : undefined),
+      connectionUrl: (dataset) => this.urls.urlFor(dataset),
+      toRecord,
+      failure: requestFailure,
+      logger: options.logger,
+    });
   }
 
   pool(dataset: DatasetConfig): pg.Pool {
@@ -179,6 +191,8 @@ export class PostgresDriver implements LocationDriver {
         await client.query('ROLLBACK');
         return { applied: [], refused: plan.refused };
       }
+      // The change log, once per database schema (its DDL is idempotent).
+      if (layouts[0] && !existing.rows.some((r) => r.table_name === CHANGES_TABLE)) plan.statements.push(...changeLogDdl(layouts[0].dbSchema));
       for (const statement of plan.statements) await client.query(statement);
       await client.query('COMMIT');
       await this.options.readOnly?.prepare?.(dataset, this.pool(dataset));
@@ -208,8 +222,12 @@ export class PostgresDriver implements LocationDriver {
           dropped.push(table);
         }
       }
-      // The schema goes too when nothing else lives in it (never `public`, never someone else's objects).
       const dbSchema = layouts[0]?.dbSchema;
+      for (const statement of dbSchema ? dropChangeLogSql(dbSchema) : []) {
+        await client.query(statement);
+        dropped.push(statement.replace('DROP TABLE IF EXISTS ', ''));
+      }
+      // The schema goes too when nothing else lives in it (never `public`, never someone else's objects).
       if (dbSchema && dbSchema !== 'public') {
         const left = await client.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 LIMIT 1', [dbSchema]);
         if (!left.rowCount) {
@@ -326,7 +344,7 @@ export class PostgresDriver implements LocationDriver {
       await client.query('BEGIN');
       for (const [i, op] of ops.entries()) {
         try {
-          results.push(await this.apply(client, op, layouts[i], ctx));
+          results.push(await this.apply(client, op, layouts[i], ctx, false));
         } catch (err) {
           // The store went away mid-transaction: nothing was committed; the whole request is a 503.
           if (outageOf(err)) throw err;
@@ -335,6 +353,9 @@ export class PostgresDriver implements LocationDriver {
           return ops.map((_, j) => ({ ok: false as const, failure: j === i ? failed : ({ kind: 'aborted' } as const) }));
         }
       }
+      // The changes go last: their ordering lock is held from here to the commit (change-log.ts).
+      const changed: ChangeRow[] = results.flatMap((r, i) => (r.ok ? [{ schema: ops[i].schema, id: r.record.id, version: r.record.version, op: CHANGE_OP[ops[i].op] }] : []));
+      if (layouts[0]) await appendChanges(client, layouts[0].dbSchema, changed);
       await client.query('COMMIT');
       return results;
     } catch (err) {
@@ -346,9 +367,11 @@ export class PostgresDriver implements LocationDriver {
     }
   }
 
-  private async apply(client: Queryable, op: WriteOp, layout: TableLayout, ctx?: StatementContext): Promise<OpResult> {
+  /** One action's statement; `changeLog`: it appends its own change (false inside an atomic transaction, which appends them at the end). */
+  private async apply(client: Queryable, op: WriteOp, layout: TableLayout, ctx?: StatementContext, changeLog = true): Promise<OpResult> {
+    const options = { changeLog };
     const statement =
-      op.op === 'create' ? insertSql(layout, op.id, op.data) : op.op === 'update' ? updateSql(layout, op.id, op.data, op.merge) : deleteSql(layout, op.id);
+      op.op === 'create' ? insertSql(layout, op.id, op.data, options) : op.op === 'update' ? updateSql(layout, op.id, op.data, op.merge, options) : deleteSql(layout, op.id, options);
     const result = await this.run(client, statement, ctx);
     const row = result.rows[0];
     if (!row) return { ok: false, failure: { kind: 'not-found', schema: op.schema, id: op.id } };
@@ -411,6 +434,8 @@ export class PostgresDriver implements LocationDriver {
     this.pools.clear();
   }
 }
+
+const CHANGE_OP = { create: 'CREATE', update: 'UPDATE', delete: 'DELETE' } as const;
 
 /**
  * What a request meets when the store cannot serve it: an outage, or a connection Secret that is

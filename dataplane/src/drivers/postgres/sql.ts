@@ -8,6 +8,8 @@ import { fieldsOf, isGiven, valueAt, type Field } from '../../engine/layout.js';
 import { postgresNaming as naming, quoteIdent as q, snakeCase } from '../sql-naming.js';
 import type { PreparedSelect } from './prepared-read.js';
 import { columnParser } from './types.js';
+import type { ChangeOp } from '../../engine/contract.js';
+import { inlineChangeCtes, NOTIFIED } from './change-log.js';
 
 export const COLUMN_TYPES: Record<ScalarPropertyType | 'link', string> = {
   string: 'text',
@@ -127,10 +129,22 @@ export function addColumnSql(qualifiedTable: string, column: Column): string {
 
 const columnList = (layout: TableLayout) => layout.columns.map((c) => q(c.name)).join(', ');
 
-/** Each write copies the new row into the history table in the same statement. */
-function withHistory(layout: TableLayout, writeSql: string): string {
+/**
+ * Each write copies the new row into the history table in the same statement and, with
+ * `changeLog`, appends its change (change-log.ts); without it the caller appends the changes of
+ * its transaction before COMMIT (atomic writes).
+ */
+function withHistory(layout: TableLayout, writeSql: string, values: unknown[], op: ChangeOp, changeLog: boolean): Statement {
   const cols = columnList(layout);
-  return `WITH w AS (${writeSql} RETURNING ${cols}), h AS (INSERT INTO ${layout.history} (${cols}) SELECT ${cols} FROM w) SELECT ${cols} FROM w`;
+  const head = `WITH w AS (${writeSql} RETURNING ${cols}), h AS (INSERT INTO ${layout.history} (${cols}) SELECT ${cols} FROM w)`;
+  if (!changeLog) return { text: `${head} SELECT ${cols} FROM w`, values };
+  const change = inlineChangeCtes(layout, 'w', op, values.length + 1);
+  return { text: `${head}, ${change.ctes} SELECT ${cols} FROM w WHERE ${NOTIFIED}`, values: [...values, ...change.values] };
+}
+
+/** Whether a write statement appends its own change row (single-statement writes) or not (atomic transactions append theirs at the end). */
+export interface WriteSqlOptions {
+  changeLog?: boolean;
 }
 
 export interface Statement {
@@ -143,7 +157,7 @@ export interface Statement {
  * line per id in the history table (its key is (id, version)), so a change feed sees the delete
  * and then the create. The lookup is an index-only probe of the history's primary key.
  */
-export function insertSql(layout: TableLayout, id: string, data: Record<string, unknown>): Statement {
+export function insertSql(layout: TableLayout, id: string, data: Record<string, unknown>, options: WriteSqlOptions = {}): Statement {
   const values: unknown[] = [id];
   const fieldCols = layout.columns.filter((c) => c.field);
   const placeholders = fieldCols.map((c) => {
@@ -153,11 +167,11 @@ export function insertSql(layout: TableLayout, id: string, data: Record<string, 
   const s = naming.system;
   const cols = [s.id, s.version, s.createdAt, s.updatedAt, ...fieldCols.map((c) => c.name)].map(q).join(', ');
   const version = `COALESCE((SELECT max(${q(s.version)}) FROM ${layout.history} WHERE ${q(s.id)} = $1), 0) + 1`;
-  return { text: withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, ${version}, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`), values };
+  return withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, ${version}, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`, values, 'CREATE', options.changeLog ?? true);
 }
 
 /** Replace sets every property (absent ones to null); merge sets only the given ones. */
-export function updateSql(layout: TableLayout, id: string, data: Record<string, unknown>, merge: boolean): Statement {
+export function updateSql(layout: TableLayout, id: string, data: Record<string, unknown>, merge: boolean, options: WriteSqlOptions = {}): Statement {
   const values: unknown[] = [id];
   const s = naming.system;
   const sets = [`${q(s.version)} = ${q(s.version)} + 1`, `${q(s.updatedAt)} = now()`];
@@ -166,7 +180,7 @@ export function updateSql(layout: TableLayout, id: string, data: Record<string, 
     values.push(toDb(valueAt(data, c.field) ?? null));
     sets.push(`${q(c.name)} = $${values.length}`);
   }
-  return { text: withHistory(layout, `UPDATE ${layout.table} SET ${sets.join(', ')} WHERE ${q(s.id)} = $1`), values };
+  return withHistory(layout, `UPDATE ${layout.table} SET ${sets.join(', ')} WHERE ${q(s.id)} = $1`, values, 'UPDATE', options.changeLog ?? true);
 }
 
 /**
@@ -174,16 +188,16 @@ export function updateSql(layout: TableLayout, id: string, data: Record<string, 
  * the next version, no data, `updated_at` and `deleted_at` the deletion time. The earlier versions
  * stay. Answers the tombstone (the layout's columns, its properties null).
  */
-export function deleteSql(layout: TableLayout, id: string): Statement {
+export function deleteSql(layout: TableLayout, id: string, options: WriteSqlOptions = {}): Statement {
   const s = naming.system;
   const [sid, version, created, updated, deleted] = [s.id, s.version, s.createdAt, s.updatedAt, s.deletedAt].map(q);
-  return {
-    text:
-      `WITH d AS (DELETE FROM ${layout.table} WHERE ${sid} = $1 RETURNING ${sid}, ${version}, ${created}), ` +
-      `h AS (INSERT INTO ${layout.history} (${sid}, ${version}, ${created}, ${updated}, ${deleted}) SELECT ${sid}, ${version} + 1, ${created}, now(), now() FROM d RETURNING ${columnList(layout)}) ` +
-      `SELECT ${columnList(layout)} FROM h`,
-    values: [id],
-  };
+  const head =
+    `WITH d AS (DELETE FROM ${layout.table} WHERE ${sid} = $1 RETURNING ${sid}, ${version}, ${created}), ` +
+    `h AS (INSERT INTO ${layout.history} (${sid}, ${version}, ${created}, ${updated}, ${deleted}) SELECT ${sid}, ${version} + 1, ${created}, now(), now() FROM d RETURNING ${columnList(layout)})`;
+  if (!(options.changeLog ?? true)) return { text: `${head} SELECT ${columnList(layout)} FROM h`, values: [id] };
+  // The change names the tombstone's version.
+  const change = inlineChangeCtes(layout, 'h', 'DELETE', 2);
+  return { text: `${head}, ${change.ctes} SELECT ${columnList(layout)} FROM h WHERE ${NOTIFIED}`, values: [id, ...change.values] };
 }
 
 /** The read of one record (a version of it from the history table), and its bind values. */

@@ -1,0 +1,226 @@
+/**
+ * The PostgreSQL change log on a real server: a change per committed write at every level, in
+ * commit order, atomic batches consecutive and in action order, none for a failed batch, record
+ * images from the history, NOTIFY wake-ups, concurrent writers read without a gap by a cursor,
+ * pruning and expired cursors, and the function bulk loads call inside their transaction.
+ */
+import { expect } from 'chai';
+import pg from 'pg';
+import pino from 'pino';
+import { renderDatasetConfig } from '../../../../model/render.js';
+import { freshDatabase } from '../../../test-support/postgres.js';
+import { StoreError, type RecordChange, type WriteLevel } from '../../engine/contract.js';
+import { appendChanges, changesTable } from './change-log.js';
+import { PostgresDriver } from './driver.js';
+
+const dataset = renderDatasetConfig({
+  apiVersion: 'dataaccess.dev/v1alpha1',
+  kind: 'Dataset',
+  metadata: { name: 'feed', generation: 1 },
+  spec: {
+    environment: 'local',
+    location: { kind: 'postgres' },
+    schemas: {
+      'feed.Person': { properties: { name: { type: 'string' }, address: { type: 'object', properties: { postcode: { type: 'string' } } } } },
+      'feed.Company': { properties: { name: { type: 'string' } } },
+    },
+  },
+});
+
+describe('postgres change log', function () {
+  this.timeout(60000);
+  let driver: PostgresDriver;
+  let db: pg.Client;
+
+  before(async () => {
+    const url = await freshDatabase();
+    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: url }, poolSize: 12 });
+    const report = await driver.prepare(dataset);
+    expect(report.applied.some((s) => s.includes('"das$changes"'))).to.equal(true);
+    db = new pg.Client(url);
+    await db.connect();
+  });
+  after(async () => {
+    await db?.end();
+    await driver?.close();
+  });
+
+  const all = async (after: string) => {
+    const out: RecordChange[] = [];
+    let cursor = after;
+    for (;;) {
+      const batch = await driver.changes.readChanges(dataset, cursor, 50);
+      expect(batch.expired).to.equal(false);
+      if (!batch.changes.length) return out;
+      out.push(...batch.changes);
+      cursor = batch.changes.at(-1)!.cursor;
+    }
+  };
+
+  for (const level of ['QUORUM', 'EVENTUAL', 'ATOMIC'] as WriteLevel[]) {
+    it(`writes a change per create, replace, merge and delete at ${level}, with the record images`, async () => {
+      const start = await driver.changes.head(dataset);
+      const id = `p-${level}`;
+      const w = (op: Parameters<PostgresDriver['write']>[1][number]) => driver.write(dataset, [op], level);
+      expect((await w({ op: 'create', schema: 'feed.Person', id, data: { name: 'Ada', address: { postcode: 'N1' } } }))[0].ok).to.equal(true);
+      await w({ op: 'update', schema: 'feed.Person', id, data: { name: 'Ada L' }, merge: false });
+      await w({ op: 'update', schema: 'feed.Person', id, data: { address: { postcode: 'E2' } }, merge: true });
+      await w({ op: 'delete', schema: 'feed.Person', id });
+      // A failed action writes no change.
+      expect((await w({ op: 'update', schema: 'feed.Person', id: 'nobody', data: {}, merge: true }))[0].ok).to.equal(false);
+      const changes = await all(start);
+      expect(changes.map((c) => [c.op, c.id, c.version])).to.deep.equal([
+        ['CREATE', id, 1],
+        ['UPDATE', id, 2],
+        ['UPDATE', id, 3],
+        ['DELETE', id, 4],
+      ]);
+      expect(changes[0].record?.data).to.deep.equal({ name: 'Ada', address: { postcode: 'N1' } });
+      expect(changes[1].record?.data).to.deep.equal({ name: 'Ada L' });
+      expect(changes[2].record?.data).to.deep.equal({ name: 'Ada L', address: { postcode: 'E2' } });
+      expect(changes[3].record).to.include({ id, version: 4, deleted: true });
+      expect(changes[3].previous?.data).to.deep.equal({ name: 'Ada L', address: { postcode: 'E2' } });
+      const cursors = changes.map((c) => BigInt(c.cursor));
+      expect([...cursors].sort((a, b) => (a < b ? -1 : 1))).to.deep.equal(cursors);
+      expect(new Date(changes[0].committedAt).getTime()).to.be.closeTo(Date.now(), 60_000);
+    });
+  }
+
+  it('an ATOMIC batch: its changes consecutive, in action order; a failed batch: none', async () => {
+    const start = await driver.changes.head(dataset);
+    const results = await driver.write(
+      dataset,
+      [
+        { op: 'create', schema: 'feed.Company', id: 'c1', data: { name: 'Acme' } },
+        { op: 'create', schema: 'feed.Person', id: 'b1', data: { name: 'Bo' } },
+        { op: 'update', schema: 'feed.Company', id: 'c1', data: { name: 'Acme Ltd' }, merge: true },
+      ],
+      'ATOMIC',
+    );
+    expect(results.every((r) => r.ok)).to.equal(true);
+    const failed = await driver.write(
+      dataset,
+      [
+        { op: 'create', schema: 'feed.Company', id: 'c2', data: { name: 'X' } },
+        { op: 'create', schema: 'feed.Company', id: 'c1', data: { name: 'taken' } },
+      ],
+      'ATOMIC_ALL',
+    );
+    expect(failed.map((r) => r.ok)).to.deep.equal([false, false]);
+    const changes = await all(start);
+    expect(changes.map((c) => [c.schema, c.op, c.id, c.version])).to.deep.equal([
+      ['feed.Company', 'CREATE', 'c1', 1],
+      ['feed.Person', 'CREATE', 'b1', 1],
+      ['feed.Company', 'UPDATE', 'c1', 2],
+    ]);
+    expect(changes.map((c) => BigInt(c.cursor) - BigInt(changes[0].cursor))).to.deep.equal([0n, 1n, 2n]);
+    expect(changes[2].record?.data).to.deep.equal({ name: 'Acme Ltd' });
+  });
+
+  it('concurrent writers at every level: a reader following the cursor sees every change once, none skipped', async () => {
+    const start = await driver.changes.head(dataset);
+    const seen: string[] = [];
+    let done = false;
+    // The reader races the writers: a change committed with a smaller sequence after a larger one
+    // was read would be skipped for good.
+    const reader = (async () => {
+      let cursor = start;
+      for (;;) {
+        const finished = done;
+        const batch = await driver.changes.readChanges(dataset, cursor, 20);
+        for (const c of batch.changes) seen.push(`${c.schema}/${c.id}/${c.version}`);
+        if (batch.changes.length) cursor = batch.changes.at(-1)!.cursor;
+        else if (finished) return;
+      }
+    })();
+    const levels: WriteLevel[] = ['QUORUM', 'EVENTUAL', 'ATOMIC', 'ATOMIC_ALL'];
+    const writers = Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; i < 25; i++) {
+        const level = levels[(w + i) % levels.length];
+        // Shared ids across writers, so row locks and the ordering lock meet (an atomic pair in
+        // id order: two pairs locking rows in opposite orders deadlock with or without a change log).
+        const [a, b] = [`x${i % 3}`, `x${(i + 1) % 3}`].sort();
+        await driver.write(
+          dataset,
+          level.startsWith('ATOMIC')
+            ? [
+                { op: 'update', schema: 'feed.Company', id: a, data: { name: `w${w}` }, merge: true },
+                { op: 'update', schema: 'feed.Company', id: b, data: { name: `w${w}` }, merge: true },
+              ]
+            : [{ op: 'update', schema: 'feed.Company', id: a, data: { name: `w${w}` }, merge: true }],
+          level,
+        );
+      }
+    });
+    await driver.write(dataset, ['x0', 'x1', 'x2'].map((id) => ({ op: 'create' as const, schema: 'feed.Company', id, data: { name: 'start' } })), 'ATOMIC');
+    await Promise.all(writers);
+    done = true;
+    await reader;
+    const logged = await db.query<{ k: string }>(`SELECT schema_name || '/' || record_id || '/' || version AS k FROM ${changesTable('feed')} WHERE seq > $1 ORDER BY seq`, [start]);
+    expect(seen).to.deep.equal(logged.rows.map((r) => r.k));
+    expect(new Set(seen).size).to.equal(seen.length);
+    // Every committed version of x0..x2 is in the log.
+    const versions = await db.query<{ n: string }>(`SELECT sum(version)::text AS n FROM feed.feed_company WHERE id IN ('x0', 'x1', 'x2')`);
+    expect(seen.filter((k) => /\/x[012]\//.test(k)).length).to.equal(Number(versions.rows[0].n));
+  });
+
+  it('wakes a LISTENer on every committed write, not on a rolled-back one', async () => {
+    let wakes = 0;
+    const stop = await driver.changes.subscribeWakeups(dataset, () => wakes++);
+    try {
+      await driver.write(dataset, [{ op: 'create', schema: 'feed.Person', id: 'wake1', data: {} }], 'QUORUM');
+      await until(() => wakes >= 1);
+      const before = wakes;
+      await driver.write(dataset, [{ op: 'create', schema: 'feed.Person', id: 'wake1', data: {} }], 'ATOMIC');
+      await driver.write(dataset, [{ op: 'create', schema: 'feed.Person', id: 'wake2', data: {} }], 'ATOMIC');
+      await until(() => wakes > before);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(wakes).to.equal(before + 1);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('prunes past the retention; a cursor before what was pruned is expired, a later one is not', async () => {
+    const head = await driver.changes.head(dataset);
+    await db.query(`UPDATE ${changesTable('feed')} SET committed_at = now() - interval '2 days' WHERE seq <= $1`, [head]);
+    await driver.write(dataset, [{ op: 'create', schema: 'feed.Person', id: 'after-prune', data: {} }], 'QUORUM');
+    const old = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${changesTable('feed')} WHERE seq <= $1`, [head]);
+    expect(old.rows[0].n).to.be.greaterThan(10);
+    expect(await driver.changes.prune(dataset, 24 * 3600_000)).to.equal(old.rows[0].n);
+    expect((await driver.changes.readChanges(dataset, '0', 10)).expired).to.equal(true);
+    expect((await driver.changes.readChanges(dataset, String(BigInt(head) - 1n), 10)).expired).to.equal(true);
+    const fresh = await driver.changes.readChanges(dataset, head, 10);
+    expect(fresh.expired).to.equal(false);
+    expect(fresh.changes.map((c) => c.id)).to.deep.equal(['after-prune']);
+    expect(await driver.changes.prune(dataset, 24 * 3600_000)).to.equal(0);
+  });
+
+  it('refuses a malformed cursor as an invalid query', async () => {
+    for (const bad of ['', 'abc', '-1', '01', '1e3', '99999999999999999999']) {
+      const err = await driver.changes.readChanges(dataset, bad, 10).then(() => undefined, (e: unknown) => e);
+      expect(err, bad).to.be.instanceOf(StoreError);
+      expect((err as StoreError).failure.kind).to.equal('invalid-query');
+    }
+  });
+
+  it('appendChanges: a bulk load appends its rows’ changes inside its own transaction', async () => {
+    const start = await driver.changes.head(dataset);
+    await db.query('BEGIN');
+    await appendChanges(db, 'feed', [
+      { schema: 'feed.Person', id: 'bulk1', version: 1, op: 'CREATE' },
+      { schema: 'feed.Person', id: 'bulk2', version: 1, op: 'CREATE' },
+    ]);
+    expect((await all(start)).length).to.equal(0); // not committed yet
+    await db.query('COMMIT');
+    expect((await all(start)).map((c) => c.id)).to.deep.equal(['bulk1', 'bulk2']);
+  });
+});
+
+async function until(check: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
