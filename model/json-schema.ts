@@ -69,6 +69,13 @@ export const datasetSpecSchema = {
         readOnlyRole: { type: 'string', minLength: 1 },
         tablePrefix: { type: 'string', pattern: '^[A-Za-z0-9_.-]{0,200}$' },
         region: { type: 'string', minLength: 1 },
+        endpoint: { type: 'string', pattern: '^https?://[^\\s]+$', maxLength: 2048 },
+        credentialsSecretRef: {
+          type: 'object',
+          required: ['name'],
+          additionalProperties: false,
+          properties: { name: { type: 'string', pattern: NAME_PATTERN } },
+        },
         defaultConsistency: { enum: [...CONSISTENCY_LEVELS] },
       },
     },
@@ -175,6 +182,11 @@ export const environmentSpecSchema = {
         image: { type: 'string', minLength: 1 },
         replicas: { type: 'integer', minimum: 0, maximum: 100 },
         logLevel: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] },
+        serviceAccountAnnotations: {
+          type: 'object',
+          propertyNames: { pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$', maxLength: 317 },
+          additionalProperties: { type: 'string', maxLength: 4096 },
+        },
       },
     },
     gateways: {

@@ -9,6 +9,9 @@
 import { createHash } from 'node:crypto';
 import type { SecretKeyRef } from './types.js';
 
+/** The keys of a DynamoDB `credentialsSecretRef` Secret (DESIGN.md "Location settings"). */
+export const CREDENTIALS_SECRET_KEYS = ['accessKeyId', 'secretAccessKey'] as const;
+
 /** The environment variable naming the directory the Secrets are mounted under. */
 export const SECRETS_DIR_ENV = 'DAS_SECRETS_DIR';
 /** Where the operator mounts them in the data-plane container. */

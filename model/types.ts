@@ -211,7 +211,13 @@ export interface EnvironmentSpec {
   type: EnvironmentType;
   /** Address of the environment state the data plane serves; checked against X-Environment-Uri. */
   uri?: string;
-  dataplane?: { image?: string; replicas?: number; logLevel?: string };
+  dataplane?: {
+    image?: string;
+    replicas?: number;
+    logLevel?: string;
+    /** Annotations of the data plane's ServiceAccount, e.g. `eks.amazonaws.com/role-arn` for IRSA (DynamoDB's default credential chain). */
+    serviceAccountAnnotations?: Record<string, string>;
+  };
   gateways?: {
     api?: { firewall?: FirewallSpec };
     iam?: { enabled?: boolean };

@@ -62,6 +62,11 @@ const environmentSpecSchema = obj(
         image: str("Container image. Default: the operator's DATAPLANE_IMAGE.", { minLength: 1 }),
         replicas: int('Number of data plane pods.', { minimum: 0, maximum: 100, default: DEFAULT_DATAPLANE_REPLICAS }),
         logLevel: str('Log level of the data plane.', { enum: LOG_LEVELS, default: 'info' }),
+        serviceAccountAnnotations: {
+          type: 'object',
+          description: 'Annotations of the data plane ServiceAccount <name>-dataplane, e.g. eks.amazonaws.com/role-arn for IRSA: DynamoDB Datasets without credentialsSecretRef use the AWS default credential chain.',
+          additionalProperties: str('Annotation value.', { maxLength: 4096 }),
+        },
       },
       { default: {} },
     ),
@@ -177,6 +182,12 @@ const datasetSpecSchema = obj(
         readOnlyRole: str('Warehouse locations: the read-only role the raw SQL endpoint uses.', { minLength: 1 }),
         tablePrefix: str('DynamoDB: prefix of the table names.', { pattern: '^[A-Za-z0-9_.-]{0,200}$' }),
         region: str('DynamoDB: the region.', { minLength: 1 }),
+        endpoint: str('DynamoDB: the endpoint URL (DynamoDB Local, a VPC endpoint); absent: the region\'s own.', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
+        credentialsSecretRef: obj(
+          'DynamoDB: a Secret in the Dataset\'s namespace with keys accessKeyId and secretAccessKey; absent: the AWS default chain (IRSA through the data plane\'s ServiceAccount annotations).',
+          { name: str('Secret name, in the Dataset\'s namespace.', { pattern: NAME_PATTERN }) },
+          { required: ['name'] },
+        ),
         defaultConsistency: str(
           `The consistency of writes that name none; without it, the kind's default (${Object.entries(DEFAULT_CONSISTENCY)
             .map(([kind, level]) => `${level} on ${kind}`)

@@ -10,7 +10,7 @@ import type { EnvironmentResource, EnvironmentSpec, SecretKeyRef } from '../../.
 import type { KubeObject } from '../kube/object-client.js';
 import { objectNames } from '../names.js';
 import { renderEnvironmentObjects } from '../render/environment.js';
-import { datasetSecretRefs, publishedSecretRef, type WithConnectionSecret } from '../render/secrets.js';
+import { datasetSecretRefs, publishedSecretRefs, type WithConnectionSecret } from '../render/secrets.js';
 import { WAIT_REQUEUE_MS, applyOwned, failureOutcome, ownedCache, publishStatus, type ReconcileContext, type ReconcileResult } from './context.js';
 import { environmentStatus, type DeploymentView, type Outcome } from './status.js';
 
@@ -69,8 +69,8 @@ function neededSecretRefs(ctx: ReconcileContext, namespace: string, environment:
   const sources: WithConnectionSecret[] = [];
   for (const dataset of datasets) {
     if (checkDatasetSpec(dataset.spec).length === 0) sources.push(dataset);
-    const published = publishedSecretRef(configMaps.get(namespace, objectNames.datasetConfigMap(environment, dataset.metadata.name)) as { data?: Record<string, string> } | undefined);
-    if (published) sources.push({ spec: { location: { connectionSecretRef: published } } });
+    const published = publishedSecretRefs(configMaps.get(namespace, objectNames.datasetConfigMap(environment, dataset.metadata.name)) as { data?: Record<string, string> } | undefined);
+    sources.push(...published.map((ref) => ({ spec: { location: { connectionSecretRef: ref } } })));
   }
   return datasetSecretRefs(sources);
 }

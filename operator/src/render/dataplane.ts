@@ -30,7 +30,8 @@ export function renderDataplaneServiceAccount(env: EnvironmentResource, owner: O
   return {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
-    metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, dataplaneLabels(name)),
+    // IRSA and other workload identities read the role from the ServiceAccount's annotations.
+    metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, dataplaneLabels(name), env.spec.dataplane?.serviceAccountAnnotations),
   };
 }
 

@@ -8,12 +8,20 @@
  */
 import type { V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { DATASET_CONFIG_KEY } from '../../../model/configmaps.js';
-import { SECRETS_MOUNT_ROOT, secretDirPath, secretRefProblem, secretVolumeName } from '../../../model/secrets.js';
+import { CREDENTIALS_SECRET_KEYS, SECRETS_MOUNT_ROOT, secretDirPath, secretRefProblem, secretVolumeName } from '../../../model/secrets.js';
 import type { SecretKeyRef } from '../../../model/types.js';
 
-/** The part of a Dataset (resource or cached object) that names its connection Secret. */
+/** The part of a Dataset (resource or cached object) that names its connection (or DynamoDB credentials) Secret. */
 export interface WithConnectionSecret {
-  spec?: { location?: { connectionSecretRef?: SecretKeyRef } };
+  spec?: { location?: { connectionSecretRef?: SecretKeyRef; credentialsSecretRef?: { name: string } } };
+}
+
+/** The Secret keys a location needs: its connection ref, and both keys of a DynamoDB credentials Secret. */
+function locationRefs(location: NonNullable<WithConnectionSecret['spec']>['location']): SecretKeyRef[] {
+  const refs: SecretKeyRef[] = location?.connectionSecretRef ? [location.connectionSecretRef] : [];
+  const credentials = location?.credentialsSecretRef?.name;
+  if (typeof credentials === 'string') refs.push(...CREDENTIALS_SECRET_KEYS.map((key) => ({ name: credentials, key })));
+  return refs;
 }
 
 /**
@@ -35,7 +43,7 @@ const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
  * mounted").
  */
 export function datasetSecretRefs(datasets: Iterable<WithConnectionSecret>): SecretKeyRef[] {
-  return distinctRefs([...datasets].flatMap((d) => d.spec?.location?.connectionSecretRef ?? []));
+  return distinctRefs([...datasets].flatMap((d) => locationRefs(d.spec?.location)));
 }
 
 function distinctRefs(refs: Iterable<SecretKeyRef>): SecretKeyRef[] {
@@ -72,6 +80,22 @@ export function secretVolumes(refs: Iterable<SecretKeyRef>): V1Volume[] {
 /** The read-only mounts of those volumes, at `SECRETS_MOUNT_ROOT/<name>`. */
 export function secretVolumeMounts(refs: Iterable<SecretKeyRef>): V1VolumeMount[] {
   return bySecret(refs).map(([name]) => ({ name: secretVolumeName(name), mountPath: secretDirPath(SECRETS_MOUNT_ROOT, name), readOnly: true }));
+}
+
+/**
+ * The Secret refs of the config a data plane was given for a Dataset (its published ConfigMap):
+ * the connection Secret and a DynamoDB credentials Secret. An unreadable ConfigMap names none.
+ */
+export function publishedSecretRefs(configMap: { data?: Record<string, string> } | undefined): SecretKeyRef[] {
+  const text = configMap?.data?.[DATASET_CONFIG_KEY];
+  if (!text) return [];
+  try {
+    const location = (JSON.parse(text) as WithConnectionSecret['spec'])?.location;
+    const connection = publishedSecretRef(configMap);
+    return locationRefs({ ...(connection ? { connectionSecretRef: connection } : {}), ...(typeof location?.credentialsSecretRef?.name === 'string' ? { credentialsSecretRef: { name: location.credentialsSecretRef.name } } : {}) });
+  } catch {
+    return [];
+  }
 }
 
 /**

@@ -9,11 +9,9 @@
 import { readFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
+import { CREDENTIALS_SECRET_KEYS, pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { SECRET_RECHECK_MS, SecretNotMountedError, secretsDirOf } from '../postgres/connection.js';
-
-export const CREDENTIAL_KEYS = ['accessKeyId', 'secretAccessKey'] as const;
 
 /** A dataset's client settings; equal settings share one client. */
 export function clientKey(dataset: DatasetConfig, env: NodeJS.ProcessEnv): string {
@@ -27,7 +25,7 @@ export function readCredentials(dataset: DatasetConfig, env: NodeJS.ProcessEnv):
   const problem = pathSegmentProblem(ref.name);
   if (problem) throw new SecretNotMountedError(`dataset ${dataset.id}: credentials secret ${String(ref.name)} cannot be read: the name ${problem}`);
   const dir = secretsDirOf(env);
-  const [accessKeyId, secretAccessKey] = CREDENTIAL_KEYS.map((key) => {
+  const [accessKeyId, secretAccessKey] = CREDENTIALS_SECRET_KEYS.map((key) => {
     const file = secretFilePath(dir, { name: ref.name, key });
     let text: string;
     try {
