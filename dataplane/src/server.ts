@@ -9,6 +9,7 @@ import type { DatasetConfig } from '../../model/types.js';
 import { startFileConfigSource } from './config/file-source.js';
 import { ConfigStore } from './config/store.js';
 import { PostgresDriver } from './drivers/postgres/driver.js';
+import { DynamoDbDriver } from './drivers/dynamodb/driver.js';
 import { DriverRegistry } from './driver-registry.js';
 import { RecordEngine } from './engine/engine.js';
 import type { AsyncWriterOptions } from './engine/async-writes.js';
@@ -64,7 +65,13 @@ export interface DataPlane {
 
 export async function startDataPlane(options: DataPlaneOptions): Promise<DataPlane> {
   const { logger } = options;
-  const drivers = new DriverRegistry({ postgres: () => new PostgresDriver({ logger, env: options.env, readOnly: options.readOnly }) }, logger);
+  const drivers = new DriverRegistry(
+    {
+      postgres: () => new PostgresDriver({ logger, env: options.env, readOnly: options.readOnly }),
+      dynamodb: () => new DynamoDbDriver({ logger, env: options.env }),
+    },
+    logger,
+  );
   const store = new ConfigStore({
     async prepare(config: DatasetConfig) {
       const report = await drivers.for(config).prepare(config);
