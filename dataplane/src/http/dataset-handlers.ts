@@ -10,6 +10,7 @@ import type { AppDeps, Handler } from './app.js';
 import { echoResponse } from './echo.js';
 import { sendJson } from './exchange.js';
 import { cachedOpenApiBody, serversFor, withServers } from './openapi.js';
+import { parseGraphQLRequest, runGraphQLQuery } from '../graphql/http.js';
 import type { RouteName } from './routes.js';
 
 export function datasetHandlers(deps: AppDeps): Record<RouteName, Handler> {
@@ -99,5 +100,8 @@ export function datasetHandlers(deps: AppDeps): Record<RouteName, Handler> {
     sendJson(x.res, 200, rows);
   };
 
-  return { structured, echo, openapi, rawQuery, namedQuery, list: page('list'), read, link: page('link') };
+  /** GraphQL queries and introspection (graphql/http.ts). */
+  const graphql: Handler = async (x, d) => sendJson(x.res, 200, await runGraphQLQuery(deps.engine, d.dataset, parseGraphQLRequest(x.body), d.ctx));
+
+  return { structured, echo, openapi, rawQuery, namedQuery, graphql, list: page('list'), read, link: page('link') };
 }

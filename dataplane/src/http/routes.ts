@@ -11,6 +11,8 @@ export const DATASET_ROUTES = [
   { name: 'structured', path: [], methods: 'POST' },
   { name: 'echo', path: ['echo'], methods: 'GET' },
   { name: 'openapi', path: ['openapi'], methods: 'GET,HEAD' },
+  // GraphQL queries; the WebSocket upgrade on the same path is taken by the server (graphql/websocket.ts).
+  { name: 'graphql', path: ['graphql'], methods: 'POST' },
   // The spec: raw SQL exists on the iam gateway only, refused before authentication elsewhere.
   { name: 'rawQuery', path: ['raw-query'], methods: 'POST', iamOnly: true },
   { name: 'namedQuery', path: ['queries', ':query'], methods: 'GET,HEAD' },

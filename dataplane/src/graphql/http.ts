@@ -1,0 +1,60 @@
+/**
+ * GraphQL queries over HTTP: POST /{dataset}/graphql with `{query, variables?, operationName?}`
+ * (the front door has authenticated the caller and parsed the JSON body). Answers `{data, errors}`
+ * with 200 as GraphQL-over-HTTP clients expect; a body that is no GraphQL request is a 400 naming
+ * the field, and a subscription over HTTP a 400 pointing at the WebSocket.
+ */
+import { execute, getOperationAST, GraphQLError, parse, validate, type DocumentNode } from 'graphql';
+import { ApiError, badRequest } from '../engine/errors.js';
+import type { DatasetConfig } from '../../../model/types.js';
+import type { StatementContext } from '../engine/contract.js';
+import type { RecordEngine } from '../engine/engine.js';
+import { datasetSchema } from './schema.js';
+
+export interface GraphQLRequest {
+  query: string;
+  variables?: Record<string, unknown>;
+  operationName?: string;
+}
+
+/** Longest query text accepted (the body limit bounds it too). */
+export const MAX_QUERY_LENGTH = 100_000;
+
+/** Checks the body's shape: 400 with the JSON path of the first problem. */
+export function parseGraphQLRequest(body: unknown): GraphQLRequest {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('INVALID_BODY', 'send a GraphQL request: {"query": "…", "variables": {…}}', [{ path: '$', message: 'not an object' }]);
+  const b = body as Record<string, unknown>;
+  for (const key of Object.keys(b)) {
+    if (!['query', 'variables', 'operationName', 'extensions'].includes(key)) throw badRequest('INVALID_BODY', `unknown field "${key}"`, [{ path: `$.${key}`, message: 'unknown field' }]);
+  }
+  if (typeof b.query !== 'string' || !b.query.trim()) throw badRequest('INVALID_BODY', 'query must be a GraphQL document', [{ path: '$.query', message: 'missing or not a string' }]);
+  if (b.query.length > MAX_QUERY_LENGTH) throw badRequest('INVALID_BODY', `query is longer than ${MAX_QUERY_LENGTH} characters`, [{ path: '$.query', message: 'too long' }]);
+  if (b.variables !== undefined && b.variables !== null && (typeof b.variables !== 'object' || Array.isArray(b.variables))) {
+    throw badRequest('INVALID_BODY', 'variables must be an object', [{ path: '$.variables', message: 'not an object' }]);
+  }
+  if (b.operationName !== undefined && b.operationName !== null && typeof b.operationName !== 'string') {
+    throw badRequest('INVALID_BODY', 'operationName must be a string', [{ path: '$.operationName', message: 'not a string' }]);
+  }
+  return { query: b.query, variables: (b.variables as Record<string, unknown> | null) ?? undefined, operationName: (b.operationName as string | null) ?? undefined };
+}
+
+/** Runs a query (or introspection) against the dataset's schema. */
+export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConfig, request: GraphQLRequest, ctx?: StatementContext): Promise<Record<string, unknown>> {
+  const schema = datasetSchema(dataset);
+  let document: DocumentNode;
+  try {
+    document = parse(request.query, { maxTokens: 10_000 });
+  } catch (err) {
+    return { errors: [(err as GraphQLError).toJSON()] };
+  }
+  const problems = validate(schema, document);
+  if (problems.length) return { errors: problems.map((p) => p.toJSON()) };
+  const operation = getOperationAST(document, request.operationName);
+  if (!operation) return { errors: [new GraphQLError(request.operationName ? `no operation named "${request.operationName}"` : 'name the operation to run (operationName)').toJSON()] };
+  if (operation.operation === 'subscription') {
+    throw new ApiError(400, 'SUBSCRIPTION_OVER_HTTP', 'subscriptions are served over WebSocket at this path (protocols graphql-transport-ws and graphql-ws)', [{ path: '$.query', message: 'a subscription' }]);
+  }
+  if (operation.operation === 'mutation') throw new ApiError(400, 'NOT_SUPPORTED', 'this schema has no mutations; write through REST or the structured POST', [{ path: '$.query', message: 'a mutation' }]);
+  const result = await execute({ schema, document, variableValues: request.variables, operationName: request.operationName, contextValue: { engine, dataset, ctx } });
+  return { ...(result.errors ? { errors: result.errors.map((e) => e.toJSON()) } : {}), data: result.data ?? null };
+}
