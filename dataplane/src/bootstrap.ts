@@ -13,6 +13,7 @@ import type { AppDeps } from './http/app.js';
 import { startDataPlane, type ConfigSource, type DataPlane } from './server.js';
 import { servingLimits } from './env-settings.js';
 import { loadPageTokenKey, PageTokens } from './engine/page-token.js';
+import { importRootOf } from './transactions/locations.js';
 
 export interface BootstrapOptions {
   logger: Logger;
@@ -72,6 +73,7 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     rawQuery: executeRawQuery,
     readOnly: new PostgresReadOnlyExecutor({ logger: options.logger.child({ component: 'raw-sql' }) }),
     extraRoutes,
+    transactions: { importRoot: importRootOf(options.env ?? process.env, options.dataDir) },
   });
   dataPlane.engine.pageTokens = pageTokens;
   dataPlane.engine.runSql = runRawSql;

@@ -19,6 +19,8 @@ import { installClientErrorHandler, renderRestError } from './http/client-error.
 import { StoreHealth } from './store-health.js';
 import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
+import { TransactionRunner, runnerSettings, type RunnerOptions } from './transactions/runner.js';
+import { TransactionService } from './transactions/service.js';
 
 export type ConfigSource =
   | { kind: 'files'; path: string; environment?: string }
@@ -43,6 +45,8 @@ export interface DataPlaneOptions {
   /** Time to receive a whole request, headers and body (default 30 s; then 408). */
   requestTimeoutMs?: number;
   asyncWrites?: AsyncWriterOptions;
+  /** Bulk loads: where `file://` sources may be (without it, `file://` is refused) and the runner's settings (default from DAS_BULK_*). */
+  transactions?: { importRoot: string; runner?: Partial<Pick<RunnerOptions, 'chunkRows' | 'leaseMs' | 'pollMs' | 'concurrency'>> };
 }
 
 export interface StopOptions {
@@ -59,6 +63,8 @@ export interface DataPlane {
   server: Server;
   store: ConfigStore;
   engine: RecordEngine;
+  /** Runs transactions (bulk loads) in the background. */
+  runner: TransactionRunner;
   /** Stops gracefully; resolves with the number of ASYNC operations that could not be written. */
   stop(options?: StopOptions): Promise<number>;
 }
@@ -104,6 +110,21 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   await store.settled();
 
   const engine = new RecordEngine(store, (d) => drivers.for(d), logger, options.asyncWrites);
+  // Transactions (bulk loads): created through the engine, run by this process's runner (or another replica's).
+  const importRoot = options.transactions?.importRoot ?? '/nonexistent-import-root';
+  const runner = new TransactionRunner({
+    logger: logger.child({ component: 'transactions' }),
+    datasets: () => store.datasetIds().flatMap((id) => {
+      const state = store.dataset(id);
+      return state?.status === 'ready' ? [state.config] : [];
+    }),
+    driverFor: (d) => drivers.for(d),
+    sources: { importRoot, env: options.env ?? process.env },
+    ...runnerSettings(options.env ?? process.env),
+    ...options.transactions?.runner,
+  });
+  engine.transactions = new TransactionService((d) => drivers.for(d), importRoot, () => runner.kick());
+  runner.start();
   const health = new StoreHealth(store, (d) => drivers.for(d));
   const handler = createRequestHandler({
     store,
@@ -142,6 +163,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       const cutOff = setTimeout(() => server.closeAllConnections(), Math.max(0, deadline - Date.now()));
       await closed;
       clearTimeout(cutOff);
+      await runner.stop();
       await stopSource();
       store.close();
       const notWritten = await engine.drain(Math.max(0, deadline - Date.now()));
@@ -149,5 +171,5 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       logger.info({ asyncNotWritten: notWritten }, 'shut down');
       return notWritten;
     })());
-  return { url: `http://127.0.0.1:${port}`, port, server, store, engine, stop };
+  return { url: `http://127.0.0.1:${port}`, port, server, store, engine, runner, stop };
 }

@@ -149,7 +149,9 @@ describe('function gateway (service-E-function-service-gateway)', function () {
       expectInvalid(await invoke({ operation: 'list', dataset, schema: 'demo.Person', bogus: true }), '$.bogus');
       expectInvalid(await invoke({ operation: 'list', dataset, schema: 'demo.Person', executor: { id: '' } }), '$.executor.id');
       expectInvalid(await invoke({ operation: 'query', dataset: { id: 'demo', name: 'x' }, data: {} }), '$.dataset.name');
-      expect((await invoke({ operation: 'transaction', dataset, data: {} })).status.code).to.equal(501);
+      const transaction = await invoke({ operation: 'transaction', dataset, data: {} });
+      expect(transaction.status.code).to.equal(400);
+      expect(transaction.data.details[0].path).to.equal('$.data.actions');
     });
 
     it('wrong types and values of known fields', async () => {

@@ -176,5 +176,82 @@ export interface LocationDriver {
    * returns what it removed.
    */
   purge?(dataset: DatasetConfig): Promise<string[]>;
+  /** Bulk loads (transactions): their state and the chunked writes; present when `capabilities.bulkLoad`. */
+  bulkLoad?: BulkLoadStore;
   close(): Promise<void>;
+}
+
+/** What a bulk-load action does with each row. */
+export type LoadOperation = 'UPSERT' | 'INSERT' | 'DELETE';
+
+/** One action's progress, kept with the transaction and updated with every committed chunk. */
+export interface ActionProgress {
+  rowsRead: number;
+  rowsWritten: number;
+  rowsRejected: number;
+  bytesRead: number;
+  /** The first problems (bounded), each with the row (1-based line or row number) it came from. */
+  errors: { row: number; source?: string; message: string; path?: string }[];
+}
+
+/** Where an action's load has got to: the file (in listing order) and the rows of it consumed. */
+export interface LoadCursor {
+  action: number;
+  file: number;
+  row: number;
+}
+
+/** A transaction as the store keeps it; the engine presents it as a `Transaction` record. */
+export interface StoredTransaction {
+  id: string;
+  status: 'PENDING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
+  spec: { actions: { locationUri: string; operation: LoadOperation; format: string; schema: string }[]; context: Record<string, unknown> };
+  progress: ActionProgress[];
+  cursor: LoadCursor;
+  error?: string;
+  createdAt: string;
+  updatedAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  leaseOwner?: string;
+  leaseExpiresAt?: string;
+}
+
+/** A chunk of validated rows to commit together with the transaction's new progress and cursor. */
+export interface LoadChunk {
+  transaction: string;
+  owner: string;
+  leaseMs: number;
+  schema: string;
+  operation: LoadOperation;
+  /** Records in row order; a later one with the same id wins within a chunk. */
+  records: { id: string; data: Record<string, unknown>; row: number }[];
+  /** The cursor this chunk starts at: if the stored one differs, the chunk was committed already. */
+  from: LoadCursor;
+  to: LoadCursor;
+  /** The action's progress before this chunk's writes (the store adds what it wrote or refused). */
+  progress: ActionProgress;
+  maxErrors: number;
+}
+
+export type ChunkOutcome = { kind: 'committed'; progress: ActionProgress } | { kind: 'already-committed' } | { kind: 'lease-lost' };
+
+/**
+ * A store's side of bulk loads: transactions live in the dataset's own store, so any replica can
+ * claim one whose lease ran out and finish it; a chunk commits with the cursor that says it did.
+ */
+export interface BulkLoadStore {
+  create(dataset: DatasetConfig, tx: Pick<StoredTransaction, 'id' | 'spec'>): Promise<StoredTransaction>;
+  get(dataset: DatasetConfig, id: string): Promise<StoredTransaction | undefined>;
+  /** Newest or oldest first by creation; `after` is the previous page's last (createdAt, id). */
+  list(dataset: DatasetConfig, query: { status?: string; descending: boolean; limit: number; after?: [string, string] }): Promise<StoredTransaction[]>;
+  /** Takes the oldest PENDING transaction, or a RUNNING one whose lease expired, for `owner`. */
+  claim(dataset: DatasetConfig, owner: string, leaseMs: number): Promise<StoredTransaction | undefined>;
+  /** Extends the lease; false when another owner has it now. */
+  renew(dataset: DatasetConfig, id: string, owner: string, leaseMs: number): Promise<boolean>;
+  loadChunk(dataset: DatasetConfig, chunk: LoadChunk): Promise<ChunkOutcome>;
+  /** Moves to the next action or file (progress kept), under the lease. */
+  advance(dataset: DatasetConfig, id: string, owner: string, cursor: LoadCursor, progress: ActionProgress[]): Promise<boolean>;
+  /** SUCCEEDED or FAILED (with the reason); `undefined` gives the transaction back (PENDING) without finishing it. */
+  finish(dataset: DatasetConfig, id: string, owner: string, outcome: { status: 'SUCCEEDED' | 'FAILED'; error?: string; progress: ActionProgress[] } | undefined): Promise<void>;
 }

@@ -27,6 +27,16 @@ export interface EngineResult {
 
 export type DriverRegistry = (dataset: DatasetConfig) => LocationDriver;
 
+/** The system schema of bulk loads: a record of it is a transaction (transactions/service.ts). */
+export const TRANSACTION_SCHEMA = 'Transaction';
+
+/** Transactions (bulk loads) as records of `Transaction`; wired in by the process (bootstrap.ts). */
+export interface TransactionFront {
+  create(dataset: DatasetConfig, data: Record<string, unknown>, id: string | undefined, path: string): Promise<EngineResult>;
+  read(dataset: DatasetConfig, id: string): Promise<Record<string, unknown> & { id: string }>;
+  list(dataset: DatasetConfig, request: { filter?: string; sort?: string; limit?: number; nextToken?: string }, at: FieldPath): Promise<Page<Record<string, unknown>>>;
+}
+
 export class RecordEngine {
   /** Background (ASYNC) writes; shutdown drains them. */
   readonly asyncWrites: AsyncWriter;
@@ -54,7 +64,16 @@ export class RecordEngine {
     return state.config;
   }
 
+  /** Transactions (bulk loads); without them `Transaction` requests are 501. */
+  transactions: TransactionFront | undefined;
+
+  private transactionFront(): TransactionFront {
+    if (!this.transactions) throw new ApiError(501, 'NOT_AVAILABLE', 'transactions (bulk loads) are not available on this data plane');
+    return this.transactions;
+  }
+
   async read(dataset: DatasetConfig, action: Omit<ReadAction, 'kind'>, ctx?: StatementContext, path = '$.read'): Promise<ApiRecord> {
+    if (action.schema === TRANSACTION_SCHEMA) return (await this.transactionFront().read(dataset, action.id)) as ApiRecord;
     this.schemaOf(dataset, action.schema, `${path}.schema`);
     const expand = this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
     const stored = await this.driver(dataset).read(dataset, { schema: action.schema, id: action.id, version: action.version }, ctx);
@@ -72,6 +91,7 @@ export class RecordEngine {
 
   /** A page of a schema's records: `{items, nextToken?}` (lists.ts). */
   list(dataset: DatasetConfig, action: Omit<ListAction, 'kind'>, ctx?: StatementContext, at: FieldPath = (f) => `$.list.${f}`): Promise<Page<ApiRecord>> {
+    if (action.schema === TRANSACTION_SCHEMA) return this.transactionFront().list(dataset, action, at) as Promise<Page<ApiRecord>>;
     return listPage(this.listDeps, dataset, action, at, ctx);
   }
 
@@ -108,6 +128,7 @@ export class RecordEngine {
     if (action.kind === 'link') return { status: 200, body: await this.link(dataset, action, ctx) };
     if (action.kind === 'query') return { status: 200, body: await this.query(dataset, action, ctx) };
     if (action.kind === 'batch') return this.batch(dataset, action, ctx);
+    if (action.kind === 'create' && action.schema === TRANSACTION_SCHEMA) return this.transactionFront().create(dataset, action.data, action.id, '$.create');
     const path = `$.${action.kind}`;
     const op = this.toOp(dataset, action, path);
     const consistency = effectiveConsistency(dataset, [{ level: action.consistency, path: `${path}.consistency` }]);

@@ -2,9 +2,8 @@
  * The function gateway's payloads, translated to the internal REST API and back. Pure: an
  * invocation in, the REST request to make out; the REST response in, the function's result out.
  *
- * Operations served: create, update (replace), patch (merge), delete, get, batch, list, link, query.
- * `transaction` answers 501 until the record engine has it (its fields are still checked by name,
- * and the common ones by value).
+ * Operations served: create, update (replace), patch (merge), delete, get, batch, list, link, query,
+ * and transaction (a `create` of the system schema `Transaction`: a bulk load).
  *
  * Payloads are strict: a field an operation does not take, or a known field with a wrong type or
  * value, is a 400 naming its JSON path (`$.bogus`, `$.actions["a"].executor`) — a typo is never
@@ -50,8 +49,8 @@ export class InvocationError extends Error {
   }
 }
 
-const RECORD_OPERATIONS = ['create', 'update', 'patch', 'delete', 'get', 'batch', 'link', 'list', 'query'] as const;
-const NOT_YET = ['transaction'] as const;
+const RECORD_OPERATIONS = ['create', 'update', 'patch', 'delete', 'get', 'batch', 'link', 'list', 'query', 'transaction'] as const;
+const NOT_YET = [] as const;
 const OPERATIONS = [...RECORD_OPERATIONS, ...NOT_YET] as const;
 type Operation = (typeof OPERATIONS)[number];
 type RecordOperation = (typeof RECORD_OPERATIONS)[number];
@@ -288,6 +287,11 @@ export function toRestCall(payload: unknown, principal: string, requestId?: stri
   const path = `/${dataset}`;
   if (operation === 'batch') return { method: 'POST', path, headers, ...batchBody(payload, dataset, executor) };
   if (operation === 'query') return { method: 'POST', path, headers, body: { query: queryArgs(payload) }, paths: QUERY_PATHS };
+  if (operation === 'transaction') {
+    // A bulk load is a record of the system schema Transaction in the addressed dataset; the executor travels as the header.
+    const data = dataOf(payload, '$');
+    return { method: 'POST', path, headers, body: { create: { schema: 'Transaction', data: { dataset: { id: dataset }, ...data } } }, paths: [['$.create.data', '$.data'], ['$.create', '$']] };
+  }
   // get is a structured read, not GET /{dataset}/{schema}/{id}: a URL would turn an id of "." or
   // ".." into a path step (URL resolution removes dot segments), so such records could not be read.
   const { kind, args } = toAction(payload, operation as RecordOperation, '$');

@@ -44,6 +44,7 @@ import { PostgresChangeFeed } from './change-feed.js';
 import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
 import { applicationName, tagComment } from './tags.js';
+import { PostgresBulkLoad } from './bulk-load.js';
 
 export interface PostgresDriverOptions {
   logger: Logger;
@@ -70,17 +71,17 @@ export function postgresCapabilities(options: { rawSql: boolean }): DriverCapabi
     orderedWithoutSort: true,
     rawSql: options.rawSql,
     changeFeed: true, // change-log.ts: a changes table written with every record, NOTIFY as the wake-up
-    bulkLoad: false,
+    bulkLoad: true, // bulk-load.ts
   };
 }
 
 export class PostgresDriver implements LocationDriver {
   readonly kind = 'postgres' as const;
   readonly capabilities: DriverCapabilities;
+  readonly rawSqlDialect = postgresDialect;
   private readonly pools = new Map<string, pg.Pool>();
   /** Per dataset, the layouts of the config generation seen last (layout-cache.ts). */
   readonly layouts = new LayoutCache();
-  readonly rawSqlDialect = postgresDialect;
   private closing = false;
   /** Datasets' URLs, a Secret file re-read every few seconds (rotation without a restart). */
   private readonly urls: ConnectionUrls;
@@ -89,6 +90,8 @@ export class PostgresDriver implements LocationDriver {
   private retiredCount = 0;
   /** Subscriptions' change feed (change-log.ts, change-feed.ts). */
   readonly changes: PostgresChangeFeed;
+  /** Transactions (bulk loads): their table and the chunk writer (bulk-load.ts). */
+  readonly bulkLoad: PostgresBulkLoad;
 
   constructor(private readonly options: PostgresDriverOptions) {
     this.urls = new ConnectionUrls(options.env);
@@ -101,6 +104,10 @@ export class PostgresDriver implements LocationDriver {
       failure: requestFailure,
       logger: options.logger,
     });
+    this.bulkLoad = new PostgresBulkLoad(
+      (dataset) => this.pool(dataset),
+      (dataset, schema) => this.layout(dataset, schema),
+    );
   }
 
   pool(dataset: DatasetConfig): pg.Pool {
@@ -222,6 +229,7 @@ export class PostgresDriver implements LocationDriver {
           dropped.push(table);
         }
       }
+      await client.query(this.bulkLoad.dropSql(dataset));
       const dbSchema = layouts[0]?.dbSchema;
       for (const statement of dbSchema ? dropChangeLogSql(dbSchema) : []) {
         await client.query(statement);
@@ -244,6 +252,7 @@ export class PostgresDriver implements LocationDriver {
       held.release(failure);
     }
     this.layouts.forget(dataset.id);
+    this.bulkLoad.forget(dataset);
     await this.options.readOnly?.retire?.(dataset, pool);
     return dropped;
   }

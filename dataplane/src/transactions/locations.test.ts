@@ -1,0 +1,56 @@
+/** Which locations a bulk load may read: the import root (no escape by `..` or symlink) and public https addresses only. */
+import { expect } from 'chai';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { checkLocation, isPublicAddress, LocationError } from './locations.js';
+
+const refused = async (uri: string, root: string, lookup?: Parameters<typeof checkLocation>[2]) => {
+  try {
+    await checkLocation(uri, root, lookup);
+  } catch (err) {
+    expect(err).to.be.instanceOf(LocationError);
+    return (err as LocationError).code;
+  }
+  throw new Error(`${uri} was accepted`);
+};
+
+describe('bulk-load locations', () => {
+  it('classifies addresses: only globally routable unicast is public', () => {
+    for (const a of ['8.8.8.8', '1.1.1.1', '151.101.1.69', '2606:4700::1111', '2a00:1450:4009:81f::200e']) expect(isPublicAddress(a), a).to.equal(true);
+    for (const a of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fe80::1', 'fc00::1', 'fd00:ec2::254', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::a00:1', 'ff02::1', 'not-an-ip']) {
+      expect(isPublicAddress(a), a).to.equal(false);
+    }
+  });
+
+  it('refuses https hosts that resolve to a private or metadata address, without connecting', async () => {
+    expect(await refused('https://169.254.169.254/latest/meta-data/', '/x')).to.equal('LOCATION_FORBIDDEN');
+    expect(await refused('https://[fd00:ec2::254]/', '/x')).to.equal('LOCATION_FORBIDDEN');
+    // A name is resolved (here by a stand-in resolver) and every address it has must be public.
+    const lookup = (async () => [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.7', family: 4 }]) as unknown as Parameters<typeof checkLocation>[2];
+    expect(await refused('https://files.example/x.parquet', '/x', lookup)).to.equal('LOCATION_FORBIDDEN');
+    const publicOnly = (async () => [{ address: '93.184.216.34', family: 4 }]) as unknown as Parameters<typeof checkLocation>[2];
+    const ok = await checkLocation('https://files.example/x.parquet', '/x', publicOnly);
+    expect(ok).to.deep.include({ scheme: 'https', address: '93.184.216.34' });
+    expect(await refused('https://user:pw@files.example/x', '/x', publicOnly)).to.equal('INVALID_LOCATION');
+  });
+
+  it('keeps file:// under the import root: .. and symlinks out are refused, links inside are fine', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'das-root-'));
+    const outside = mkdtempSync(join(tmpdir(), 'das-out-'));
+    mkdirSync(join(root, 'sub'));
+    writeFileSync(join(root, 'sub', 'a.csv'), 'id\n1\n');
+    writeFileSync(join(outside, 'b.csv'), 'id\n1\n');
+    symlinkSync(join(outside, 'b.csv'), join(root, 'out.csv'));
+    symlinkSync(outside, join(root, 'outdir'));
+    symlinkSync(join(root, 'sub', 'a.csv'), join(root, 'in.csv'));
+    expect(await checkLocation(pathToFileURL(join(root, 'sub', 'a.csv')).href, root)).to.deep.equal({ scheme: 'file', path: join(root, 'sub', 'a.csv') });
+    expect(await checkLocation(pathToFileURL(join(root, 'in.csv')).href, root)).to.deep.equal({ scheme: 'file', path: join(root, 'sub', 'a.csv') });
+    expect(await refused(pathToFileURL(join(outside, 'b.csv')).href, root)).to.equal('LOCATION_FORBIDDEN');
+    expect(await refused(`file://${root}/sub/../../${outside.split('/').pop()}/b.csv`, root)).to.equal('LOCATION_FORBIDDEN');
+    expect(await refused(pathToFileURL(join(root, 'out.csv')).href, root)).to.equal('LOCATION_FORBIDDEN');
+    expect(await refused(pathToFileURL(join(root, 'outdir', 'b.csv')).href, root)).to.equal('LOCATION_FORBIDDEN');
+    expect(await refused('file://otherhost/x.csv', root)).to.equal('INVALID_LOCATION');
+  });
+});

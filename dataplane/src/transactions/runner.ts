@@ -1,0 +1,196 @@
+/**
+ * Runs transactions in the background. Every data plane runs one: it claims a PENDING transaction
+ * (or a RUNNING one whose lease expired: its replica died) in each dataset's store, reads its
+ * files a chunk at a time and hands each chunk to the store with the cursor it starts at, so a
+ * chunk is written exactly once whoever runs it. Stopping (shutdown) gives the transaction back.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { DatasetConfig } from '../../../model/types.js';
+import type { ActionProgress, BulkLoadStore, LoadCursor, LocationDriver, StoredTransaction } from '../engine/contract.js';
+import { isUnavailable } from '../engine/store-outcomes.js';
+import { FormatError, readChunks, type Format } from './readers.js';
+import { rowMapper } from './rows.js';
+import { openLocation, SourceError, type SourceSettings } from './sources.js';
+
+export interface RunnerOptions {
+  logger: Logger;
+  /** Datasets served now (ready ones). */
+  datasets: () => DatasetConfig[];
+  driverFor: (dataset: DatasetConfig) => LocationDriver;
+  sources: SourceSettings;
+  /** Rows per chunk (one database transaction each). */
+  chunkRows?: number;
+  /** How long a claim holds without renewal; another replica takes over after it. */
+  leaseMs?: number;
+  pollMs?: number;
+  /** Transactions this process runs at once. */
+  concurrency?: number;
+  /** The first errors kept per action. */
+  maxErrors?: number;
+}
+
+/** Runner settings from the environment (DAS_BULK_*). */
+export function runnerSettings(env: NodeJS.ProcessEnv): Pick<RunnerOptions, 'chunkRows' | 'leaseMs' | 'pollMs' | 'concurrency'> {
+  const num = (name: string, fallback: number) => {
+    const value = Number(env[name]);
+    return Number.isInteger(value) && value > 0 ? value : fallback;
+  };
+  return { chunkRows: num('DAS_BULK_CHUNK_ROWS', 5000), leaseMs: num('DAS_BULK_LEASE_MS', 30_000), pollMs: num('DAS_BULK_POLL_MS', 2000), concurrency: num('DAS_BULK_CONCURRENCY', 2) };
+}
+
+export class TransactionRunner {
+  readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;
+  private readonly running = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private ticking = false;
+  private again = false;
+
+  constructor(private readonly options: RunnerOptions) {}
+
+  private get leaseMs() {
+    return this.options.leaseMs ?? 30_000;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), this.options.pollMs ?? 2000);
+    this.timer.unref();
+    this.kick();
+  }
+
+  /** Looks for work now (after a create). */
+  kick(): void {
+    if (this.stopping) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    this.ticking = true;
+    void this.tick()
+      .catch((err: unknown) => this.options.logger.warn({ err: (err as Error).message }, 'transactions: claiming failed'))
+      .finally(() => {
+        this.ticking = false;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  private async tick(): Promise<void> {
+    for (const dataset of this.options.datasets()) {
+      const driver = this.options.driverFor(dataset);
+      if (!driver.capabilities.bulkLoad || !driver.bulkLoad) continue;
+      while (!this.stopping && this.running.size < (this.options.concurrency ?? 2)) {
+        let tx: StoredTransaction | undefined;
+        try {
+          tx = await driver.bulkLoad.claim(dataset, this.owner, this.leaseMs);
+        } catch (err) {
+          if (!isUnavailable(err)) this.options.logger.warn({ dataset: dataset.id, err: (err as Error).message }, 'transactions: claim failed');
+          break;
+        }
+        if (!tx) break;
+        const run = this.run(dataset, driver.bulkLoad, tx).finally(() => {
+          this.running.delete(run);
+          this.kick();
+        });
+        this.running.add(run);
+      }
+    }
+  }
+
+  /** Stops claiming; running loads give their transaction back at the next chunk. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    await Promise.all([...this.running]);
+  }
+
+  private async run(dataset: DatasetConfig, store: BulkLoadStore, tx: StoredTransaction): Promise<void> {
+    const log = this.options.logger.child({ dataset: dataset.id, transaction: tx.id });
+    log.info({ cursor: tx.cursor }, 'transaction claimed');
+    const progress = tx.progress;
+    let lost = false;
+    // Renewed between chunks too: reading one row group may take longer than a chunk's write.
+    const renewal = setInterval(() => {
+      store.renew(dataset, tx.id, this.owner, this.leaseMs).then(
+        (held) => void (lost ||= !held),
+        () => undefined,
+      );
+    }, Math.max(50, Math.floor(this.leaseMs / 3)));
+    renewal.unref();
+    const giveBack = async (why: string) => {
+      log.info({ why }, 'transaction given back');
+      if (!lost) await store.finish(dataset, tx.id, this.owner, undefined).catch(() => undefined);
+    };
+    try {
+      const { actions } = tx.spec;
+      for (let a = tx.cursor.action; a < actions.length; a++) {
+        const action = actions[a];
+        if (!Object.hasOwn(dataset.schemas, action.schema)) throw new SourceError('SOURCE_UNREADABLE', `the dataset has no schema "${action.schema}" any more`);
+        const files = await openLocation(action.locationUri, this.options.sources);
+        const map = rowMapper(dataset, action.schema, action.operation);
+        for (let f = a === tx.cursor.action ? tx.cursor.file : 0; f < files.length; f++) {
+          let row = a === tx.cursor.action && f === tx.cursor.file ? tx.cursor.row : 0;
+          for await (const chunk of readChunks(files[f], action.format as Format, row, this.options.chunkRows ?? 5000)) {
+            if (this.stopping) return await giveBack('shutting down');
+            if (lost) return log.warn('lease lost: another replica runs the transaction');
+            const before: ActionProgress = structuredClone(progress[a]);
+            before.rowsRead += chunk.rows.length;
+            before.bytesRead += chunk.bytes;
+            const records: { id: string; data: Record<string, unknown>; row: number }[] = [];
+            for (const raw of chunk.rows) {
+              const mapped = raw.value ? map(raw.value) : { problem: raw.problem ?? 'unreadable row' };
+              if ('id' in mapped) records.push({ ...mapped, row: raw.row });
+              else {
+                before.rowsRejected += 1;
+                if (before.errors.length < (this.options.maxErrors ?? 10)) {
+                  before.errors.push({ row: raw.row, source: files[f].name, message: mapped.problem, ...(mapped.path ? { path: mapped.path } : {}) });
+                }
+              }
+            }
+            const from: LoadCursor = { action: a, file: f, row };
+            const to: LoadCursor = { action: a, file: f, row: chunk.end };
+            const outcome = await store.loadChunk(dataset, {
+              transaction: tx.id,
+              owner: this.owner,
+              leaseMs: this.leaseMs,
+              schema: action.schema,
+              operation: action.operation,
+              records,
+              from,
+              to,
+              progress: before,
+              maxErrors: this.options.maxErrors ?? 10,
+            });
+            if (outcome.kind !== 'committed') {
+              lost = true;
+              return log.warn({ outcome: outcome.kind }, 'chunk not written: another replica holds the transaction');
+            }
+            progress[a] = outcome.progress;
+            row = chunk.end;
+          }
+          const last = a === actions.length - 1 && f === files.length - 1;
+          if (!last) {
+            const next: LoadCursor = f + 1 < files.length ? { action: a, file: f + 1, row: 0 } : { action: a + 1, file: 0, row: 0 };
+            if (!(await store.advance(dataset, tx.id, this.owner, next, progress))) return void (lost = true);
+          }
+        }
+      }
+      await store.finish(dataset, tx.id, this.owner, { status: 'SUCCEEDED', progress });
+      log.info({ progress: progress.map(({ errors: _e, ...p }) => p) }, 'transaction succeeded');
+    } catch (err) {
+      if (isUnavailable(err)) {
+        // The store went away: the lease runs out and a replica (maybe this one) continues later.
+        log.warn({ err: (err as Error).message }, 'transaction paused: store unreachable');
+        return;
+      }
+      const message = err instanceof SourceError || err instanceof FormatError ? err.message : `load failed: ${(err as Error).message}`;
+      if (!(err instanceof SourceError || err instanceof FormatError)) log.error({ err }, 'transaction failed');
+      await store.finish(dataset, tx.id, this.owner, { status: 'FAILED', error: message, progress }).catch(() => undefined);
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+}
