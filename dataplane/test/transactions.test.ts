@@ -6,65 +6,17 @@
  * Parquet; a load from s3rver on 127.0.0.1; reads, lists and versions of what was loaded.
  */
 import { expect } from 'chai';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { gzipSync } from 'node:zlib';
 import pg from 'pg';
-import { parse, stringify } from 'yaml';
-import { parquetWriteBuffer } from 'hyparquet-writer';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import pino from 'pino';
 import { startFunctionGateway } from '../src/function-gateway/server.js';
-import { adminClient, EXAMPLES_DIR, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
+import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
+import { parquetFile, transactionManifests, waitForTransaction, type Api } from '../test-support/transactions.js';
 import { call } from '../test-support/http.js';
-
-/** The example manifests plus demo.Item, which has a property of every type. */
-export function transactionManifests(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'das-tx-'));
-  cpSync(EXAMPLES_DIR, dir, { recursive: true });
-  const file = join(dir, 'dataset-demo.yaml');
-  const doc = parse(readFileSync(file, 'utf8'));
-  doc.spec.schemas['demo.Item'] = {
-    required: ['name'],
-    properties: {
-      name: { type: 'string' },
-      count: { type: 'integer' },
-      price: { type: 'number' },
-      active: { type: 'boolean' },
-      born: { type: 'date' },
-      seen: { type: 'timestamp' },
-      dims: { type: 'object', properties: { width: { type: 'integer' }, label: { type: 'string' } } },
-      maker: { type: 'link', schema: 'demo.Company' },
-    },
-  };
-  writeFileSync(file, stringify(doc));
-  return dir;
-}
-
-export function parquetFile(columns: { name: string; data: unknown[]; type?: string }[], options: { rowGroupSize?: number; codec?: 'GZIP' | 'SNAPPY' | 'UNCOMPRESSED' } = {}): Buffer {
-  const buffer = parquetWriteBuffer({
-    columnData: columns,
-    rowGroupSize: options.rowGroupSize ?? 1000,
-    codec: options.codec ?? 'SNAPPY',
-    compressors: { GZIP: (b: Uint8Array) => new Uint8Array(gzipSync(b)) },
-  } as Parameters<typeof parquetWriteBuffer>[0]);
-  return Buffer.from(buffer);
-}
-
-type Api = ReturnType<typeof adminClient>;
-
-export async function waitForTransaction(api: Api, id: string, done = (tx: any) => tx.status === 'SUCCEEDED' || tx.status === 'FAILED', timeoutMs = 30_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await api({ path: `/demo/Transaction/${id}` });
-    expect(res.status, res.text).to.equal(200);
-    if (done(res.json)) return res.json;
-    if (Date.now() > deadline) throw new Error(`transaction ${id} still ${res.json.status}: ${res.text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('transactions (bulk loads) on PostgreSQL', function () {
   this.timeout(120_000);

@@ -1,0 +1,143 @@
+/**
+ * Durability of bulk loads: a data plane process killed (SIGKILL) mid-load leaves its transaction
+ * RUNNING with a lease; another data plane on the same database claims it once the lease expires
+ * and finishes it from the last committed chunk, with no row or version written twice. And at the
+ * store level: a chunk offered again (same start cursor) writes nothing, and a replica that lost
+ * its lease writes nothing.
+ */
+import { expect } from 'chai';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import pino from 'pino';
+import { PostgresDriver } from '../src/drivers/postgres/driver.js';
+import { emptyProgress } from '../src/drivers/postgres/bulk-load.js';
+import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
+import { client } from '../test-support/http.js';
+import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { freshDatabase } from '../test-support/postgres.js';
+import { parquetFile, transactionManifests, waitForTransaction } from '../test-support/transactions.js';
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+describe('transactions: a data plane killed mid-load, the load finished by another', function () {
+  this.timeout(180_000);
+  const ROWS = 60_000;
+  let databaseUrl: string;
+  let dataDir: string;
+  let manifests: string;
+  let first: MainProcess | undefined;
+  let second: TestDataPlane | undefined;
+  let db: pg.Client;
+  const bulkEnv = { DAS_BULK_CHUNK_ROWS: '500', DAS_BULK_LEASE_MS: '1500', DAS_BULK_POLL_MS: '100' };
+
+  before(async () => {
+    databaseUrl = await freshDatabase();
+    dataDir = mkdtempSync(join(tmpdir(), 'das-durable-'));
+    manifests = transactionManifests();
+    mkdirSync(join(dataDir, 'imports'));
+    const ids = Array.from({ length: ROWS }, (_, i) => `r${i}`);
+    writeFileSync(
+      join(dataDir, 'imports', 'big.parquet'),
+      parquetFile(
+        [
+          { name: 'id', data: ids, type: 'STRING' },
+          { name: 'name', data: ids.map((id) => `person ${id}`), type: 'STRING' },
+          { name: 'age', data: ids.map((_, i) => i % 100), type: 'INT32' },
+        ],
+        { rowGroupSize: 5000 },
+      ),
+    );
+    db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+  });
+  after(async () => {
+    first?.child.kill('SIGKILL');
+    await second?.stop();
+    await db?.end();
+  });
+
+  it('SIGKILL during the load: the second data plane claims it after the lease and finishes it exactly once', async () => {
+    const port = await freePort();
+    first = startMain({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir, DAS_MANIFESTS: manifests, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...bulkEnv });
+    const url = `http://127.0.0.1:${port}`;
+    await waitReady(url, first);
+    const api = client(url, { host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } });
+    const created = await api({
+      path: '/demo',
+      body: { create: { schema: 'Transaction', data: { actions: [{ locationUri: pathToFileURL(join(dataDir, 'imports', 'big.parquet')).href, operation: 'UPSERT', format: 'PARQUET', schema: 'demo.Person' }] } } },
+    });
+    expect(created.status, created.text).to.equal(202);
+    const running = await waitForTransaction(api, created.json.id, (tx) => tx.status === 'RUNNING' && tx.actions[0].rowsWritten >= 2000, 60_000);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const atKill = (await db.query('SELECT status, lease_owner, progress FROM demo.das_transactions WHERE id = $1', [created.json.id])).rows[0];
+    expect(atKill.status).to.equal('RUNNING');
+    expect(atKill.lease_owner).to.equal(running.lease.owner);
+    const writtenAtKill = atKill.progress[0].rowsWritten;
+    expect(writtenAtKill, 'killed before the end').to.be.lessThan(ROWS);
+
+    second = await startTestDataPlane({ manifests, databaseUrl, dataDir, env: bulkEnv });
+    const api2 = adminClient(second);
+    const done = await waitForTransaction(api2, created.json.id, undefined, 60_000);
+    expect(done.status, JSON.stringify(done)).to.equal('SUCCEEDED');
+    expect(done.actions[0]).to.include({ rowsRead: ROWS, rowsWritten: ROWS, rowsRejected: 0 });
+    expect(done.startedAt).to.equal(running.startedAt);
+    const live = await db.query('SELECT count(*)::int AS n, count(DISTINCT id)::int AS ids, max(version) AS v FROM demo.demo_person');
+    expect(live.rows[0]).to.deep.equal({ n: ROWS, ids: ROWS, v: 1 });
+    const history = await db.query('SELECT count(*)::int AS n, max(version) AS v FROM demo.demo_person_history');
+    expect(history.rows[0]).to.deep.equal({ n: ROWS, v: 1 });
+  });
+
+  it('a chunk offered twice is written once; a replica without the lease writes nothing', async () => {
+    const config = second!.dataPlane.store.dataset('demo')!.config;
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl } });
+    try {
+      const store = driver.bulkLoad;
+      // Created and claimed here: the data plane's runner must not take it first.
+      await second!.dataPlane.runner.stop();
+      const spec = { actions: [{ locationUri: 'file:///x', operation: 'UPSERT' as const, format: 'NDJSON', schema: 'demo.Company' }], context: {} };
+      await store.create(config, { id: 'replay', spec });
+      const claimed = await store.claim(config, 'me', 60_000);
+      expect(claimed?.id).to.equal('replay');
+      const chunk = {
+        transaction: 'replay',
+        owner: 'me',
+        leaseMs: 60_000,
+        schema: 'demo.Company',
+        operation: 'UPSERT' as const,
+        records: [
+          { id: 'c1', data: { name: 'one' }, row: 1 },
+          { id: 'c2', data: { name: 'two' }, row: 2 },
+        ],
+        from: { action: 0, file: 0, row: 0 },
+        to: { action: 0, file: 0, row: 2 },
+        progress: { ...emptyProgress(), rowsRead: 2 },
+        maxErrors: 10,
+      };
+      expect((await store.loadChunk(config, chunk)).kind).to.equal('committed');
+      expect((await store.loadChunk(config, chunk)).kind).to.equal('already-committed');
+      expect((await store.loadChunk(config, { ...chunk, owner: 'someone-else', from: chunk.to, to: { action: 0, file: 0, row: 4 } })).kind).to.equal('lease-lost');
+      const rows = await db.query(`SELECT id, version FROM demo.demo_company_history WHERE id IN ('c1', 'c2') ORDER BY id`);
+      expect(rows.rows).to.deep.equal([
+        { id: 'c1', version: 1 },
+        { id: 'c2', version: 1 },
+      ]);
+      const stored = await store.get(config, 'replay');
+      expect(stored?.cursor).to.deep.equal(chunk.to);
+      expect(stored?.progress[0]).to.include({ rowsRead: 2, rowsWritten: 2 });
+    } finally {
+      await driver.close();
+    }
+  });
+});
