@@ -25,7 +25,8 @@ describe('record API over DynamoDB (examples/dynamodb on DynamoDB Local)', funct
     // The example's location, pointed at the test peer with a fresh prefix and the credentials Secret.
     const text = readFileSync(file, 'utf8')
       .replace('endpoint: http://127.0.0.1:8000', `endpoint: ${location.endpoint}`)
-      .replace('tablePrefix: local-', `tablePrefix: ${location.tablePrefix}\n    credentialsSecretRef: { name: ${secrets.name} }`);
+      .replace('tablePrefix: local-', `tablePrefix: ${location.tablePrefix}\n    credentialsSecretRef: { name: ${secrets.name} }`)
+      .replace('principals: [shop-admin, service-local-function-service-gateway]', '$&\n      rawSqlEndpointEnabled: true');
     expect(text).to.include(location.endpoint);
     writeFileSync(file, text);
     dp = await startTestDataPlane({ manifests: dir, env: { DAS_SECRETS_DIR: secrets.dir } });
@@ -109,6 +110,13 @@ describe('record API over DynamoDB (examples/dynamodb on DynamoDB Local)', funct
     expect(query.status).to.equal(200);
     expect(query.json.items.map((o: { id: string }) => o.id)).to.deep.equal(['o24', 'o21', 'o18']);
     expect(query.json.nextToken).to.be.a('string');
+  });
+
+  it('raw SQL is not offered on DynamoDB: 400 RAW_SQL_NOT_SUPPORTED (docs/dynamodb.md says why)', async () => {
+    const res = await api({ method: 'POST', path: '/shop/raw-query', body: { sql: 'SELECT @{c.name} FROM @{c}', using: { c: 'shop.Customer' } } });
+    expect(res.status).to.equal(400);
+    expect(res.json.error.code).to.equal('RAW_SQL_NOT_SUPPORTED');
+    expect(res.json.error.message).to.include('DynamoDB');
   });
 
   it('deletes: 404 afterwards, the earlier version still readable', async () => {
