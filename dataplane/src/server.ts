@@ -19,6 +19,9 @@ import { installClientErrorHandler, renderRestError } from './http/client-error.
 import { StoreHealth } from './store-health.js';
 import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
+import { ChangeDispatcher } from './graphql/dispatcher.js';
+import { SubscriptionServer } from './graphql/websocket.js';
+import { subscriptionSettings } from './graphql/settings.js';
 import { TransactionRunner, runnerSettings, type RunnerOptions } from './transactions/runner.js';
 import { TransactionService } from './transactions/service.js';
 
@@ -65,6 +68,9 @@ export interface DataPlane {
   engine: RecordEngine;
   /** Runs transactions (bulk loads) in the background. */
   runner: TransactionRunner;
+  /** GraphQL subscriptions over WebSocket (graphql/websocket.ts) and the replica's change dispatcher. */
+  subscriptions: SubscriptionServer;
+  dispatcher: ChangeDispatcher;
   /** Stops gracefully; resolves with the number of ASYNC operations that could not be written. */
   stop(options?: StopOptions): Promise<number>;
 }
@@ -126,13 +132,15 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   engine.transactions = new TransactionService((d) => drivers.for(d), importRoot, () => runner.kick());
   runner.start();
   const health = new StoreHealth(store, (d) => drivers.for(d));
+  // One firewall for requests and WebSocket upgrades alike.
+  const firewall = options.firewall?.(store, logger);
   const handler = createRequestHandler({
     store,
     engine,
     driverFor: (d) => drivers.for(d),
     logger,
     authenticate: options.authenticate,
-    firewall: options.firewall?.(store, logger),
+    firewall,
     bodyFirewall: options.bodyFirewall,
     rawQuery: options.rawQuery,
     bodyLimit: options.bodyLimit,
@@ -143,6 +151,17 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout) }, handler);
   installClientErrorHandler(server, logger, renderRestError);
+  const settings = subscriptionSettings(options.env);
+  const dispatcher = new ChangeDispatcher((d) => drivers.for(d), logger.child({ component: 'subscriptions' }), settings.dispatcher);
+  const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits });
+  server.on('upgrade', (req, socket, head) => subscriptions.handleUpgrade(req, socket, head));
+  // Every replica prunes the change logs of the datasets it serves (idempotent between replicas).
+  dispatcher.startPruning(() =>
+    store.datasetIds().flatMap((id) => {
+      const state = store.dataset(id);
+      return state?.status === 'ready' ? [state.config] : [];
+    }),
+  );
   // Idle keep-alive connections outlive the load balancer's idle timeout (60 s on the major clouds).
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -158,6 +177,9 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       const deadline = Date.now() + (stopOptions.deadlineMs ?? 25_000);
       logger.info({ inFlightAsync: engine.asyncWrites.pending }, 'shutting down: finishing in-flight requests');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Subscribers are told the server is going away (1001) and reconnect to another replica.
+      await subscriptions.close();
+      await dispatcher.close();
       server.closeIdleConnections();
       // Requests still running at the deadline lose their connection rather than hold the exit.
       const cutOff = setTimeout(() => server.closeAllConnections(), Math.max(0, deadline - Date.now()));
@@ -171,5 +193,5 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       logger.info({ asyncNotWritten: notWritten }, 'shut down');
       return notWritten;
     })());
-  return { url: `http://127.0.0.1:${port}`, port, server, store, engine, runner, stop };
+  return { url: `http://127.0.0.1:${port}`, port, server, store, engine, runner, subscriptions, dispatcher, stop };
 }

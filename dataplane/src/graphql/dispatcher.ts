@@ -1,0 +1,282 @@
+/**
+ * The replica's change dispatcher: per dataset with subscribers, one reader of the store's change
+ * feed (woken by the feed's wake-ups, polling as a fallback) that reads each change once and fans
+ * it out to the matching subscriptions (schema, `ids`, filter evaluated in memory on the record
+ * image with model/filter.ts), in commit order, each change at most once per subscription (a
+ * subscription remembers the last cursor it got). `after` replays the changes since that cursor
+ * first, then goes live without a gap or a repeat. Pushes never wait for a client: a subscription
+ * whose queue is full is ended as a slow consumer.
+ *
+ * Cursors are the feed's decimal sequence numbers, increasing in commit order (contract.ts).
+ */
+import type { Logger } from 'pino';
+import { compileFilter, FilterError, matchesFilter, type TypedFilter } from '../../../model/filter.js';
+import type { DatasetConfig } from '../../../model/types.js';
+import type { ChangeFeed, LocationDriver, RecordChange } from '../engine/contract.js';
+import { ApiError, badRequest } from '../engine/errors.js';
+import { schemaDefOf } from '../engine/layout.js';
+import { fromStore } from '../engine/store-outcomes.js';
+import type { ApiRecord } from '../engine/engine.js';
+import { EventQueue } from './event-queue.js';
+import type { ChangeEvent, SubscriptionRequest } from './schema.js';
+
+export interface DispatcherOptions {
+  /** Reads the feed this often even without a wake-up (a lost NOTIFY, a broken LISTEN). */
+  pollMs?: number;
+  /** Changes read per feed call. */
+  pageSize?: number;
+  /** Events a subscription may have waiting for its client; one more and it is a slow consumer. */
+  queueBound?: number;
+  /** Subscriptions on this replica, all datasets together. */
+  maxSubscriptions?: number;
+  /** How long the store keeps changes (resume window). */
+  retentionMs?: number;
+  /** How often this replica prunes the change logs of the datasets it serves. */
+  pruneEveryMs?: number;
+}
+
+export const DEFAULT_RETENTION_MS = 24 * 3600_000;
+
+interface Subscription {
+  schema: string;
+  filter?: TypedFilter;
+  ids?: ReadonlySet<string>;
+  queue: EventQueue<ChangeEvent>;
+  /** The last cursor this subscription was given (or skipped): nothing at or before it is sent again. */
+  last: bigint;
+  /** Replaying `after`: live changes wait in `held` until the replay has caught up. */
+  held?: RecordChange[];
+  onSlow: () => void;
+}
+
+interface DatasetFeed {
+  dataset: DatasetConfig;
+  feed: ChangeFeed;
+  cursor: bigint;
+  subs: Set<Subscription>;
+  ready: Promise<void>;
+  stopWakeups?: () => Promise<void>;
+  timer?: NodeJS.Timeout;
+  reading: boolean;
+  again: boolean;
+  closed: boolean;
+}
+
+export class ChangeDispatcher {
+  private readonly feeds = new Map<string, DatasetFeed>();
+  private readonly options: Required<DispatcherOptions>;
+  private active = 0;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  /** Changes delivered to subscriptions since start (all datasets). */
+  delivered = 0;
+
+  constructor(
+    private readonly driverFor: (dataset: DatasetConfig) => LocationDriver,
+    private readonly logger: Logger,
+    options: DispatcherOptions = {},
+  ) {
+    this.options = {
+      pollMs: options.pollMs ?? 1000,
+      pageSize: options.pageSize ?? 500,
+      queueBound: options.queueBound ?? 1000,
+      maxSubscriptions: options.maxSubscriptions ?? 10_000,
+      retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS,
+      pruneEveryMs: options.pruneEveryMs ?? 60_000,
+    };
+  }
+
+  /** Subscriptions open on this replica. */
+  get subscriptions(): number {
+    return this.active;
+  }
+
+  /**
+   * Opens a subscription: checks the request (400s), replays from `after` (410 CURSOR_EXPIRED when
+   * older than the retention), and gives the events as an async iterable.
+   */
+  async subscribe(dataset: DatasetConfig, request: SubscriptionRequest, onSlow: () => void): Promise<AsyncIterable<ChangeEvent>> {
+    const driver = this.driverFor(dataset);
+    if (!driver.capabilities.changeFeed || !driver.changes) throw new ApiError(501, 'NOT_AVAILABLE', `dataset "${dataset.id}" is on a location without a change feed`);
+    const def = schemaDefOf(dataset, request.schema);
+    if (!def) throw new ApiError(404, 'SCHEMA_NOT_FOUND', `dataset "${dataset.id}" has no schema "${request.schema}"`);
+    let filter: TypedFilter | undefined;
+    if (request.filter !== undefined && request.filter.trim() !== '') {
+      try {
+        filter = compileFilter(request.filter, def);
+      } catch (err) {
+        if (err instanceof FilterError) throw badRequest('INVALID_FILTER', err.message, [{ path: '$.filter', message: err.message }]);
+        throw err;
+      }
+    }
+    let after: bigint | undefined;
+    if (request.after !== undefined) {
+      if (!/^(0|[1-9][0-9]{0,18})$/.test(request.after)) throw badRequest('INVALID_CURSOR', `"${request.after.slice(0, 40)}" is not a cursor of this dataset's changes`, [{ path: '$.after', message: 'not a cursor' }]);
+      after = BigInt(request.after);
+    }
+    if (this.active >= this.options.maxSubscriptions) throw new ApiError(429, 'TOO_MANY_SUBSCRIPTIONS', `this replica serves at most ${this.options.maxSubscriptions} subscriptions; retry on another or later`);
+
+    const f = this.feedOf(dataset, driver.changes);
+    this.active++;
+    let sub: Subscription | undefined;
+    const queue = new EventQueue<ChangeEvent>(this.options.queueBound, () => {
+      this.active--;
+      if (sub) this.leave(f, sub);
+    });
+    try {
+      await f.ready;
+    } catch (err) {
+      queue.end();
+      throw fromStore(err);
+    }
+    sub = { schema: request.schema, filter, ids: request.ids ? new Set(request.ids) : undefined, queue, last: after ?? f.cursor, onSlow };
+    if (after === undefined || after >= f.cursor) {
+      f.subs.add(sub);
+      return queue;
+    }
+    // Replay: live changes are held while the feed is read from `after` up to where it ends.
+    sub.held = [];
+    f.subs.add(sub);
+    try {
+      for (;;) {
+        const batch = await f.feed.readChanges(f.dataset, sub.last.toString(), this.options.pageSize);
+        if (batch.expired) throw new ApiError(410, 'CURSOR_EXPIRED', `cursor ${request.after} is older than the change retention (${Math.round(this.options.retentionMs / 3600_000)} h); subscribe without after and read the current state with a query`);
+        for (const change of batch.changes) this.deliver(sub, change);
+        if (batch.changes.length < this.options.pageSize) break;
+      }
+    } catch (err) {
+      queue.end();
+      throw fromStore(err);
+    }
+    const held = sub.held;
+    sub.held = undefined;
+    for (const change of held) this.deliver(sub, change);
+    return queue;
+  }
+
+  /** The served config changed: images are read with its layout from now on. */
+  updateDataset(dataset: DatasetConfig | undefined, id: string): void {
+    const f = this.feeds.get(id);
+    if (!f) return;
+    if (dataset) {
+      f.dataset = dataset;
+      return;
+    }
+    // The dataset is gone: its subscriptions end.
+    for (const sub of [...f.subs]) sub.queue.end(new ApiError(404, 'DATASET_NOT_FOUND', `dataset "${id}" is no longer served`));
+  }
+
+  /** Prunes the change logs of the datasets `served` lists, every pruneEveryMs (every replica does; it is idempotent). */
+  startPruning(served: () => DatasetConfig[]): void {
+    const run = async () => {
+      for (const dataset of served()) {
+        const driver = this.driverFor(dataset);
+        if (!driver.capabilities.changeFeed || !driver.changes) continue;
+        try {
+          const pruned = await driver.changes.prune(dataset, this.options.retentionMs);
+          if (pruned) this.logger.info({ dataset: dataset.id, pruned }, 'change log pruned past the retention');
+        } catch (err) {
+          this.logger.warn({ dataset: dataset.id, err: (err as Error).message }, 'change log could not be pruned');
+        }
+      }
+    };
+    this.pruneTimer = setInterval(() => void run(), this.options.pruneEveryMs);
+    this.pruneTimer.unref();
+    void run();
+  }
+
+  private feedOf(dataset: DatasetConfig, feed: ChangeFeed): DatasetFeed {
+    const existing = this.feeds.get(dataset.id);
+    if (existing) return existing;
+    const f: DatasetFeed = { dataset, feed, cursor: 0n, subs: new Set(), ready: Promise.resolve(), reading: false, again: false, closed: false };
+    f.ready = (async () => {
+      f.cursor = BigInt(await feed.head(dataset));
+      const stop = await feed.subscribeWakeups(dataset, () => void this.pump(f));
+      if (f.closed) return void (await stop());
+      f.stopWakeups = stop;
+      f.timer = setInterval(() => void this.pump(f), this.options.pollMs);
+      f.timer.unref();
+    })();
+    // A feed that could not start is forgotten, so the next subscription tries again.
+    f.ready.catch(() => {
+      if (this.feeds.get(dataset.id) === f) this.feeds.delete(dataset.id);
+    });
+    this.feeds.set(dataset.id, f);
+    return f;
+  }
+
+  private leave(f: DatasetFeed, sub: Subscription): void {
+    f.subs.delete(sub);
+    if (f.subs.size || f.closed) return;
+    // The last subscription left: stop reading the feed.
+    f.closed = true;
+    if (this.feeds.get(f.dataset.id) === f) this.feeds.delete(f.dataset.id);
+    if (f.timer) clearInterval(f.timer);
+    void f.ready.then(() => f.stopWakeups?.()).catch(() => undefined);
+  }
+
+  /** Reads the feed from the dataset's cursor to its end, once however many wake-ups came. */
+  private async pump(f: DatasetFeed): Promise<void> {
+    if (f.reading) {
+      f.again = true;
+      return;
+    }
+    f.reading = true;
+    try {
+      do {
+        f.again = false;
+        for (;;) {
+          if (f.closed) return;
+          const batch = await f.feed.readChanges(f.dataset, f.cursor.toString(), this.options.pageSize);
+          if (batch.expired) {
+            // This replica fell behind the retention (it could not read for a day): skip ahead, loudly.
+            this.logger.error({ dataset: f.dataset.id, cursor: f.cursor.toString() }, 'change feed reader fell behind the retention; changes were lost to its subscribers');
+            f.cursor = BigInt(await f.feed.head(f.dataset));
+            break;
+          }
+          for (const change of batch.changes) {
+            for (const sub of f.subs) this.route(sub, change);
+            f.cursor = BigInt(change.cursor);
+          }
+          if (batch.changes.length < this.options.pageSize) break;
+        }
+      } while (f.again);
+    } catch (err) {
+      this.logger.warn({ dataset: f.dataset.id, err: (err as Error).message }, 'change feed could not be read; trying again');
+    } finally {
+      f.reading = false;
+    }
+  }
+
+  /** A live change: held while the subscription replays, else delivered. */
+  private route(sub: Subscription, change: RecordChange): void {
+    if (!sub.held) return this.deliver(sub, change);
+    sub.held.push(change);
+    if (sub.held.length > this.options.queueBound * 4) this.slow(sub);
+  }
+
+  /** Gives a change to a subscription if it is new to it and matches. */
+  private deliver(sub: Subscription, change: RecordChange): void {
+    const cursor = BigInt(change.cursor);
+    if (cursor <= sub.last) return;
+    sub.last = cursor;
+    if (change.schema !== sub.schema) return;
+    if (sub.ids && !sub.ids.has(change.id)) return;
+    const image = change.op === 'DELETE' ? change.previous : change.record;
+    if (sub.filter && !(image && matchesFilter(sub.filter, image))) return;
+    const record: ApiRecord | null = change.record ? ({ id: change.record.id, version: change.record.version, ...(change.op === 'DELETE' ? {} : change.record.data) } as ApiRecord) : null;
+    if (sub.queue.push({ op: change.op, cursor: change.cursor, record })) this.delivered++;
+    else this.slow(sub);
+  }
+
+  private slow(sub: Subscription): void {
+    sub.queue.end();
+    sub.onSlow();
+  }
+
+  async close(): Promise<void> {
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    for (const f of [...this.feeds.values()]) for (const sub of [...f.subs]) sub.queue.end();
+    await Promise.all([...this.feeds.values()].map((f) => f.ready.then(() => f.stopWakeups?.()).catch(() => undefined)));
+    this.feeds.clear();
+  }
+}

@@ -1,0 +1,317 @@
+/**
+ * The WebSocket gateway: `/{dataset}/graphql` (or `/graphql` on a dataset host label) upgraded on
+ * both gateways after the same firewall, addressing and authentication as REST. Credentials come in
+ * the upgrade's Authorization header or in `connection_init`'s payload (`{"Authorization": "…"}`;
+ * browsers cannot set headers on a WebSocket). The protocol is chosen by Sec-WebSocket-Protocol:
+ * `graphql-transport-ws` (the graphql-ws package's server; also when none is offered) or the older
+ * `graphql-ws` of subscriptions-transport-ws (legacy-protocol.ts).
+ *
+ * A connection ends with 4403 when its token expires or a config change withdraws its access, and
+ * with 4429 when it does not keep up with its events (dispatcher.ts).
+ */
+import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { GraphQLError } from 'graphql';
+import { makeServer, CloseCode } from 'graphql-ws';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Logger } from 'pino';
+import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import type { Caller } from '../auth/caller.js';
+import type { ConfigStore } from '../config/store.js';
+import type { RecordEngine } from '../engine/engine.js';
+import { ApiError } from '../engine/errors.js';
+import type { Authenticate, NodeMiddleware } from '../http/app.js';
+import { AddressingError, resolveGateway, type Authkind } from '../http/gateway.js';
+import { toApiError } from '../http/errors.js';
+import type { ChangeDispatcher } from './dispatcher.js';
+import { serveLegacyProtocol } from './legacy-protocol.js';
+import { datasetSchema, graphqlErrorOf, type GraphQLContext, type SubscriptionRequest } from './schema.js';
+
+export const TRANSPORT_WS = 'graphql-transport-ws';
+export const LEGACY_WS = 'graphql-ws';
+
+export interface SubscriptionLimits {
+  /** Subscriptions one connection may hold at once. */
+  perConnection: number;
+  /** Time a client has to send connection_init. */
+  initTimeoutMs: number;
+  /** Interval of keep-alives (pings; `ka` on the older protocol). */
+  keepAliveMs: number;
+}
+
+export const DEFAULT_LIMITS: SubscriptionLimits = { perConnection: 100, initTimeoutMs: 10_000, keepAliveMs: 12_000 };
+
+export interface SubscriptionServerDeps {
+  store: ConfigStore;
+  engine: RecordEngine;
+  dispatcher: ChangeDispatcher;
+  authenticate: Authenticate;
+  firewall?: NodeMiddleware;
+  logger: Logger;
+  limits?: Partial<SubscriptionLimits>;
+}
+
+/** One client connection: which dataset, through which gateway, as whom. */
+export interface Connection {
+  datasetId: string;
+  dataset: DatasetConfig;
+  /** Set by the upgrade's Authorization header, else by connection_init. */
+  authorization?: string;
+  authkind: Authkind;
+  /** Whether the gateway came from the host (then the credential's scheme does not choose it). */
+  byHost: boolean;
+  caller?: Caller;
+  socket: WebSocket;
+  /** Ends the connection (4403, 4429…). */
+  close(code: number, reason: string): void;
+  expiry?: NodeJS.Timeout;
+}
+
+export class SubscriptionServer {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  private readonly connections = new Set<Connection>();
+  private readonly limits: SubscriptionLimits;
+  private readonly onDataset = (id: string) => void this.recheck((c) => c.datasetId === id);
+  private readonly onEnvironment = () => void this.recheck(() => true);
+
+  constructor(private readonly deps: SubscriptionServerDeps) {
+    this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
+    deps.store.on('dataset', this.onDataset);
+    deps.store.on('environment', this.onEnvironment);
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** The server's `upgrade` event. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => undefined);
+    const res = new ServerResponse(req);
+    res.assignSocket(socket as import('node:net').Socket);
+    res.on('finish', () => socket.destroy());
+    const proceed = () => this.upgrade(req, socket, head, res).catch((err: unknown) => refuse(res, err, this.deps.logger));
+    if (!this.deps.firewall) return void proceed();
+    // A request the firewall blocks gets its answer on this socket and never upgrades.
+    this.deps.firewall(req, res, (err?: unknown) => (err ? refuse(res, err, this.deps.logger) : void proceed()));
+  }
+
+  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    let route;
+    try {
+      route = resolveGateway(req.headers.host, path, req.headers.authorization);
+    } catch (err) {
+      if (err instanceof AddressingError) throw new ApiError(400, 'INVALID_PATH', err.message);
+      throw err;
+    }
+    if (!route.datasetId || route.rest.length !== 1 || route.rest[0] !== 'graphql') throw new ApiError(404, 'NOT_FOUND', 'WebSocket subscriptions are served at /{dataset}/graphql');
+    const protocol = chooseProtocol(req.headers['sec-websocket-protocol']);
+    if (!protocol) throw new ApiError(400, 'UNSUPPORTED_PROTOCOL', `offer the WebSocket subprotocol ${TRANSPORT_WS} or ${LEGACY_WS}`);
+    const env = this.environment();
+    const dataset = this.deps.engine.dataset(route.datasetId);
+    let caller: Caller | undefined;
+    if (req.headers.authorization) caller = await this.authenticate({ authkind: route.authkind, authorization: req.headers.authorization }, env, dataset);
+    res.detachSocket(socket as import('node:net').Socket);
+    res.removeAllListeners('finish');
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const connection: Connection = {
+        datasetId: route.datasetId!,
+        dataset,
+        authorization: req.headers.authorization,
+        authkind: route.authkind,
+        byHost: route.by === 'host',
+        caller,
+        socket: ws,
+        close: (code, reason) => {
+          if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, reason);
+        },
+      };
+      this.connections.add(connection);
+      ws.once('close', () => {
+        this.connections.delete(connection);
+        if (connection.expiry) clearTimeout(connection.expiry);
+      });
+      if (caller) this.watchExpiry(connection);
+      if (protocol === LEGACY_WS) serveLegacyProtocol(ws, connection, this.session(connection), this.limits);
+      else this.serveTransportWs(ws, connection);
+    });
+  }
+
+  /** Authentication as REST's; its refusals as ApiErrors (401, 403). */
+  private async authenticate(...args: Parameters<Authenticate>): Promise<Caller> {
+    try {
+      return await this.deps.authenticate(...args);
+    } catch (err) {
+      throw toApiError(err) ?? err;
+    }
+  }
+
+  private environment(): EnvironmentConfig {
+    const env = this.deps.store.environment;
+    if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
+    return env;
+  }
+
+  /** What both protocols need from the server: authentication at init, and the operation context. */
+  session(connection: Connection): Session {
+    return {
+      init: async (payload) => {
+        if (!connection.caller) {
+          const given = initAuthorization(payload);
+          if (given !== undefined) connection.authorization = given;
+          if (!connection.byHost) connection.authkind = /^proxy(\s|$)/i.test(connection.authorization ?? '') ? 'iam' : 'public';
+          connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, this.environment(), connection.dataset);
+          this.watchExpiry(connection);
+        }
+      },
+      context: (): GraphQLContext => ({
+        engine: this.deps.engine,
+        dataset: connection.dataset,
+        subscribe: (request: SubscriptionRequest) => this.deps.dispatcher.subscribe(connection.dataset, request, () => connection.close(4429, 'slow consumer: events were not read in time')),
+      }),
+      schema: () => datasetSchema(connection.dataset),
+    };
+  }
+
+  private serveTransportWs(ws: WebSocket, connection: Connection): void {
+    const session = this.session(connection);
+    const server = makeServer<Record<string, unknown> | undefined, { connection: Connection }>({
+      schema: () => session.schema(),
+      context: () => session.context() as unknown as Record<string, unknown>,
+      connectionInitWaitTimeout: this.limits.initTimeoutMs,
+      onConnect: async (ctx) => {
+        try {
+          await session.init(ctx.connectionParams);
+          return true;
+        } catch (err) {
+          const e = err instanceof ApiError ? err : undefined;
+          connection.close(e?.status === 401 ? CloseCode.Unauthorized : CloseCode.Forbidden, closeReason(e?.message ?? 'forbidden'));
+          return false;
+        }
+      },
+      onSubscribe: (ctx) => {
+        // The subscription being opened is already registered: more than the limit is refused.
+        if (Object.keys(ctx.subscriptions).length > this.limits.perConnection) {
+          return [new GraphQLError(`at most ${this.limits.perConnection} subscriptions per connection`, { extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' } })];
+        }
+        return undefined;
+      },
+    });
+    const closed = server.opened(
+      {
+        // No subprotocol offered: graphql-transport-ws, the default.
+        protocol: TRANSPORT_WS,
+        send: (data) =>
+          new Promise<void>((resolve) => {
+            if (ws.readyState !== ws.OPEN) return resolve();
+            ws.send(data, () => resolve());
+          }),
+        close: (code, reason) => connection.close(code ?? 1000, reason ?? ''),
+        onMessage: (cb) =>
+          ws.on('message', (data, isBinary) => {
+            cb(isBinary ? '' : String(data)).catch((err: unknown) => {
+              this.deps.logger.warn({ err: (err as Error).message }, 'subscription message failed');
+              connection.close(CloseCode.InternalServerError, 'internal error');
+            });
+          }),
+      },
+      { connection },
+    );
+    const ping = setInterval(() => {
+      if (ws.readyState !== ws.OPEN) return;
+      let ponged = false;
+      ws.once('pong', () => (ponged = true));
+      ws.ping();
+      setTimeout(() => !ponged && ws.terminate(), this.limits.keepAliveMs).unref();
+    }, this.limits.keepAliveMs);
+    ping.unref();
+    ws.once('close', (code, reason) => {
+      clearInterval(ping);
+      void closed(code, String(reason));
+    });
+  }
+
+  /** Ends the connection when the caller's token expires (4403). */
+  private watchExpiry(connection: Connection): void {
+    const exp = connection.caller?.claims.exp;
+    if (typeof exp !== 'number') return;
+    const ms = exp * 1000 - Date.now();
+    if (connection.expiry) clearTimeout(connection.expiry);
+    connection.expiry = setTimeout(() => connection.close(CloseCode.Forbidden, 'token expired'), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
+    connection.expiry.unref();
+  }
+
+  /** A config changed: each affected connection is authorized again against it, or ended (4403). */
+  private async recheck(affected: (c: Connection) => boolean): Promise<void> {
+    for (const connection of [...this.connections]) {
+      if (!affected(connection)) continue;
+      const state = this.deps.store.dataset(connection.datasetId);
+      const env = this.deps.store.environment;
+      if (!state || !env) {
+        connection.close(CloseCode.Forbidden, 'the dataset is no longer served');
+        continue;
+      }
+      if (state.status !== 'ready') continue;
+      connection.dataset = state.config;
+      this.deps.dispatcher.updateDataset(state.config, connection.datasetId);
+      if (!connection.caller) continue; // not initialised yet: checked at init
+      try {
+        connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, env, state.config);
+      } catch {
+        connection.close(CloseCode.Forbidden, 'access withdrawn by a configuration change');
+      }
+    }
+  }
+
+  /** Shutdown: every connection is told the server is going away (1001). */
+  async close(): Promise<void> {
+    this.deps.store.off('dataset', this.onDataset);
+    this.deps.store.off('environment', this.onEnvironment);
+    for (const c of this.connections) c.close(1001, 'server shutting down');
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+    for (const c of this.connections) c.socket.terminate();
+  }
+}
+
+export interface Session {
+  /** Authenticates from connection_init's payload unless the upgrade did; throws ApiError 401/403. */
+  init(payload: unknown): Promise<void>;
+  context(): GraphQLContext;
+  schema(): ReturnType<typeof datasetSchema>;
+}
+
+/** The protocol for the offered subprotocols: graphql-transport-ws first; undefined when only others are offered. */
+export function chooseProtocol(header: string | undefined): typeof TRANSPORT_WS | typeof LEGACY_WS | undefined {
+  if (!header || !header.trim()) return TRANSPORT_WS;
+  const offered = header.split(',').map((p) => p.trim());
+  if (offered.includes(TRANSPORT_WS)) return TRANSPORT_WS;
+  if (offered.includes(LEGACY_WS)) return LEGACY_WS;
+  return undefined;
+}
+
+/** `{"Authorization": "…"}` (any case of the key) from connection_init's payload. */
+export function initAuthorization(payload: unknown): string | undefined {
+  if (!payload || typeof payload !== 'object') return undefined;
+  for (const [key, value] of Object.entries(payload)) if (key.toLowerCase() === 'authorization' && typeof value === 'string') return value;
+  return undefined;
+}
+
+/** Close reasons are at most 123 bytes. */
+export function closeReason(text: string): string {
+  const buf = Buffer.from(text);
+  return buf.length <= 123 ? text : buf.subarray(0, 120).toString('utf8').replace(/\uFFFD$/, '') + '…';
+}
+
+/** An upgrade that does not happen: an HTTP answer like REST's, then the socket closes. */
+function refuse(res: ServerResponse, err: unknown, logger: Logger): void {
+  if (res.writableEnded) return;
+  const e = toApiError(err);
+  if (!e) logger.error({ err: (err as Error)?.message }, 'WebSocket upgrade failed');
+  const status = e?.status ?? 500;
+  const body = JSON.stringify({ error: { code: e?.code ?? 'INTERNAL', message: e?.message ?? 'internal error', details: e?.details ?? [] } });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close', ...(e?.retryAfter ? { 'retry-after': String(e.retryAfter) } : {}) });
+  res.end(body);
+}
+
+export { graphqlErrorOf };
