@@ -22,6 +22,7 @@ import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
 import { ChangeDispatcher } from './graphql/dispatcher.js';
 import { SubscriptionServer } from './graphql/websocket.js';
 import { subscriptionSettings } from './graphql/settings.js';
+import { subscriptionMetrics } from './graphql/metrics.js';
 import { TransactionRunner, runnerSettings, type RunnerOptions } from './transactions/runner.js';
 import { TransactionService } from './transactions/service.js';
 
@@ -132,8 +133,12 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   engine.transactions = new TransactionService((d) => drivers.for(d), importRoot, () => runner.kick());
   runner.start();
   const health = new StoreHealth(store, (d) => drivers.for(d));
+  const settings = subscriptionSettings(options.env);
+  const dispatcher = new ChangeDispatcher((d) => drivers.for(d), logger.child({ component: 'subscriptions' }), settings.dispatcher);
   // One firewall for requests and WebSocket upgrades alike.
   const firewall = options.firewall?.(store, logger);
+  const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits });
+  const metrics = subscriptionMetrics(dispatcher, subscriptions);
   const handler = createRequestHandler({
     store,
     engine,
@@ -146,14 +151,12 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     bodyLimit: options.bodyLimit,
     bodyBudget: new BodyBudget(options.bodyBudgetBytes),
     storeHealth: async () => ({ unavailable: await health.unavailable() }),
+    metrics: async () => ({ contentType: metrics.contentType, body: await metrics.metrics() }),
     extraRoutes: options.extraRoutes,
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout) }, handler);
   installClientErrorHandler(server, logger, renderRestError);
-  const settings = subscriptionSettings(options.env);
-  const dispatcher = new ChangeDispatcher((d) => drivers.for(d), logger.child({ component: 'subscriptions' }), settings.dispatcher);
-  const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits });
   server.on('upgrade', (req, socket, head) => subscriptions.handleUpgrade(req, socket, head));
   // Every replica prunes the change logs of the datasets it serves (idempotent between replicas).
   dispatcher.startPruning(() =>

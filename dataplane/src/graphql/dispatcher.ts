@@ -69,6 +69,8 @@ export class ChangeDispatcher {
   private pruneTimer: NodeJS.Timeout | undefined;
   /** Changes delivered to subscriptions since start (all datasets). */
   delivered = 0;
+  /** Subscriptions ended as slow consumers since start. */
+  slowConsumers = 0;
 
   constructor(
     private readonly driverFor: (dataset: DatasetConfig) => LocationDriver,
@@ -269,6 +271,7 @@ export class ChangeDispatcher {
   }
 
   private slow(sub: Subscription): void {
+    this.slowConsumers++;
     sub.queue.end();
     sub.onSlow();
   }

@@ -138,6 +138,12 @@ describe('GraphQL subscriptions over WebSocket (two data planes, one PostgreSQL)
     const cursors = events.map((e) => BigInt(e.cursor));
     expect([...cursors].sort((x, y) => (x < y ? -1 : 1))).to.deep.equal(cursors);
     await quiet(sub);
+    // Counted on /metrics of the replica that serves the subscription.
+    const metrics = await adminClient(a)({ path: '/metrics' });
+    expect(metrics.status).to.equal(200);
+    expect(metrics.text).to.match(/^das_subscriptions 1$/m);
+    expect(metrics.text).to.match(/^das_subscription_connections [1-9]/m);
+    expect(Number(/^das_subscription_events_delivered (\d+)$/m.exec(metrics.text)?.[1])).to.be.at.least(6);
     await sub.return?.();
   });
 

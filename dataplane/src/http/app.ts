@@ -57,6 +57,8 @@ export interface AppDeps {
   bodyBudget?: BodyBudget;
   /** Readiness beyond the configs: the stores' reachability. */
   storeHealth?: () => Promise<import('./readiness.js').StoreReadiness>;
+  /** GET /metrics: the Prometheus text exposition (graphql/metrics.ts). */
+  metrics?: () => Promise<{ contentType: string; body: string }>;
   /** Routes under `/.well-known/` (e.g. the development issuer's JWKS), served by Express. */
   extraRoutes?: (router: express.Router) => void;
 }
@@ -154,6 +156,16 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     const x = beginExchange(deps.logger, req, res);
     if (x.req.method === 'GET') {
       if (x.path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      if (x.path === '/metrics' && deps.metrics) {
+        deps.metrics().then(
+          ({ contentType, body }) => {
+            res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+            res.end(body);
+          },
+          (err: unknown) => respondWithError(x, err, deps.logger),
+        );
+        return;
+      }
       if (x.path === '/readyz') {
         readiness().then(
           ({ status, body }) => {
