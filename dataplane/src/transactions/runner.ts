@@ -133,43 +133,57 @@ export class TransactionRunner {
         const map = rowMapper(dataset, action.schema, action.operation);
         for (let f = a === tx.cursor.action ? tx.cursor.file : 0; f < files.length; f++) {
           let row = a === tx.cursor.action && f === tx.cursor.file ? tx.cursor.row : 0;
-          for await (const chunk of readChunks(files[f], action.format as Format, row, this.options.chunkRows ?? 5000)) {
-            if (this.stopping) return await giveBack('shutting down');
-            if (lost) return log.warn('lease lost: another replica runs the transaction');
-            const before: ActionProgress = structuredClone(progress[a]);
-            before.rowsRead += chunk.rows.length;
-            before.bytesRead += chunk.bytes;
-            const records: { id: string; data: Record<string, unknown>; row: number }[] = [];
-            for (const raw of chunk.rows) {
-              const mapped = raw.value ? map(raw.value) : { problem: raw.problem ?? 'unreadable row' };
-              if ('id' in mapped) records.push({ ...mapped, row: raw.row });
-              else {
-                before.rowsRejected += 1;
-                if (before.errors.length < (this.options.maxErrors ?? 10)) {
-                  before.errors.push({ row: raw.row, source: files[f].name, message: mapped.problem, ...(mapped.path ? { path: mapped.path } : {}) });
+          const chunks = readChunks(files[f], action.format as Format, row, this.options.chunkRows ?? 5000);
+          // One chunk is read (and its row group decoded) while the previous one is written.
+          let ahead = chunks.next();
+          ahead.catch(() => undefined); // handled where it is awaited; never an unhandled rejection meanwhile
+          try {
+            for (;;) {
+              const next = await ahead;
+              if (next.done) break;
+              const chunk = next.value;
+              ahead = chunks.next();
+              ahead.catch(() => undefined);
+              if (this.stopping) return await giveBack('shutting down');
+              if (lost) return log.warn('lease lost: another replica runs the transaction');
+              const before: ActionProgress = structuredClone(progress[a]);
+              before.rowsRead += chunk.rows.length;
+              before.bytesRead += chunk.bytes;
+              const records: { id: string; data: Record<string, unknown>; row: number }[] = [];
+              for (const raw of chunk.rows) {
+                const mapped = raw.value ? map(raw.value) : { problem: raw.problem ?? 'unreadable row' };
+                if ('id' in mapped) records.push({ ...mapped, row: raw.row });
+                else {
+                  before.rowsRejected += 1;
+                  if (before.errors.length < (this.options.maxErrors ?? 10)) {
+                    before.errors.push({ row: raw.row, source: files[f].name, message: mapped.problem, ...(mapped.path ? { path: mapped.path } : {}) });
+                  }
                 }
               }
+              const from: LoadCursor = { action: a, file: f, row };
+              const to: LoadCursor = { action: a, file: f, row: chunk.end };
+              const outcome = await store.loadChunk(dataset, {
+                transaction: tx.id,
+                owner: this.owner,
+                leaseMs: this.leaseMs,
+                schema: action.schema,
+                operation: action.operation,
+                records,
+                from,
+                to,
+                progress: before,
+                maxErrors: this.options.maxErrors ?? 10,
+              });
+              if (outcome.kind !== 'committed') {
+                lost = true;
+                return log.warn({ outcome: outcome.kind }, 'chunk not written: another replica holds the transaction');
+              }
+              progress[a] = outcome.progress;
+              row = chunk.end;
             }
-            const from: LoadCursor = { action: a, file: f, row };
-            const to: LoadCursor = { action: a, file: f, row: chunk.end };
-            const outcome = await store.loadChunk(dataset, {
-              transaction: tx.id,
-              owner: this.owner,
-              leaseMs: this.leaseMs,
-              schema: action.schema,
-              operation: action.operation,
-              records,
-              from,
-              to,
-              progress: before,
-              maxErrors: this.options.maxErrors ?? 10,
-            });
-            if (outcome.kind !== 'committed') {
-              lost = true;
-              return log.warn({ outcome: outcome.kind }, 'chunk not written: another replica holds the transaction');
-            }
-            progress[a] = outcome.progress;
-            row = chunk.end;
+          } finally {
+            // Closes the file once the read ahead settles (a generator cannot be closed mid-step).
+            void ahead.then(() => chunks.return(undefined), () => undefined).catch(() => undefined);
           }
           const last = a === actions.length - 1 && f === files.length - 1;
           if (!last) {

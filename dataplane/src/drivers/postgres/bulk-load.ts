@@ -318,6 +318,8 @@ function applySql(layout: TableLayout, operation: LoadChunk['operation'], maxErr
         : `${insert}ON CONFLICT (${id}) DO NOTHING RETURNING ${all}`;
     history = `INSERT INTO ${layout.history} (${all}) SELECT ${all} FROM w`;
   }
+  // An UPSERT writes every staged row: nothing to count as refused.
+  if (operation === 'UPSERT') return `WITH w AS (${write}), h AS (${history}) SELECT (SELECT count(*) FROM w)::int AS written, 0 AS rejected, NULL::json AS samples`;
   const refused = `FROM das_stage st WHERE NOT EXISTS (SELECT 1 FROM w WHERE w.${id} = st.${id})`;
   return (
     `WITH w AS (${write}), h AS (${history}) SELECT (SELECT count(*) FROM w)::int AS written, (SELECT count(*) ${refused})::int AS rejected, ` +

@@ -1,0 +1,139 @@
+/**
+ * `npm run bench:bulk-load`: a Parquet UPSERT of BENCH_ROWS demo.Person rows (default 1,000,000)
+ * through a transaction on the data plane (a child process as `npm start` runs it) against
+ * PostgreSQL's own COPY of the same rows from CSV into a plain table, side by side in one run on
+ * one embedded PostgreSQL (and, for the same work, COPY into a live and a history table with the
+ * data plane's indexes). Reports rows/s of both, their ratio, and the data plane's peak RSS
+ * (sampled from /proc every 50 ms) for the full file and for a quarter of it: with row-group
+ * streaming the peak does not grow with the file. Not a test: read the figures.
+ *
+ * BENCH_ROWS (1000000), BENCH_ROW_GROUP (50000), BENCH_CHUNK_ROWS (the data plane's default).
+ */
+import { chmodSync, createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import copyStreams from 'pg-copy-streams';
+import { parquetWriteBuffer } from 'hyparquet-writer';
+import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
+import { call } from '../dataplane/test-support/http.js';
+import { startMain, waitReady } from '../dataplane/test-support/main-process.js';
+import { HEADERS } from './support.js';
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const ROW_GROUP = Number(process.env.BENCH_ROW_GROUP ?? 50_000);
+
+function rss(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
+}
+
+function fixtures(dir: string, rows: number, name: string): { parquet: string; csv: string } {
+  const ids = Array.from({ length: rows }, (_, i) => `p${i}`);
+  const names = ids.map((id) => `person ${id}`);
+  const emails = ids.map((id) => `${id}@example.com`);
+  const ages = ids.map((_, i) => i % 100);
+  const parquet = join(dir, `${name}.parquet`);
+  writeFileSync(
+    parquet,
+    Buffer.from(
+      parquetWriteBuffer({
+        columnData: [
+          { name: 'id', data: ids, type: 'STRING' },
+          { name: 'name', data: names, type: 'STRING' },
+          { name: 'email', data: emails, type: 'STRING' },
+          { name: 'age', data: ages, type: 'INT32' },
+        ],
+        rowGroupSize: ROW_GROUP,
+      } as Parameters<typeof parquetWriteBuffer>[0]),
+    ),
+  );
+  const csv = join(dir, `${name}.csv`);
+  writeFileSync(csv, ids.map((id, i) => `${id},${names[i]},${emails[i]},${ages[i]}`).join('\n') + '\n');
+  return { parquet, csv };
+}
+
+async function main(): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), 'das-bench-bulk-'));
+  chmodSync(work, 0o755); // the embedded server runs as "postgres" when we are root
+  const db = await startEmbeddedPostgres({ dir: join(work, 'pg') });
+  const dataDir = join(work, 'data');
+  mkdirSync(join(dataDir, 'imports'), { recursive: true });
+  const full = fixtures(join(dataDir, 'imports'), ROWS, 'full');
+  const quarter = fixtures(join(dataDir, 'imports'), Math.floor(ROWS / 4), 'quarter');
+  const port = await freePort();
+  const child = startMain({
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    DAS_BULK_POLL_MS: '200',
+    ...(process.env.BENCH_CHUNK_ROWS ? { DAS_BULK_CHUNK_ROWS: process.env.BENCH_CHUNK_ROWS } : {}),
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitReady(url, child);
+    const load = async (file: string) => {
+      const before = rss(child.child.pid!);
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, rss(child.child.pid!))), 50);
+      const started = Date.now();
+      const res = await call(url, {
+        path: '/demo',
+        headers: HEADERS,
+        body: { create: { schema: 'Transaction', data: { actions: [{ locationUri: pathToFileURL(file).href, operation: 'UPSERT', format: 'PARQUET', schema: 'demo.Person' }] } } },
+      });
+      if (res.status !== 202) throw new Error(res.text);
+      for (;;) {
+        const tx = (await call(url, { path: `/demo/Transaction/${res.json.id}`, headers: HEADERS })).json;
+        if (tx.status === 'SUCCEEDED' || tx.status === 'FAILED') {
+          clearInterval(sampler);
+          if (tx.status === 'FAILED') throw new Error(JSON.stringify(tx));
+          return { seconds: (Date.now() - started) / 1000, before, peak, tx };
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const small = await load(quarter.parquet);
+    const big = await load(full.parquet);
+
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await client.query('CREATE TABLE bench_copy (id text PRIMARY KEY, name text, email text, age bigint)');
+    const copyStarted = Date.now();
+    await pipeline(createReadStream(full.csv), client.query(copyStreams.from('COPY bench_copy (id, name, email, age) FROM STDIN WITH (FORMAT csv)')));
+    const copySeconds = (Date.now() - copyStarted) / 1000;
+    // The same work as the data plane's, as COPY: the live table and the history table with the same indexes.
+    await client.query('CREATE TABLE bench_live (LIKE demo.demo_person INCLUDING ALL)');
+    await client.query('CREATE TABLE bench_history (LIKE demo.demo_person_history INCLUDING ALL)');
+    const csvWithSystem = join(work, 'system.csv');
+    const now = new Date().toISOString();
+    const lines = readFileSync(full.csv, 'utf8').trimEnd().split('\n').map((line) => `${line.split(',')[0]},1,${now},${now},${line.split(',').slice(1).join(',')}`);
+    writeFileSync(csvWithSystem, lines.join('\n') + '\n');
+    lines.length = 0;
+    const shapedStarted = Date.now();
+    for (const table of ['bench_live', 'bench_history']) {
+      await pipeline(createReadStream(csvWithSystem), client.query(copyStreams.from(`COPY ${table} (id, version, created_at, updated_at, name, email, age) FROM STDIN WITH (FORMAT csv)`)));
+    }
+    const shapedSeconds = (Date.now() - shapedStarted) / 1000;
+    await client.end();
+
+    const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
+    console.log(`rows: ${ROWS} (row groups of ${ROW_GROUP}), Parquet ${mb(readFileSync(full.parquet).length)}, CSV ${mb(readFileSync(full.csv).length)}`);
+    console.log(`data plane transaction (Parquet UPSERT, history, versions): ${big.seconds.toFixed(1)} s, ${(ROWS / big.seconds).toFixed(0)} rows/s; rowsWritten ${big.tx.actions[0].rowsWritten}`);
+    console.log(`PostgreSQL COPY from CSV into a plain table:              ${copySeconds.toFixed(1)} s, ${(ROWS / copySeconds).toFixed(0)} rows/s`);
+    console.log(`ratio (COPY time / transaction time): ${(copySeconds / big.seconds).toFixed(2)}`);
+    console.log(`PostgreSQL COPY into a live and a history table with the data plane's indexes: ${shapedSeconds.toFixed(1)} s; ratio ${(shapedSeconds / big.seconds).toFixed(2)}`);
+    console.log(`data plane RSS: before ${mb(small.before)}, peak ${mb(small.peak)} loading ${ROWS / 4} rows; before ${mb(big.before)}, peak ${mb(big.peak)} loading ${ROWS} rows`);
+  } finally {
+    child.child.kill('SIGTERM');
+    await child.exited;
+    await db.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await main();
