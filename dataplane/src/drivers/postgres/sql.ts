@@ -3,52 +3,29 @@
  * from validated schema and property names and are quoted.
  */
 import { createHash } from 'node:crypto';
-import type { DatasetConfig, RecordSchemaDef, ScalarPropertyType } from '../../../../model/types.js';
-import { fieldsOf, isGiven, valueAt, type Field } from '../../engine/layout.js';
-import { postgresNaming as naming, quoteIdent as q, snakeCase } from '../sql-naming.js';
+import type { DatasetConfig, RecordSchemaDef } from '../../../../model/types.js';
+import { isGiven, valueAt } from '../../engine/layout.js';
+import { postgresNaming as naming, quoteIdent as q } from '../sql-naming.js';
+import { databaseSchemaFor, tableShape, type Column, type TableShape } from '../sql/table-shape.js';
+import { postgresSqlDialect } from './dialect.js';
 import type { PreparedSelect } from './prepared-read.js';
 import { columnParser } from './types.js';
 import type { ChangeOp } from '../../engine/contract.js';
 import { inlineChangeCtes, NOTIFIED } from './change-log.js';
 
-export const COLUMN_TYPES: Record<ScalarPropertyType | 'link', string> = {
-  string: 'text',
-  integer: 'bigint',
-  number: 'double precision',
-  boolean: 'boolean',
-  date: 'date',
-  timestamp: 'timestamp with time zone',
-  link: 'text',
-};
-
-export interface Column {
-  name: string;
-  sqlType: string;
-  field?: Field;
-}
+export type { Column } from '../sql/table-shape.js';
+export { SYSTEM_COLUMN_INDEX } from '../sql/table-shape.js';
 
 /** The database schema (namespace) that holds a dataset's tables. */
 export function databaseSchemaOf(dataset: DatasetConfig): string {
-  return dataset.location.databaseSchema ?? snakeCase(dataset.id.replace(/-/g, '_'));
+  return databaseSchemaFor(dataset, postgresSqlDialect);
 }
 
 /** Server-side prepared statement name: a digest of the text, within PostgreSQL's 63 bytes. */
 const statementName = (text: string) => `das_${createHash('sha256').update(text).digest('base64url').slice(0, 32)}`;
 
-/** Where the system columns sit in `columns` and in every row a statement of this module returns. */
-export const SYSTEM_COLUMN_INDEX = { id: 0, version: 1, createdAt: 2, updatedAt: 3 } as const;
-
-export interface TableLayout {
-  schemaName: string;
-  table: string; // qualified and quoted
-  history: string; // qualified and quoted
-  tableName: string;
-  historyName: string;
-  dbSchema: string;
-  fields: Field[];
-  columns: Column[]; // system columns first, at SYSTEM_COLUMN_INDEX
-  /** The history table's columns: `columns`, then `deleted_at` (set on a tombstone version only). */
-  historyColumns: Column[];
+/** A schema's table shape (drivers/sql/table-shape.ts), with PostgreSQL's prepared reads. */
+export interface TableLayout extends TableShape {
   /**
    * The read statements, built once per layout (reads are the hot path): prepared-statement names
    * and the parsers of their columns (every read and write returns `columns`, in order).
@@ -63,36 +40,16 @@ export interface TableLayout {
 export const DELETED_AT_INDEX = (layout: TableLayout) => layout.columns.length;
 
 export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: RecordSchemaDef): TableLayout {
-  const dbSchema = databaseSchemaOf(dataset);
-  const fields = fieldsOf(schema);
+  const shape = tableShape(dataset, schemaName, schema, postgresSqlDialect);
+  const { columns, historyColumns, table, history } = shape;
   const s = naming.system;
-  const columns: Column[] = [
-    { name: s.id, sqlType: 'text' },
-    { name: s.version, sqlType: 'integer' },
-    { name: s.createdAt, sqlType: 'timestamp with time zone' },
-    { name: s.updatedAt, sqlType: 'timestamp with time zone' },
-    ...fields.map((field) => ({ name: naming.column(field), sqlType: COLUMN_TYPES[field.type], field })),
-  ];
-  const historyColumns: Column[] = [...columns, { name: s.deletedAt, sqlType: 'timestamp with time zone' }];
-  const tableName = naming.table(schemaName);
-  const historyName = naming.historyTable(schemaName);
-  const table = `${q(dbSchema)}.${q(tableName)}`;
-  const history = `${q(dbSchema)}.${q(historyName)}`;
   const cols = columns.map((c) => q(c.name)).join(', ');
   const id = q(s.id);
   const parsers = columns.map((c) => columnParser(c.sqlType));
   const prepared = (text: string, extra: Column[] = []): PreparedSelect => ({ name: statementName(text), text, parsers: [...parsers, ...extra.map((c) => columnParser(c.sqlType))] });
   const deletedAt = historyColumns[columns.length];
   return {
-    schemaName,
-    dbSchema,
-    tableName,
-    historyName,
-    table,
-    history,
-    fields,
-    columns,
-    historyColumns,
+    ...shape,
     reads: {
       byId: prepared(`SELECT ${cols} FROM ${table} WHERE ${id} = $1`),
       byVersion: prepared(`SELECT ${cols}, ${q(deletedAt.name)} FROM ${history} WHERE ${id} = $1 AND ${q(s.version)} = $2`, [deletedAt]),
@@ -101,22 +58,7 @@ export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: 
   };
 }
 
-/** Physical names that two properties (or a property and a system column) would share. */
-export function columnCollisions(layout: TableLayout): string[] {
-  const seen = new Map<string, string>();
-  const problems: string[] = [];
-  // System columns first, so the message names the property that would take a system name.
-  const columns = [...layout.historyColumns.filter((c) => !c.field), ...layout.columns.filter((c) => c.field)];
-  for (const column of columns) {
-    const owner = column.field ? `property "${column.field.dotted}"` : `system column`;
-    const previous = seen.get(column.name);
-    if (previous) problems.push(`${layout.schemaName}: ${owner} maps to column "${column.name}", already used by ${previous}`);
-    else seen.set(column.name, owner);
-  }
-  return problems;
-}
-
-export function createTableSql(layout: TableLayout, history: boolean): string {
+export function createTableSql(layout: TableShape, history: boolean): string {
   const s = naming.system;
   const cols = (history ? layout.historyColumns : layout.columns).map((c) => `${q(c.name)} ${c.sqlType}${c.name === s.id || c.name === s.version ? ' NOT NULL' : ''}`);
   const key = history ? `PRIMARY KEY (${q(s.id)}, ${q(s.version)})` : `PRIMARY KEY (${q(s.id)})`;

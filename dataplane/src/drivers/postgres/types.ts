@@ -23,7 +23,7 @@ export const recordTypes = {
   },
 };
 
-/** The type OIDs of the column types the driver creates (sql.ts COLUMN_TYPES and system columns). */
+/** The type OIDs of the column types the driver creates (dialect.ts column types). */
 const COLUMN_TYPE_OIDS: Record<string, number> = {
   text: 25,
   integer: 23,
