@@ -103,7 +103,11 @@ export type ChangeOp = 'CREATE' | 'UPDATE' | 'DELETE';
 
 /** One committed record write, as a change feed reports it. */
 export interface RecordChange {
-  /** Opaque position in the dataset's feed: reading after it gives the changes that follow. */
+  /**
+   * Position in the dataset's feed: reading after it gives the changes that follow. A decimal
+   * integer that increases in commit order (the dispatcher compares them; PostgreSQL's sequence and
+   * DynamoDB Streams' sequence numbers are both of this kind); opaque to clients.
+   */
   cursor: string;
   schema: string;
   id: string;
