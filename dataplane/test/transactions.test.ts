@@ -92,6 +92,12 @@ describe('transactions (bulk loads) on PostgreSQL', function () {
     expect((await api({ path: '/demo/demo.Item/i1?version=1' })).json.name).to.equal('one');
     const history = await db.query('SELECT count(*)::int AS n FROM demo.demo_item_history');
     expect(history.rows[0].n).to.equal(10);
+    // Subscriptions see loaded records like any write: one change per version, in the change log.
+    const changes = await db.query(`SELECT op, count(*)::int AS n, max(version) AS v FROM demo."das$changes" WHERE schema_name = 'demo.Item' GROUP BY op ORDER BY op`);
+    expect(changes.rows).to.deep.equal([
+      { op: 'CREATE', n: 5, v: 1 },
+      { op: 'UPDATE', n: 5, v: 2 },
+    ]);
   });
 
   it('refuses rows that fail validation, naming the row, and loads the others', async () => {
@@ -150,6 +156,11 @@ describe('transactions (bulk loads) on PostgreSQL', function () {
     expect(tomb.status).to.equal(404);
     expect(tomb.json.error.message).to.match(/deleted at version 2/);
     expect((await api({ path: '/demo/demo.Person/p1?version=1' })).json.name).to.equal('Ann');
+    const deletes = await db.query(`SELECT record_id, version FROM demo."das$changes" WHERE op = 'DELETE' AND schema_name = 'demo.Person' ORDER BY record_id`);
+    expect(deletes.rows).to.deep.equal([
+      { record_id: 'p1', version: 2 },
+      { record_id: 'p5', version: 2 },
+    ]);
   });
 
   it('refuses locations outside the import root and https to private, loopback, link-local and metadata addresses (400, nothing fetched)', async () => {

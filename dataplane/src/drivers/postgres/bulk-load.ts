@@ -13,6 +13,7 @@ import type { DatasetConfig } from '../../../../model/types.js';
 import { valueAt } from '../../engine/layout.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StoredTransaction } from '../../engine/contract.js';
 import { quoteIdent as q, postgresNaming as naming } from '../sql-naming.js';
+import { appendChanges, type ChangeRow } from './change-log.js';
 import { holdConnection } from './checkout.js';
 import { outageOf } from './outage.js';
 import { databaseSchemaOf, type TableLayout } from './sql.js';
@@ -191,12 +192,19 @@ export class PostgresBulkLoad implements BulkLoadStore {
         if (!row || row.lease_owner !== chunk.owner) return { kind: 'lease-lost' as const };
         if (!sameCursor(row.cursor, chunk.from)) return { kind: 'already-committed' as const };
         const progress = structuredClone(chunk.progress);
+        let changes: ChangeRow[] = [];
         const { records, duplicates } = dedupe(chunk.records, chunk.operation);
         for (const d of duplicates) reject(progress, chunk.maxErrors, d.row, `id "${d.id}" appears earlier in the same chunk; INSERT keeps the first`);
         if (records.length) {
           await stage(client, layout, records, chunk.operation === 'DELETE');
           const outcome = await client.query(applySql(layout, chunk.operation, chunk.maxErrors));
-          const { written, rejected, samples } = outcome.rows[0] as { written: number; rejected: number; samples: { row: number; id: string }[] | null };
+          const { written, rejected, samples, ids, versions, created } = outcome.rows[0] as ApplyResult;
+          changes = (ids ?? []).map((id, i) => ({
+            schema: chunk.schema,
+            id,
+            version: versions![i],
+            op: chunk.operation === 'DELETE' ? ('DELETE' as const) : created![i] ? ('CREATE' as const) : ('UPDATE' as const),
+          }));
           progress.rowsWritten += Number(written);
           progress.rowsRejected += Number(rejected) - (samples?.length ?? 0);
           for (const s of samples ?? []) reject(progress, chunk.maxErrors, s.row, chunk.operation === 'INSERT' ? `a record with id "${s.id}" exists` : `no record with id "${s.id}"`);
@@ -206,6 +214,8 @@ export class PostgresBulkLoad implements BulkLoadStore {
             `lease_expires_at = clock_timestamp() + $5 * interval '1 millisecond' WHERE id = $1`,
           [chunk.transaction, `{${chunk.from.action}}`, JSON.stringify(progress), JSON.stringify(chunk.to), chunk.leaseMs],
         );
+        // The chunk's changes for subscriptions go last: their ordering lock is held from here to the commit (change-log.ts).
+        await appendChanges(client, layout.dbSchema, changes);
         return { kind: 'committed' as const, progress };
       });
     }
@@ -305,8 +315,8 @@ function applySql(layout: TableLayout, operation: LoadChunk['operation'], maxErr
   let write: string;
   let history: string;
   if (operation === 'DELETE') {
-    write = `DELETE FROM ${layout.table} t USING das_stage st WHERE t.${id} = st.${id} RETURNING t.${id}, t.${version}, t.${created}`;
-    history = `INSERT INTO ${layout.history} (${id}, ${version}, ${created}, ${updated}, ${deleted}) SELECT ${id}, ${version} + 1, ${created}, now(), now() FROM w`;
+    write = `DELETE FROM ${layout.table} t USING das_stage st WHERE t.${id} = st.${id} RETURNING t.${id}, t.${version} + 1 AS ${version}, t.${created}, false AS das_created`;
+    history = `INSERT INTO ${layout.history} (${id}, ${version}, ${created}, ${updated}, ${deleted}) SELECT ${id}, ${version}, ${created}, now(), now() FROM w`;
   } else {
     const nextVersion = `COALESCE((SELECT max(h.${version}) FROM ${layout.history} h WHERE h.${id} = st.${id}), 0) + 1`;
     const insert =
@@ -314,17 +324,28 @@ function applySql(layout: TableLayout, operation: LoadChunk['operation'], maxErr
       `SELECT st.${id}, ${nextVersion}, now(), now()${fields.map((f) => `, st.${f}`).join('')} FROM das_stage st ORDER BY st.das_row `;
     write =
       operation === 'UPSERT'
-        ? `${insert}ON CONFLICT (${id}) DO UPDATE SET ${[`${version} = t.${version} + 1`, `${updated} = now()`, ...fields.map((f) => `${f} = EXCLUDED.${f}`)].join(', ')} RETURNING ${all}`
-        : `${insert}ON CONFLICT (${id}) DO NOTHING RETURNING ${all}`;
+        ? `${insert}ON CONFLICT (${id}) DO UPDATE SET ${[`${version} = t.${version} + 1`, `${updated} = now()`, ...fields.map((f) => `${f} = EXCLUDED.${f}`)].join(', ')} RETURNING ${all}, (t.xmax = 0) AS das_created`
+        : `${insert}ON CONFLICT (${id}) DO NOTHING RETURNING ${all}, true AS das_created`;
     history = `INSERT INTO ${layout.history} (${all}) SELECT ${all} FROM w`;
   }
+  // What was written, for the change log: ids, versions and whether each was created.
+  const written = `(SELECT count(*) FROM w)::int AS written, (SELECT array_agg(${id}) FROM w) AS ids, (SELECT array_agg(${version}) FROM w) AS versions, (SELECT array_agg(das_created) FROM w) AS created`;
   // An UPSERT writes every staged row: nothing to count as refused.
-  if (operation === 'UPSERT') return `WITH w AS (${write}), h AS (${history}) SELECT (SELECT count(*) FROM w)::int AS written, 0 AS rejected, NULL::json AS samples`;
+  if (operation === 'UPSERT') return `WITH w AS (${write}), h AS (${history}) SELECT ${written}, 0 AS rejected, NULL::json AS samples`;
   const refused = `FROM das_stage st WHERE NOT EXISTS (SELECT 1 FROM w WHERE w.${id} = st.${id})`;
   return (
-    `WITH w AS (${write}), h AS (${history}) SELECT (SELECT count(*) FROM w)::int AS written, (SELECT count(*) ${refused})::int AS rejected, ` +
+    `WITH w AS (${write}), h AS (${history}) SELECT ${written}, (SELECT count(*) ${refused})::int AS rejected, ` +
     `(SELECT json_agg(json_build_object('row', x.das_row, 'id', x.${id})) FROM (SELECT st.das_row, st.${id} ${refused} ORDER BY st.das_row LIMIT ${Number(maxErrors)}) x) AS samples`
   );
+}
+
+interface ApplyResult {
+  written: number;
+  rejected: number;
+  samples: { row: number; id: string }[] | null;
+  ids: string[] | null;
+  versions: number[] | null;
+  created: boolean[] | null;
 }
 
 function fromRow(row: Row): StoredTransaction {
