@@ -17,13 +17,17 @@ import {
   CreateTableCommand,
   DescribeTableCommand,
   ListTablesCommand,
+  UpdateTableCommand,
   type DynamoDBClient,
+  type GlobalSecondaryIndex,
+  type TableDescription,
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, GetCommand, QueryCommand, ScanCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Logger } from 'pino';
-import { fieldValue, matchesFilter } from '../../../../model/filter.js';
+import { compareTyped, fieldValue, matchesFilter } from '../../../../model/filter.js';
 import { compareRecords, compareUnder } from '../../../../model/sort.js';
+import type { Field } from '../../engine/layout.js';
 import type { DatasetConfig, RecordSchemaDef } from '../../../../model/types.js';
 import { schemaDefOf } from '../../engine/layout.js';
 import {
@@ -41,7 +45,8 @@ import {
 } from '../../engine/contract.js';
 import { SecretNotMountedError } from '../postgres/connection.js';
 import { clientKey, createClient } from './client.js';
-import { filterExpression } from './filter-expression.js';
+import { filterExpression, type FilterExpression } from './filter-expression.js';
+import { encodeSortValue, INDEX_PARTITION, indexName, SEPARATOR, sortableFields, sortKeyAttribute, sortKeys } from './sort-index.js';
 import { A, schemaTables, type SchemaTables } from './tables.js';
 import { itemSize, MAX_ITEM_BYTES, shownData, storedData } from './values.js';
 
@@ -136,8 +141,19 @@ export class DynamoDbDriver implements LocationDriver {
       const { raw } = this.client(dataset);
       for (const schema of Object.keys(dataset.schemas)) {
         const tables = schemaTables(dataset, schema);
+        // A new records table gets its sortable properties' indexes at once; later ones are added by prepareSortIndexes.
+        const indexes = sortableFields(this.def(dataset, schema));
         const specs = [
-          { name: tables.records, keys: [{ AttributeName: A.id, KeyType: 'HASH' as const }], attributes: [{ AttributeName: A.id, AttributeType: 'S' as const }] },
+          {
+            name: tables.records,
+            keys: [{ AttributeName: A.id, KeyType: 'HASH' as const }],
+            attributes: [
+              { AttributeName: A.id, AttributeType: 'S' as const },
+              ...(indexes.length ? [{ AttributeName: INDEX_PARTITION, AttributeType: 'N' as const }] : []),
+              ...indexes.map((f) => ({ AttributeName: sortKeyAttribute(f), AttributeType: 'S' as const })),
+            ],
+            indexes: indexes.map(sortIndex),
+          },
           {
             name: tables.history,
             keys: [
@@ -153,7 +169,8 @@ export class DynamoDbDriver implements LocationDriver {
         for (const spec of specs) {
           if (await this.tableStatus(raw, spec.name)) continue;
           try {
-            await raw.send(new CreateTableCommand({ TableName: spec.name, KeySchema: spec.keys, AttributeDefinitions: spec.attributes, BillingMode: 'PAY_PER_REQUEST' }));
+            const gsis = 'indexes' in spec && spec.indexes?.length ? { GlobalSecondaryIndexes: spec.indexes } : {};
+            await raw.send(new CreateTableCommand({ TableName: spec.name, KeySchema: spec.keys, AttributeDefinitions: spec.attributes, BillingMode: 'PAY_PER_REQUEST', ...gsis }));
             applied.push(`CreateTable ${spec.name}`);
           } catch (err) {
             // Another replica created it first: wait for it like for our own.
@@ -161,6 +178,7 @@ export class DynamoDbDriver implements LocationDriver {
           }
           await this.untilActive(raw, spec.name);
         }
+        applied.push(...(await this.prepareSortIndexes(dataset, schema, tables.records)));
       }
     } catch (err) {
       throw storeFailure(err);
@@ -169,21 +187,101 @@ export class DynamoDbDriver implements LocationDriver {
     return { applied, refused: [] };
   }
 
-  private async tableStatus(raw: DynamoDBClient, name: string): Promise<string | undefined> {
+  private async describe(raw: DynamoDBClient, name: string): Promise<TableDescription | undefined> {
     try {
-      return (await raw.send(new DescribeTableCommand({ TableName: name }))).Table?.TableStatus;
+      return (await raw.send(new DescribeTableCommand({ TableName: name }))).Table;
     } catch (err) {
       if ((err as Error).name === 'ResourceNotFoundException') return undefined;
       throw err;
     }
   }
 
+  private async tableStatus(raw: DynamoDBClient, name: string): Promise<string | undefined> {
+    return (await this.describe(raw, name))?.TableStatus;
+  }
+
+  /** Waits until the table and all its indexes are ACTIVE (a new index builds in the background on DynamoDB). */
   private async untilActive(raw: DynamoDBClient, name: string): Promise<void> {
-    for (let i = 0; i < 600; i++) {
-      if ((await this.tableStatus(raw, name)) === 'ACTIVE') return;
+    for (let i = 0; i < 3000; i++) {
+      const table = await this.describe(raw, name);
+      if (table?.TableStatus === 'ACTIVE' && (table.GlobalSecondaryIndexes ?? []).every((g) => g.IndexStatus === 'ACTIVE')) return;
       await sleep(100);
     }
-    throw new StoreError({ kind: 'unavailable', detail: `table ${name} did not become ACTIVE within a minute` });
+    throw new StoreError({ kind: 'unavailable', detail: `table ${name} or its indexes did not become ACTIVE within 5 minutes` });
+  }
+
+  /**
+   * One index per sortable property (sort-index.ts), added when missing (one UpdateTable each, as
+   * DynamoDB takes them), then the records written before it get their index attributes (only
+   * those whose version is still the one read: a newer write has set them itself).
+   */
+  private async prepareSortIndexes(dataset: DatasetConfig, schema: string, table: string): Promise<string[]> {
+    const { raw, doc } = this.client(dataset);
+    const applied: string[] = [];
+    const fields = sortableFields(this.def(dataset, schema));
+    for (const field of fields) {
+      const existing = new Set(((await this.describe(raw, table))?.GlobalSecondaryIndexes ?? []).map((g) => g.IndexName));
+      if (existing.has(indexName(field))) continue;
+      const index = sortIndex(field);
+      try {
+        await raw.send(
+          new UpdateTableCommand({
+            TableName: table,
+            AttributeDefinitions: [
+              { AttributeName: INDEX_PARTITION, AttributeType: 'N' },
+              { AttributeName: sortKeyAttribute(field), AttributeType: 'S' },
+            ],
+            GlobalSecondaryIndexUpdates: [{ Create: index }],
+          }),
+        );
+        applied.push(`UpdateTable ${table}: create index ${indexName(field)}`);
+      } catch (err) {
+        // Another replica is adding it.
+        if ((err as Error).name !== 'ResourceInUseException' && !/already exists/i.test((err as Error).message)) throw err;
+      }
+      await this.untilActive(raw, table);
+      const filled = await this.backfill(doc, table, field);
+      if (filled) applied.push(`backfill ${indexName(field)}: ${filled} records`);
+    }
+    return applied;
+  }
+
+  private async backfill(doc: DynamoDBDocumentClient, table: string, field: Field): Promise<number> {
+    let start: Record<string, unknown> | undefined;
+    let filled = 0;
+    const path = [A.data, ...field.path, ...(field.type === 'link' ? ['id'] : [])];
+    const names = Object.fromEntries(path.map((p, i) => [`#p${i}`, p]));
+    do {
+      const page = await doc.send(
+        new ScanCommand({
+          TableName: table,
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+          FilterExpression: `attribute_exists(${Object.keys(names).join('.')}) AND attribute_not_exists(#sk)`,
+          ExpressionAttributeNames: { ...names, '#sk': sortKeyAttribute(field) },
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const keys = sortKeys([field], item[A.id] as string, item[A.data] as Record<string, unknown>);
+        try {
+          await doc.send(
+            new UpdateCommand({
+              TableName: table,
+              Key: { [A.id]: item[A.id] },
+              UpdateExpression: 'SET #gp = :gp, #sk = :sk',
+              ConditionExpression: '#v = :v',
+              ExpressionAttributeNames: { '#gp': INDEX_PARTITION, '#sk': sortKeyAttribute(field), '#v': A.version },
+              ExpressionAttributeValues: { ':gp': 0, ':sk': keys[sortKeyAttribute(field)], ':v': item[A.version] },
+            }),
+          );
+          filled++;
+        } catch (err) {
+          if ((err as Error).name !== 'ConditionalCheckFailedException') throw err;
+        }
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return filled;
   }
 
   async ping(dataset: DatasetConfig): Promise<void> {
@@ -265,9 +363,98 @@ export class DynamoDbDriver implements LocationDriver {
    */
   async list(dataset: DatasetConfig, schema: string, query: ListQuery): Promise<StoredRecord[]> {
     const def = this.def(dataset, schema);
+    const lead = query.sort[0];
+    const indexed = lead && !lead.field.system ? sortableFields(def).find((f) => f.dotted === lead.field.dotted) : undefined;
+    if (indexed) {
+      try {
+        return await this.listIndexed(dataset, schema, def, indexed, query);
+      } catch (err) {
+        throw storeFailure(err, schema);
+      }
+    }
+    return this.listScanned(dataset, schema, def, query, query.filter ? filterExpression(query.filter) : undefined, query.limit);
+  }
+
+  /**
+   * A page led by a sortable property: its index read in order from the keyset position, the
+   * records without a value (not in the index) before or after it as the sort says. Index order
+   * decides the first key only, so ties of the page's last value are all read and the page sorted
+   * in memory by the remaining keys.
+   */
+  private async listIndexed(dataset: DatasetConfig, schema: string, def: RecordSchemaDef, field: Field, query: ListQuery): Promise<StoredRecord[]> {
+    const lead = query.sort[0];
+    const segments: ('nulls' | 'values')[] = lead.nulls === 'first' ? ['nulls', 'values'] : ['values', 'nulls'];
+    const afterLead = query.after?.[0];
+    const first = query.after ? segments.indexOf(afterLead === null || afterLead === undefined ? 'nulls' : 'values') : 0;
+    const out: StoredRecord[] = [];
+    for (let s = first; s < segments.length && out.length < query.limit; s++) {
+      const part = { ...query, after: s === first ? query.after : undefined, limit: query.limit - out.length };
+      if (segments[s] === 'values') out.push(...(await this.indexSegment(dataset, schema, def, field, part)));
+      else {
+        const nullFilter = { kind: 'null' as const, negated: false, field: lead.field };
+        const filter = part.filter ? { kind: 'and' as const, items: [nullFilter, part.filter] } : nullFilter;
+        out.push(...(await this.listScanned(dataset, schema, def, { ...part, filter }, filterExpression(filter), part.limit)));
+      }
+    }
+    return out;
+  }
+
+  private async indexSegment(dataset: DatasetConfig, schema: string, def: RecordSchemaDef, field: Field, query: ListQuery): Promise<StoredRecord[]> {
+    const { doc } = this.client(dataset);
+    const table = schemaTables(dataset, schema).records;
+    const lead = query.sort[0];
+    const asc = lead.direction === 'asc';
+    const pushed: FilterExpression | undefined = query.filter ? filterExpression(query.filter) : undefined;
+    const names: Record<string, string> = { ...(pushed?.names ?? {}), '#gp': INDEX_PARTITION };
+    const values: Record<string, unknown> = { ...(pushed?.values ?? {}), ':gp': 0 };
+    let condition = '#gp = :gp';
+    const afterLead = query.after?.[0];
+    if (afterLead !== undefined && afterLead !== null) {
+      const encoded = encodeSortValue(field.type, afterLead as string | number | boolean);
+      // Ascending: every key from the position's value on (its ties included); descending: up to it.
+      values[':pos'] = asc ? encoded : `${encoded}${String.fromCharCode(SEPARATOR.charCodeAt(0) + 1)}`;
+      condition += asc ? ' AND #sk >= :pos' : ' AND #sk < :pos';
+      names['#sk'] = sortKeyAttribute(field);
+    }
+    const bound = this.options.sortBound ?? DEFAULT_SORT_BOUND;
+    const collected: StoredRecord[] = [];
+    let boundary: string | number | boolean | null = null;
+    let start: Record<string, unknown> | undefined;
+    read: do {
+      const page = await doc.send(
+        new QueryCommand({
+          TableName: table,
+          IndexName: indexName(field),
+          KeyConditionExpression: condition,
+          ScanIndexForward: asc,
+          ExclusiveStartKey: start,
+          // Read about what the page needs (ties may take more rounds), not a whole 1 MB each time.
+          Limit: Math.min(1000, Math.max(100, query.limit * 2 + 10)),
+          ...(pushed ? { FilterExpression: pushed.expression } : {}),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const record = toRecord(def, item as Head);
+        if (query.filter && !matchesFilter(query.filter, record)) continue;
+        if (query.after && compareToPosition(query.sort, record, query.after) <= 0) continue;
+        const value = fieldValue(record, lead.field);
+        // Past the page's last value: everything needed has been read.
+        if (boundary !== null && value !== null && compareTyped(lead.field.type, value, boundary) !== 0) break read;
+        collected.push(record);
+        if (collected.length === query.limit) boundary = value;
+        if (collected.length > bound) throw new StoreError({ kind: 'sort-too-large', schema, bound, detail: `more than ${bound} records share one value of ${field.dotted}` });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return collected.sort((a, b) => compareRecords(query.sort, a, b)).slice(0, query.limit);
+  }
+
+  /** Matches by a Scan of the records table, sorted in memory (bounded) and cut after the keyset position. */
+  private async listScanned(dataset: DatasetConfig, schema: string, def: RecordSchemaDef, query: ListQuery, pushed: FilterExpression | undefined, limit: number): Promise<StoredRecord[]> {
     const table = schemaTables(dataset, schema).records;
     const bound = this.options.sortBound ?? DEFAULT_SORT_BOUND;
-    const pushed = query.filter ? filterExpression(query.filter) : undefined;
     const matches: StoredRecord[] = [];
     try {
       const { doc } = this.client(dataset);
@@ -301,7 +488,7 @@ export class DynamoDbDriver implements LocationDriver {
     } catch (err) {
       throw storeFailure(err, schema);
     }
-    const { sort, after, limit } = query;
+    const { sort, after } = query;
     const rest = after ? matches.filter((r) => compareToPosition(sort, r, after) > 0) : matches;
     return rest.sort((a, b) => compareRecords(sort, a, b)).slice(0, limit);
   }
@@ -411,6 +598,18 @@ export class DynamoDbDriver implements LocationDriver {
   }
 }
 
+/** The index of a sortable property: one partition (`gp`), ordered by the encoded value and id; every attribute projected. */
+function sortIndex(field: Field): GlobalSecondaryIndex {
+  return {
+    IndexName: indexName(field),
+    KeySchema: [
+      { AttributeName: INDEX_PARTITION, KeyType: 'HASH' },
+      { AttributeName: sortKeyAttribute(field), KeyType: 'RANGE' },
+    ],
+    Projection: { ProjectionType: 'ALL' },
+  };
+}
+
 /** One op applied to a record's planned state: its result, or why it cannot be written. */
 function apply(state: KeyState, op: WriteOp, now: string): { result: OpResult } | { failure: StoreFailure } {
   const { schema, id } = op;
@@ -429,7 +628,7 @@ function apply(state: KeyState, op: WriteOp, now: string): { result: OpResult } 
 }
 
 function commit(state: KeyState, head: Head | undefined, history: HistoryItem): { result: OpResult } | { failure: StoreFailure } {
-  for (const item of [head, history]) {
+  for (const item of [head && liveItem(state, head), history]) {
     const size = item ? itemSize(item as unknown as Record<string, unknown>) : 0;
     if (size > MAX_ITEM_BYTES) {
       return { failure: { kind: 'too-large', schema: state.schema, id: state.id, detail: `a stored version takes ${size} bytes, over DynamoDB's item limit of ${MAX_ITEM_BYTES} bytes (400 KB)` } };
@@ -449,13 +648,19 @@ function transactionItems(state: KeyState): TransactWriteItem[] {
   const unchanged = state.initial
     ? { ConditionExpression: '#v = :v', ExpressionAttributeNames: { '#v': A.version }, ExpressionAttributeValues: { ':v': state.initial.version } }
     : { ConditionExpression: 'attribute_not_exists(#id)', ExpressionAttributeNames: { '#id': A.id } };
-  if (state.current) items.push({ Put: { TableName: records, Item: state.current, ...unchanged } });
+  if (state.current) items.push({ Put: { TableName: records, Item: liveItem(state, state.current), ...unchanged } });
   else if (state.initial) items.push({ Delete: { TableName: records, Key: { [A.id]: state.id }, ...unchanged } });
   else items.push({ ConditionCheck: { TableName: records, Key: { [A.id]: state.id }, ...unchanged } });
   for (const item of state.history) {
     items.push({ Put: { TableName: history, Item: item, ConditionExpression: 'attribute_not_exists(#id)', ExpressionAttributeNames: { '#id': A.id } } });
   }
   return items as TransactWriteItem[];
+}
+
+/** The live item as stored: the record's attributes and its sortable properties' index attributes (sort-index.ts). */
+function liveItem(state: KeyState, head: Head): Record<string, unknown> {
+  const { id, version, createdAt, updatedAt, d } = head;
+  return { id, version, createdAt, updatedAt, ...(d ? { d } : {}), ...sortKeys(sortableFields(state.def), id, d) };
 }
 
 function toRecord(def: RecordSchemaDef, item: Head): StoredRecord {
