@@ -521,11 +521,15 @@ export class DynamoDbDriver implements LocationDriver {
     return results;
   }
 
-  /** Plans and commits ops as one transaction; a lost race re-reads and plans again. */
+  /**
+   * Plans and commits ops as one transaction; a lost race re-reads and plans again. The first try
+   * of a create reads nothing: it assumes a brand-new id (version 1, no live item), and the
+   * transaction's conditions refuse it when the id is taken or has history; the retry then reads.
+   */
   private async writeWithRetry(dataset: DatasetConfig, ops: WriteOp[]): Promise<OpResult[]> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.writeOnce(dataset, ops);
+        return await this.writeOnce(dataset, ops, attempt === 1);
       } catch (err) {
         if (!(err instanceof LostRace)) throw err;
         if (attempt >= WRITE_TRIES) throw new StoreError({ kind: 'unavailable', detail: `the records were written by others ${WRITE_TRIES} times while this write was tried` });
@@ -534,14 +538,18 @@ export class DynamoDbDriver implements LocationDriver {
     }
   }
 
-  private async writeOnce(dataset: DatasetConfig, ops: WriteOp[]): Promise<OpResult[]> {
+  private async writeOnce(dataset: DatasetConfig, ops: WriteOp[], optimistic: boolean): Promise<OpResult[]> {
     const { doc } = this.client(dataset);
     const states = new Map<string, KeyState>();
+    const toLoad: KeyState[] = [];
     for (const op of ops) {
       const key = JSON.stringify([op.schema, op.id]);
-      if (!states.has(key)) states.set(key, { schema: op.schema, def: this.def(dataset, op.schema), tables: schemaTables(dataset, op.schema), id: op.id, last: 0, history: [] });
+      if (states.has(key)) continue;
+      const state: KeyState = { schema: op.schema, def: this.def(dataset, op.schema), tables: schemaTables(dataset, op.schema), id: op.id, last: 0, history: [] };
+      states.set(key, state);
+      if (!(optimistic && op.op === 'create')) toLoad.push(state);
     }
-    await Promise.all([...states.values()].map((state) => this.load(doc, state)));
+    await Promise.all(toLoad.map((state) => this.load(doc, state)));
 
     const now = new Date().toISOString();
     const results: OpResult[] = [];
