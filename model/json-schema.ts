@@ -164,6 +164,7 @@ export const datasetSpecSchema = {
       },
     },
     deletionPolicy: { enum: ['Retain', 'Delete'] },
+    paused: { type: 'boolean' },
   },
 } as const;
 

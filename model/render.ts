@@ -71,5 +71,6 @@ export function renderDatasetConfig(dataset: DatasetResource): DatasetConfig {
     schemas: spec.schemas,
     queries: spec.queries ?? {},
     deletionPolicy: spec.deletionPolicy ?? 'Retain',
+    ...(spec.paused ? { paused: true } : {}),
   };
 }

@@ -177,6 +177,8 @@ export interface DatasetSpec {
   queries?: Record<string, QueryDef>;
   /** What happens to stored data when the Dataset is deleted. Default Retain. */
   deletionPolicy?: 'Retain' | 'Delete';
+  /** Paused: storage and config are kept, data requests answer 503 DATASET_PAUSED, bulk loads wait. Default false. */
+  paused?: boolean;
 }
 
 export interface IdentityProviderSpec {
@@ -269,4 +271,6 @@ export interface DatasetConfig {
   /** Named queries; `{}` when the spec declares none. Optional: configs published before queries existed have none. */
   queries?: Record<string, QueryDef>;
   deletionPolicy: 'Retain' | 'Delete';
+  /** Set (true) only while the Dataset is paused. */
+  paused?: boolean;
 }

@@ -123,8 +123,9 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     logger: logger.child({ component: 'transactions' }),
     datasets: () => store.datasetIds().flatMap((id) => {
       const state = store.dataset(id);
-      return state?.status === 'ready' ? [state.config] : [];
+      return state?.status === 'ready' && !state.config.paused ? [state.config] : [];
     }),
+    paused: (id) => Boolean(store.dataset(id)?.config.paused),
     driverFor: (d) => drivers.for(d),
     sources: { importRoot, env: options.env ?? process.env },
     ...runnerSettings(options.env ?? process.env),

@@ -47,9 +47,12 @@ export async function waitForTransaction(api: Api, id: string, done = (tx: any) 
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await api({ path: `/demo/Transaction/${id}` });
-    expect(res.status, res.text).to.equal(200);
-    if (done(res.json)) return res.json;
-    if (Date.now() > deadline) throw new Error(`transaction ${id} still ${res.json.status}: ${res.text}`);
+    // 503 while a dataset is paused or being prepared again: keep waiting.
+    if (res.status !== 503) {
+      expect(res.status, res.text).to.equal(200);
+      if (done(res.json)) return res.json;
+    }
+    if (Date.now() > deadline) throw new Error(`transaction ${id} still ${res.json?.status ?? res.status}: ${res.text}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

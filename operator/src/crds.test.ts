@@ -73,10 +73,10 @@ describe('operator: CRDs', () => {
     });
   }
 
-  it('Environment columns: type, ready, datasets, age; Dataset columns: location, environment, ready, age', () => {
+  it('Environment columns: type, ready, datasets, age; Dataset columns: location, environment, paused, ready, age', () => {
     const names = (crd: Schema) => ((crd.spec as any).versions[0].additionalPrinterColumns as { name: string; priority?: number }[]).filter((c) => !c.priority).map((c) => c.name);
     expect(names(environmentCrd())).to.deep.equal(['Type', 'Ready', 'Datasets', 'Age']);
-    expect(names(datasetCrd())).to.deep.equal(['Location', 'Environment', 'Ready', 'Age']);
+    expect(names(datasetCrd())).to.deep.equal(['Location', 'Environment', 'Paused', 'Ready', 'Age']);
   });
 
   describe('covers the model JSON Schema (model/json-schema.ts)', () => {

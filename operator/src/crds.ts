@@ -270,6 +270,7 @@ const datasetSpecSchema = obj(
       enum: ['Retain', 'Delete'],
       default: 'Retain',
     }),
+    paused: bool('Paused: storage and config are kept, data requests are answered 503 DATASET_PAUSED (with Retry-After) and bulk loads (transactions) stop at their next chunk until it is resumed. Default false.'),
   },
   { required: ['environment', 'location', 'schemas'] },
 );
@@ -406,6 +407,7 @@ export function datasetCrd(): Schema {
     [
       { name: 'Location', type: 'string', description: 'Kind of storage location.', jsonPath: '.spec.location.kind' },
       { name: 'Environment', type: 'string', description: 'The Environment serving it.', jsonPath: '.spec.environment' },
+      { name: 'Paused', type: 'boolean', description: 'Paused: data requests are answered 503 until it is resumed.', jsonPath: '.spec.paused' },
       ...readyColumns,
       reasonColumn,
       ageColumn,

@@ -61,6 +61,8 @@ export class RecordEngine {
     if (!state) throw new ApiError(404, 'DATASET_NOT_FOUND', `no dataset "${id}" in this environment`);
     if (state.status === 'pending') throw new ApiError(503, 'DATASET_NOT_READY', `dataset "${id}" is being prepared; retry shortly`);
     if (state.status === 'failed') throw new ApiError(503, 'DATASET_UNAVAILABLE', `dataset "${id}" cannot be served: ${state.problem}`, [], 30);
+    // Paused (spec.paused): storage and config kept, nothing served until it is resumed.
+    if (state.config.paused) throw new ApiError(503, 'DATASET_PAUSED', `dataset "${id}" is paused; retry once it is resumed`, [], 30);
     return state.config;
   }
 

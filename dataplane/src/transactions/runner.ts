@@ -15,8 +15,10 @@ import { openLocation, SourceError, type SourceSettings } from './sources.js';
 
 export interface RunnerOptions {
   logger: Logger;
-  /** Datasets served now (ready ones). */
+  /** Datasets served now (ready ones; paused ones are left out: their loads wait). */
   datasets: () => DatasetConfig[];
+  /** Whether a dataset is paused now: a load under way stops at its next chunk and is given back. */
+  paused?: (datasetId: string) => boolean;
   driverFor: (dataset: DatasetConfig) => LocationDriver;
   sources: SourceSettings;
   /** Rows per chunk (one database transaction each). */
@@ -145,6 +147,7 @@ export class TransactionRunner {
               ahead = chunks.next();
               ahead.catch(() => undefined);
               if (this.stopping) return await giveBack('shutting down');
+              if (this.options.paused?.(dataset.id)) return await giveBack('dataset paused');
               if (lost) return log.warn('lease lost: another replica runs the transaction');
               const before: ActionProgress = structuredClone(progress[a]);
               before.rowsRead += chunk.rows.length;
