@@ -236,8 +236,9 @@ export class ChangeDispatcher {
             break;
           }
           for (const change of batch.changes) {
-            for (const sub of f.subs) this.route(sub, change);
-            f.cursor = BigInt(change.cursor);
+            const cursor = BigInt(change.cursor);
+            for (const sub of f.subs) this.route(sub, change, cursor);
+            f.cursor = cursor;
           }
           if (batch.changes.length < this.options.pageSize) break;
         }
@@ -250,15 +251,14 @@ export class ChangeDispatcher {
   }
 
   /** A live change: held while the subscription replays, else delivered. */
-  private route(sub: Subscription, change: RecordChange): void {
-    if (!sub.held) return this.deliver(sub, change);
+  private route(sub: Subscription, change: RecordChange, cursor: bigint): void {
+    if (!sub.held) return this.deliver(sub, change, cursor);
     sub.held.push(change);
     if (sub.held.length > this.options.queueBound * 4) this.slow(sub);
   }
 
   /** Gives a change to a subscription if it is new to it and matches. */
-  private deliver(sub: Subscription, change: RecordChange): void {
-    const cursor = BigInt(change.cursor);
+  private deliver(sub: Subscription, change: RecordChange, cursor = BigInt(change.cursor)): void {
     if (cursor <= sub.last) return;
     sub.last = cursor;
     if (change.schema !== sub.schema) return;
