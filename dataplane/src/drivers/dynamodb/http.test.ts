@@ -3,9 +3,11 @@ import { expect } from 'chai';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import pino from 'pino';
+import { startFunctionGateway } from '../../function-gateway/server.js';
 import { startTestDataPlane, type TestDataPlane } from '../../../test-support/dataplane.js';
 import { dynamoDbLocation, dynamoDbSecrets } from '../../../test-support/dynamodb.js';
-import { client } from '../../../test-support/http.js';
+import { call, client } from '../../../test-support/http.js';
 import { MAX_ATOMIC_ACTIONS } from './driver.js';
 
 const EXAMPLE = resolve(import.meta.dirname, '../../../../examples/dynamodb');
@@ -117,6 +119,46 @@ describe('record API over DynamoDB (examples/dynamodb on DynamoDB Local)', funct
     expect(res.status).to.equal(400);
     expect(res.json.error.code).to.equal('RAW_SQL_NOT_SUPPORTED');
     expect(res.json.error.message).to.include('DynamoDB');
+  });
+
+  describe('through the function gateway', () => {
+    let gateway: Awaited<ReturnType<typeof startFunctionGateway>>;
+    const dataset = { id: 'shop' };
+    const invoke = async (payload: unknown) => {
+      const res = await call(gateway.url, { path: '/', body: payload });
+      expect(res.status).to.equal(200);
+      return res.json as { data: any; status: { code: number; message?: string } };
+    };
+    before(async () => {
+      gateway = await startFunctionGateway({ upstreamUrl: dp.url, principal: 'service-local-function-service-gateway', logger: pino({ level: 'silent' }), port: 0, host: '127.0.0.1' });
+    });
+    after(async () => gateway?.stop());
+
+    it('create, get, patch, a taken id, a batch, list and query', async () => {
+      expect((await invoke({ operation: 'create', dataset, schema: 'shop.Customer', id: 'fg', data: { name: 'Fay' } })).status.code).to.equal(201);
+      expect((await invoke({ operation: 'get', dataset, schema: 'shop.Customer', id: 'fg' })).data).to.deep.equal({ id: 'fg', version: 1, name: 'Fay' });
+      expect((await invoke({ operation: 'patch', dataset, schema: 'shop.Customer', id: 'fg', data: { name: 'Fay R.' } })).data).to.include({ version: 2, name: 'Fay R.' });
+      const taken = await invoke({ operation: 'create', dataset, schema: 'shop.Customer', id: 'fg', data: { name: 'Again' } });
+      expect(taken.status.code).to.equal(409);
+      expect(taken.data.code).to.equal('RECORD_EXISTS');
+      const batch = await invoke({
+        operation: 'batch',
+        dataset,
+        actions: {
+          a: { operation: 'create', schema: 'shop.Order', data: { id: 'fg-o1', total: 5, status: 'open', customer: { id: 'fg' } } },
+          b: { operation: 'create', schema: 'shop.Order', data: { id: 'fg-o2', total: 7, status: 'open', customer: { id: 'fg' } } },
+        },
+      });
+      expect(batch.status.code).to.equal(200);
+      const list = await invoke({ operation: 'list', dataset, schema: 'shop.Order', filter: "customer.id == 'fg'", sort: 'total:desc', limit: 1 });
+      expect(list.data.items.map((o: { id: string }) => o.id)).to.deep.equal(['fg-o2']);
+      expect(list.data.nextToken).to.be.a('string');
+      const next = await invoke({ operation: 'list', dataset, schema: 'shop.Order', filter: "customer.id == 'fg'", sort: 'total:desc', limit: 1, nextToken: list.data.nextToken });
+      expect(next.data.items.map((o: { id: string }) => o.id)).to.deep.equal(['fg-o1']);
+      const query = await invoke({ operation: 'query', dataset, data: { schema: 'shop.OrdersByStatus', arguments: { status: 'open' } }, limit: 1000 });
+      expect(query.status.code).to.equal(200);
+      expect(query.data.items.map((o: { id: string }) => o.id)).to.include.members(['fg-o1', 'fg-o2']);
+    });
   });
 
   it('deletes: 404 afterwards, the earlier version still readable', async () => {
