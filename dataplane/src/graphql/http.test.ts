@@ -88,6 +88,11 @@ describe('GraphQL over HTTP', function () {
     expect(syntax.json.errors[0].locations[0]).to.have.property('line', 1);
     const unknown = await gql(`{ demo_Person(id: "ada") { salary } }`);
     expect(unknown.json.errors[0].message).to.contain('salary');
+    // Link after inverse link after link…: bounded depth, refused before any read.
+    const deep = `{ demo_Company(id: "acme") { ${'employees { items { employer { '.repeat(5)}name${' } } }'.repeat(5)} } }`;
+    const tooDeep = await gql(deep);
+    expect(tooDeep.json.errors[0].extensions.code).to.equal('QUERY_TOO_DEEP');
+    expect(tooDeep.json.data).to.equal(undefined);
   });
 
   it('refuses bodies that are no GraphQL request, subscriptions and mutations over HTTP, with 400s naming the field', async () => {

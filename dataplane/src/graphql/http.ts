@@ -4,12 +4,13 @@
  * with 200 as GraphQL-over-HTTP clients expect; a body that is no GraphQL request is a 400 naming
  * the field, and a subscription over HTTP a 400 pointing at the WebSocket.
  */
-import { execute, getOperationAST, GraphQLError, parse, validate, type DocumentNode } from 'graphql';
+import { execute, getOperationAST, GraphQLError, parse, type DocumentNode } from 'graphql';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { DatasetConfig } from '../../../model/types.js';
 import type { StatementContext } from '../engine/contract.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { datasetSchema } from './schema.js';
+import { validateOperation } from './limits.js';
 
 export interface GraphQLRequest {
   query: string;
@@ -47,7 +48,7 @@ export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConf
   } catch (err) {
     return { errors: [(err as GraphQLError).toJSON()] };
   }
-  const problems = validate(schema, document);
+  const problems = validateOperation(schema, document);
   if (problems.length) return { errors: problems.map((p) => p.toJSON()) };
   const operation = getOperationAST(document, request.operationName);
   if (!operation) return { errors: [new GraphQLError(request.operationName ? `no operation named "${request.operationName}"` : 'name the operation to run (operationName)').toJSON()] };

@@ -12,10 +12,11 @@
  * credentials refused, 4408 no connection_init in time, 4409 an id already in use, 4429 a second
  * connection_init. Keep-alive: `ka` right after the ack, then every keepAliveMs.
  */
-import { getOperationAST, GraphQLError, parse, subscribe, execute, validate, type DocumentNode, type ExecutionResult } from 'graphql';
+import { getOperationAST, GraphQLError, parse, subscribe, execute, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { WebSocket } from 'ws';
 import { ApiError } from '../engine/errors.js';
 import type { Connection, Session, SubscriptionLimits } from './websocket.js';
+import { validateOperation } from './limits.js';
 
 export type LegacyClientMessage =
   | { type: 'connection_init'; payload?: Record<string, unknown> }
@@ -149,7 +150,7 @@ export function serveLegacyProtocol(ws: WebSocket, connection: Connection, sessi
     } catch (err) {
       return fail([err as GraphQLError]);
     }
-    const problems = validate(schema, document);
+    const problems = validateOperation(schema, document);
     if (problems.length) return fail(problems);
     const operation = getOperationAST(document, payload.operationName ?? undefined);
     if (!operation) return fail([new GraphQLError('name the operation to run (operationName)')]);

@@ -209,7 +209,7 @@ describe('GraphQL subscriptions over WebSocket (two data planes, one PostgreSQL)
     expect(closed).to.equal(4403);
   });
 
-  it('ends connections whose access a config change withdraws (4403); others keep their subscriptions', async () => {
+  it('ends connections whose access a config change withdraws (4403); others keep their subscriptions; the schema is regenerated', async () => {
     const env = a.dataPlane.store.environment!;
     const issuer = await loadOrCreateDevIssuer(a.dataDir, { issuer: env.identityProvider!.issuer, audience: env.identityProvider!.audiences[0] });
     const token = await issuer.sign({ sub: 'reader' });
@@ -222,9 +222,14 @@ describe('GraphQL subscriptions over WebSocket (two data planes, one PostgreSQL)
     const file = join(manifests, 'dataset-demo.yaml');
     const original = readFileSync(file, 'utf8');
     try {
-      writeFileSync(file, original.replace(/public:\n(\s+)enabled: true/, 'public:\n$1enabled: false'));
+      // The same edit adds a property: the regenerated schema has it, open subscriptions stay.
+      const edited = original.replace(/public:\n(\s+)enabled: true/, 'public:\n$1enabled: false').replace(/(demo\.Company:\n\s+properties:\n)(\s+)(name: \{ type: string \}\n)/, '$1$2$3$2motto: { type: string }\n');
+      expect(edited).to.contain('motto');
+      writeFileSync(file, edited);
       await until(() => publicClosed !== undefined, 10000);
       expect(publicClosed).to.equal(4403);
+      const motto = await adminClient(a)({ path: '/demo/graphql', body: { query: '{ demo_Company(id: "globex") { name motto } }' } });
+      expect(motto.json, motto.text).to.deep.equal({ data: { demo_Company: { name: 'Globex', motto: null } } });
       await write({ update: { schema: 'demo.Company', id: 'globex', data: { name: 'Globex 2' } } });
       const [event] = await take(adminSub, 1);
       expect(event.data!.demo_Company.record!.name).to.equal('Globex 2');
