@@ -1,10 +1,11 @@
 /** The operator's part of a DynamoDB location: its credentials Secret mounted, and IRSA annotations. */
 import { expect } from 'chai';
 import { loadManifests } from '../../../model/manifests.js';
-import { checkEnvironmentSpec } from '../../../model/validate.js';
+import { checkDatasetConfig, checkDatasetSpec, checkEnvironmentSpec } from '../../../model/validate.js';
 import { SECRETS_MOUNT_ROOT } from '../../../model/secrets.js';
 import type { EnvironmentResource, EnvironmentSpec } from '../../../model/types.js';
 import { DATASET_CONFIG_KEY } from '../../../model/configmaps.js';
+import { renderDatasetObjects } from './dataset.js';
 import { renderEnvironmentObjects } from './environment.js';
 import { datasetSecretRefs, publishedSecretRefs } from './secrets.js';
 import { DEFAULT_RENDER_SETTINGS } from './types.js';
@@ -61,5 +62,27 @@ describe('operator: DynamoDB locations', () => {
     const spec = (annotations: Record<string, string>) => ({ ...environment().spec, dataplane: { serviceAccountAnnotations: annotations } });
     expect(checkEnvironmentSpec(spec({ 'eks.amazonaws.com/role-arn': 'arn' }))).to.deep.equal([]);
     expect(checkEnvironmentSpec(spec({ 'not an annotation!': 'x' })).map((p) => p.path).join()).to.include('serviceAccountAnnotations');
+  });
+
+  it('the example DynamoDB Dataset (examples/dynamodb) is valid and its rendered config carries the location settings', () => {
+    const example = loadManifests('examples/dynamodb');
+    const shop = example.datasets.find((d) => d.metadata.name === 'shop')!;
+    expect(checkDatasetSpec(shop.spec)).to.deep.equal([]);
+    const withSecret = { ...shop, metadata: { ...shop.metadata, namespace: 'team-a', uid: 'ds-uid' }, spec: { ...shop.spec, location: { ...shop.spec.location, credentialsSecretRef: { name: 'shop-dynamodb' } } } };
+    const [configMap] = renderDatasetObjects(withSecret) as any[];
+    const config = JSON.parse(configMap.data[DATASET_CONFIG_KEY]);
+    expect(checkDatasetConfig(config)).to.deep.equal([]);
+    expect(config.location).to.deep.include({ kind: 'dynamodb', region: 'us-east-1', endpoint: 'http://127.0.0.1:8000', tablePrefix: 'local-', credentialsSecretRef: { name: 'shop-dynamodb' }, defaultConsistency: 'QUORUM' });
+    expect(publishedSecretRefs(configMap)).to.deep.equal([
+      { name: 'shop-dynamodb', key: 'accessKeyId' },
+      { name: 'shop-dynamodb', key: 'secretAccessKey' },
+    ]);
+  });
+
+  it('refuses a malformed endpoint or credentials ref with the JSON path', () => {
+    const base = loadManifests('examples/dynamodb').datasets[0].spec;
+    const paths = (location: object) => checkDatasetSpec({ ...base, location: { ...base.location, ...location } }).map((p) => p.path);
+    expect(paths({ endpoint: 'not a url' })).to.deep.equal(['$.spec.location.endpoint']);
+    expect(paths({ credentialsSecretRef: { key: 'x' } }).join()).to.include('$.spec.location.credentialsSecretRef');
   });
 });
