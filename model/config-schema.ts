@@ -62,5 +62,6 @@ export const environmentConfigSchema = {
       additionalProperties: false,
       properties: { enabled: { type: 'boolean' }, name: { type: 'string', minLength: 1 } },
     },
+    admin: { ...env.admin, required: ['principals'] },
   },
 } as const;

@@ -257,6 +257,11 @@ export const environmentSpecSchema = {
       additionalProperties: false,
       properties: { enabled: { type: 'boolean' }, image: { type: 'string', minLength: 1 } },
     },
+    admin: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { principals: { type: 'array', items: { type: 'string', minLength: 1 } } },
+    },
   },
 } as const;
 

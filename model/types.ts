@@ -228,6 +228,8 @@ export interface EnvironmentSpec {
   identityProvider?: IdentityProviderSpec;
   executors?: ExecutorSpec[];
   functionGateway?: { enabled?: boolean; image?: string };
+  /** The administrative API (`/_admin/datasets` on the iam gateway): the principals (patterns as in `auth.iam.principals`) allowed to use it. */
+  admin?: { principals?: string[] };
 }
 
 /** A custom resource as read from a manifest or from the API server. */
@@ -254,6 +256,8 @@ export interface EnvironmentConfig {
   identityProvider?: IdentityProviderSpec & { algorithms: string[]; clockSkewSeconds: number };
   executors: ExecutorSpec[];
   functionGateway: { enabled: boolean; name: string };
+  /** Present when the Environment names admin principals. */
+  admin?: { principals: string[] };
 }
 
 /** Rendered, defaulted dataset config served by the data plane (ConfigMap `E-dataset-D`). */

@@ -2,6 +2,7 @@
  * Wires the data plane's parts for a process: authentication, firewall, raw SQL, config source.
  * `main.ts` (npm start, the container) and the test harness both call it, so they run one path.
  */
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { authenticate, TokenVerifierCache } from './auth/authenticator.js';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
@@ -74,6 +75,7 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     readOnly: new PostgresReadOnlyExecutor({ logger: options.logger.child({ component: 'raw-sql' }) }),
     extraRoutes,
     transactions: { importRoot: importRootOf(options.env ?? process.env, options.dataDir) },
+    adminDirectory: join(options.dataDir, 'datasets'),
   });
   dataPlane.engine.pageTokens = pageTokens;
   dataPlane.engine.runSql = runRawSql;

@@ -25,6 +25,7 @@ import { subscriptionSettings } from './graphql/settings.js';
 import { subscriptionMetrics } from './graphql/metrics.js';
 import { TransactionRunner, runnerSettings, type RunnerOptions } from './transactions/runner.js';
 import { TransactionService } from './transactions/service.js';
+import { FilesAdmin } from './admin/files-admin.js';
 
 export type ConfigSource =
   | { kind: 'files'; path: string; environment?: string }
@@ -51,6 +52,8 @@ export interface DataPlaneOptions {
   asyncWrites?: AsyncWriterOptions;
   /** Bulk loads: where `file://` sources may be (without it, `file://` is refused) and the runner's settings (default from DAS_BULK_*). */
   transactions?: { importRoot: string; runner?: Partial<Pick<RunnerOptions, 'chunkRows' | 'leaseMs' | 'pollMs' | 'concurrency'>> };
+  /** Files mode: where the administrative API writes Dataset manifests (DATA_DIR/datasets), watched by the files source. */
+  adminDirectory?: string;
 }
 
 export interface StopOptions {
@@ -107,7 +110,10 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   let stopSource: () => Promise<void> = async () => undefined;
   if (options.configSource.kind === 'files') {
     // Loaded now (an invalid manifest throws ManifestError), then hot-reloaded on every edit.
-    const source = await startFileConfigSource({ path: options.configSource.path, environment: options.configSource.environment, logger }, store);
+    const source = await startFileConfigSource(
+      { path: options.configSource.path, environment: options.configSource.environment, logger, adminDirectory: options.adminDirectory },
+      store,
+    );
     stopSource = () => source.stop();
   } else {
     const { startKubeConfigSource } = await import('./config/kube-source.js');
@@ -154,6 +160,8 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     storeHealth: async () => ({ unavailable: await health.unavailable() }),
     metrics: async () => ({ contentType: metrics.contentType, body: await metrics.metrics() }),
     extraRoutes: options.extraRoutes,
+    // Locally the administrative API writes manifests; in a cluster it is not there yet (issue #14).
+    admin: options.configSource.kind === 'files' && options.adminDirectory ? new FilesAdmin(options.adminDirectory, store) : undefined,
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout) }, handler);

@@ -120,6 +120,9 @@ const environmentSpecSchema = obj(
       },
       { default: {} },
     ),
+    admin: obj('The administrative API (/_admin/datasets on the iam gateway: create, delete, pause and resume Datasets).', {
+      principals: list('Principals (patterns as in a Dataset\'s auth.iam.principals) allowed to use it; none by default.', str('A principal or pattern.', { minLength: 1 })),
+    }),
   },
   { required: ['type'] },
 );

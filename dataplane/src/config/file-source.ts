@@ -11,8 +11,10 @@
  * - Changes are noticed by fs.watch (debounced, since editors write a file in several steps) and,
  *   as a fallback where fs.watch misses events (network mounts, a replaced directory), by a slow
  *   poll of the files' names, sizes and modification times.
+ * - `adminDirectory` (DATA_DIR/datasets): the Dataset manifests the administrative API writes
+ *   (admin/), read and watched like the others, created if missing.
  */
-import { watch, readdirSync, statSync, type FSWatcher } from 'node:fs';
+import { mkdirSync, watch, readdirSync, statSync, type FSWatcher } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { loadManifests, ManifestError, type ManifestSet } from '../../../model/manifests.js';
@@ -32,6 +34,8 @@ export interface FileConfigSourceOptions {
   pollMs?: number;
   /** Use fs.watch (default true); off, only the poll notices changes. */
   watch?: boolean;
+  /** A directory of Dataset manifests written by the administrative API, read and watched too. */
+  adminDirectory?: string;
 }
 
 interface Desired {
@@ -73,15 +77,24 @@ function fingerprint(path: string): string {
 const withoutGeneration = (config: DatasetConfig) => JSON.stringify({ ...config, generation: 0 });
 
 export async function startFileConfigSource(options: FileConfigSourceOptions, sink: ConfigSink): Promise<{ stop(): Promise<void> }> {
-  const { path } = options;
+  const { path, adminDirectory } = options;
   const logger = options.logger ?? pino({ name: 'file-config-source' });
   const isDirectory = statSync(path).isDirectory();
+  if (adminDirectory) mkdirSync(adminDirectory, { recursive: true });
+  /** The manifests, those the administrative API wrote included. */
+  const load = (): ManifestSet => {
+    const set = loadManifests(path);
+    if (!adminDirectory) return set;
+    const admin = loadManifests(adminDirectory);
+    return { environments: [...set.environments, ...admin.environments], datasets: [...set.datasets, ...admin.datasets] };
+  };
+  const printAll = () => `${fingerprint(path)}#${adminDirectory ? fingerprint(adminDirectory) : ''}`;
 
   // Start: problems throw, as before hot reload existed.
-  const first = loadManifests(path);
+  const first = load();
   const environment = options.environment ?? first.environments[0]?.metadata.name;
   if (!environment) throw new Error(`no Environment in ${path}`);
-  let lastPrint = fingerprint(path);
+  let lastPrint = printAll();
 
   /** What was handed to the sink: the environment, and per dataset its config (with our generation). */
   let servedEnvironment = '';
@@ -119,11 +132,11 @@ export async function startFileConfigSource(options: FileConfigSourceOptions, si
 
   /** Re-reads everything; an invalid state is logged and changes nothing. */
   const reload = () => {
-    const print = fingerprint(path);
+    const print = printAll();
     lastPrint = print;
     let next: Desired;
     try {
-      next = desiredConfig(loadManifests(path), environment, path);
+      next = desiredConfig(load(), environment, path);
     } catch (err) {
       if (err instanceof ManifestError) {
         logger.warn({ file: err.file, problems: err.problems }, `invalid manifest, not loaded; the previous config keeps serving:\n${err.message}`);
@@ -170,8 +183,20 @@ export async function startFileConfigSource(options: FileConfigSourceOptions, si
       logger.warn({ path, err: (err as Error).message }, 'the manifests cannot be watched; the poll notices changes');
     }
   }
+  let adminWatcher: FSWatcher | undefined;
+  if (adminDirectory && (options.watch ?? true)) {
+    try {
+      adminWatcher = watch(adminDirectory, { persistent: false }, (_event, file) => (file === null || /\.ya?ml$/.test(String(file))) && changed());
+      adminWatcher.on('error', () => {
+        adminWatcher?.close();
+        adminWatcher = undefined;
+      });
+    } catch (err) {
+      logger.warn({ path: adminDirectory, err: (err as Error).message }, 'the admin manifests cannot be watched; the poll notices changes');
+    }
+  }
   const pollMs = options.pollMs ?? 2000;
-  const poll = pollMs > 0 ? setInterval(() => fingerprint(path) !== lastPrint && changed(), pollMs) : undefined;
+  const poll = pollMs > 0 ? setInterval(() => printAll() !== lastPrint && changed(), pollMs) : undefined;
   poll?.unref();
   logger.info({ path, environment, datasets: [...served.keys()], watching: Boolean(watcher), pollMs }, 'manifest config source loaded; edits are picked up');
 
@@ -181,6 +206,7 @@ export async function startFileConfigSource(options: FileConfigSourceOptions, si
       if (debounce) clearTimeout(debounce);
       if (poll) clearInterval(poll);
       watcher?.close();
+      adminWatcher?.close();
     },
   };
 }

@@ -61,6 +61,11 @@ export interface AppDeps {
   metrics?: () => Promise<{ contentType: string; body: string }>;
   /** Routes under `/.well-known/` (e.g. the development issuer's JWKS), served by Express. */
   extraRoutes?: (router: express.Router) => void;
+  /** The administrative API under `/_admin/` (admin/): authenticated first, then handed the request. */
+  admin?: {
+    authenticate(authkind: Authkind, authorization: string | undefined, env: EnvironmentConfig): void;
+    handle(request: { method: string; segments: string[]; body?: unknown }, env: EnvironmentConfig): Promise<{ status: number; body: unknown }>;
+  };
 }
 
 export interface DatasetRequest {
@@ -133,7 +138,27 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     await handlers[route.name](x, d, params);
   }
 
+  /** `/_admin/…`: admin principals on the iam gateway (checked before the body is read). */
+  async function administer(x: Exchange): Promise<void> {
+    if (!deps.admin) throw new ApiError(404, 'NOT_FOUND', 'the administrative API is not available on this data plane');
+    const env = deps.store.environment;
+    if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
+    const { authkind } = resolveGateway(x.req.headers.host, '/_admin', x.req.headers.authorization);
+    deps.admin.authenticate(authkind, x.req.headers.authorization, env);
+    const method = x.req.method ?? 'GET';
+    let body: unknown;
+    if (method === 'POST' && x.req.headers['content-type'] !== undefined) {
+      if (!isJsonMediaType(x.req.headers['content-type'])) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send application/json');
+      const raw = await readRawBody(x.req, bodyOptions);
+      body = raw.length ? parseJsonBody(raw) : undefined;
+    }
+    const segments = x.path.split('/').filter(Boolean).slice(1).map((s) => decodeURIComponent(s));
+    const result = await deps.admin.handle({ method, segments, body }, env);
+    sendJson(x.res, result.status, result.body);
+  }
+
   async function dispatch(x: Exchange): Promise<void> {
+    if (x.path === '/_admin' || x.path.startsWith('/_admin/')) return administer(x);
     let route: GatewayRoute;
     try {
       route = resolveGateway(x.req.headers.host, x.path, x.req.headers.authorization);

@@ -1,0 +1,133 @@
+/**
+ * The administrative API off the cluster: `/_admin/datasets` writes Dataset manifests into
+ * DATA_DIR/datasets, which the files config source reads and watches (config/file-source.ts), so
+ * a created Dataset is served, a deleted one stops and a paused one answers 503 within a second or
+ * two. Only the principals the Environment lists in `spec.admin.principals`, on the iam gateway.
+ * Datasets from other manifests are listed and shown but not changed (409 NOT_MANAGED).
+ */
+import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { ManifestError, parseManifests } from '../../../model/manifests.js';
+import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import { authenticateIam } from '../auth/iam.js';
+import type { ConfigStore } from '../config/store.js';
+import { ApiError, badRequest } from '../engine/errors.js';
+
+export interface AdminRequest {
+  method: string;
+  /** Path segments after `/_admin`. */
+  segments: string[];
+  body?: unknown;
+}
+
+const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export class FilesAdmin {
+  constructor(
+    private readonly directory: string,
+    private readonly store: ConfigStore,
+  ) {}
+
+  /** The caller must be an admin principal on the iam gateway; throws the 401/403 otherwise. */
+  authenticate(authkind: string, authorization: string | undefined, env: EnvironmentConfig): void {
+    if (authkind !== 'iam') throw new ApiError(403, 'ADMIN_IAM_ONLY', 'the administrative API is served on the iam gateway only');
+    const principals = env.admin?.principals ?? [];
+    // The iam checks of a dataset, against the Environment's admin principals.
+    const admins = { id: '_admin', auth: { iam: { principals } }, caller: { super: [], anon: false } } as unknown as DatasetConfig;
+    try {
+      authenticateIam(authorization, admins);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'PRINCIPAL_NOT_ALLOWED') {
+        throw new ApiError(403, 'NOT_AN_ADMIN', `the principal is not one of environment "${env.id}"'s admin principals (spec.admin.principals)`);
+      }
+      throw err;
+    }
+  }
+
+  async handle(request: AdminRequest, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {
+    const [collection, id, action, ...rest] = request.segments;
+    if (collection !== 'datasets' || rest.length) throw new ApiError(404, 'NOT_FOUND', 'the administrative API serves /_admin/datasets');
+    const allow = (methods: string) => {
+      if (!methods.split(',').includes(request.method)) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${methods}`);
+    };
+    if (id === undefined) {
+      allow('GET,POST');
+      return request.method === 'GET' ? { status: 200, body: { items: this.store.datasetIds().sort().map((d) => this.describe(d)) } } : this.create(request.body, env);
+    }
+    if (action === undefined) {
+      allow('GET,DELETE');
+      if (request.method === 'GET') {
+        if (!this.store.dataset(id) && !existsSync(this.file(id))) throw notFound(id);
+        return { status: 200, body: this.describe(id) };
+      }
+      unlinkSync(this.managed(id));
+      return { status: 200, body: { id, deleted: true } };
+    }
+    if (action !== 'pause' && action !== 'resume') throw new ApiError(404, 'NOT_FOUND', `no action "${action.slice(0, 50)}"; use pause or resume`);
+    allow('POST');
+    const file = this.managed(id);
+    const manifest = parse(readFileSync(file, 'utf8'));
+    if (action === 'pause') manifest.spec.paused = true;
+    else delete manifest.spec.paused;
+    this.write(id, manifest);
+    return { status: 200, body: { id, paused: action === 'pause' } };
+  }
+
+  private file(id: string): string {
+    if (!NAME.test(id)) throw badRequest('INVALID_PATH', 'a dataset id is a DNS label', [{ path: 'path:id', message: 'not a DNS label' }]);
+    return join(this.directory, `${id}.yaml`);
+  }
+
+  /** The manifest file the administrative API wrote for a dataset; 404/409 otherwise. */
+  private managed(id: string): string {
+    const file = this.file(id);
+    if (existsSync(file)) return file;
+    if (this.store.dataset(id)) throw new ApiError(409, 'NOT_MANAGED', `dataset "${id}" comes from manifests the administrative API does not manage; change those`);
+    throw notFound(id);
+  }
+
+  private describe(id: string) {
+    const state = this.store.dataset(id);
+    return {
+      id,
+      status: state ? state.status : 'pending',
+      ...(state?.status === 'failed' ? { problem: state.problem } : {}),
+      paused: Boolean(state?.config.paused),
+      managed: existsSync(join(this.directory, `${id}.yaml`)),
+      ...(state ? { generation: state.config.generation } : {}),
+    };
+  }
+
+  private create(body: unknown, env: EnvironmentConfig): { status: number; body: unknown } {
+    if (!isObject(body)) throw badRequest('INVALID_BODY', 'send a Dataset manifest as JSON: {"metadata": {"name"}, "spec": {…}}', [{ path: '$', message: 'not an object' }]);
+    const metadata = body.metadata;
+    const name = isObject(metadata) ? metadata.name : undefined;
+    if (typeof name !== 'string' || !NAME.test(name)) throw badRequest('INVALID_FIELD', '"metadata.name" must be a DNS label', [{ path: '$.metadata.name', message: 'not a DNS label' }]);
+    if (!isObject(body.spec)) throw badRequest('INVALID_FIELD', '"spec" must be an object', [{ path: '$.spec', message: 'not an object' }]);
+    const spec = { ...body.spec, environment: body.spec.environment ?? env.id };
+    if (spec.environment !== env.id) throw badRequest('INVALID_FIELD', `"spec.environment" must be "${env.id}", the environment served here`, [{ path: '$.spec.environment', message: 'another environment' }]);
+    const manifest = { apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Dataset', metadata: { name }, spec };
+    try {
+      parseManifests(stringify(manifest), 'request');
+    } catch (err) {
+      if (err instanceof ManifestError) {
+        throw badRequest('INVALID_MANIFEST', `invalid Dataset: ${err.problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, err.problems.map((p) => ({ path: p.path, message: p.message })));
+      }
+      throw err;
+    }
+    if (this.store.dataset(name) || existsSync(this.file(name))) throw new ApiError(409, 'DATASET_EXISTS', `dataset "${name}" exists`);
+    this.write(name, manifest);
+    return { status: 201, body: { id: name, status: 'pending', managed: true } };
+  }
+
+  /** Written whole, then renamed into place: the watcher never reads half a file. */
+  private write(id: string, manifest: unknown): void {
+    const temporary = join(this.directory, `.${id}.tmp`);
+    writeFileSync(temporary, stringify(manifest));
+    renameSync(temporary, this.file(id));
+  }
+}
+
+const notFound = (id: string) => new ApiError(404, 'DATASET_NOT_FOUND', `no dataset "${id}" in this environment`);
