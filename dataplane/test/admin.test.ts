@@ -10,8 +10,10 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
+import pino from 'pino';
+import { startFunctionGateway } from '../src/function-gateway/server.js';
 import { EXAMPLES_DIR, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
-import { client, type CallResult } from '../test-support/http.js';
+import { call, client, type CallResult } from '../test-support/http.js';
 
 describe('administrative API (files mode)', function () {
   this.timeout(120_000);
@@ -114,5 +116,33 @@ describe('administrative API (files mode)', function () {
     expect(gone.status).to.equal(404);
     expect((await admin({ path: '/_admin/datasets/orders', method: 'DELETE' })).status).to.equal(404);
     expect((await admin({ path: '/_admin/datasets', method: 'PUT', body: {} })).status).to.equal(405);
+  });
+
+  it('through the function gateway: create, get, patch {paused}, list and delete with schema Dataset', async () => {
+    // The gateway calls as its own principal: ops-fn matches the admin pattern ops-*.
+    const gateway = await startFunctionGateway({ upstreamUrl: dp.url, principal: 'ops-fn', logger: pino({ level: 'silent' }), port: 0, host: '127.0.0.1' });
+    try {
+      const invoke = async (payload: Record<string, unknown>) => (await call(gateway.url, { path: '/', body: { schema: 'Dataset', ...payload } })).json;
+      const spec = { ...orders.spec, auth: { iam: { principals: ['ops-alice'] } }, location: { kind: 'postgres', databaseSchema: 'billing' } };
+      const created = await invoke({ operation: 'create', id: 'billing', data: { spec } });
+      expect(created.status.code, JSON.stringify(created)).to.equal(201);
+      const bad = await invoke({ operation: 'create', id: 'billing2', data: { spec: { ...spec, schemas: { 'shop.Order': { properties: { total: { type: 'money' } } } } } } });
+      expect(bad.status.code).to.equal(400);
+      expect(bad.data.details.map((d: { path: string }) => d.path).join(' ')).to.match(/^\$\.data\.spec\.schemas/);
+      const write = () => admin({ path: '/billing', body: { create: { schema: 'shop.Order', id: 'b1', data: { total: 1 } } } });
+      await until(write, (r) => r.status === 201);
+      expect((await invoke({ operation: 'get', id: 'billing' })).data).to.include({ id: 'billing', status: 'ready', managed: true });
+      expect((await invoke({ operation: 'patch', id: 'billing', data: { paused: true } })).data).to.deep.equal({ id: 'billing', paused: true });
+      await until(() => admin({ path: '/billing/shop.Order/b1' }), (r) => r.status === 503);
+      expect((await invoke({ operation: 'patch', id: 'billing', data: { paused: 'yes' } })).status.code).to.equal(400);
+      expect((await invoke({ operation: 'patch', id: 'billing', data: { paused: false } })).data.paused).to.equal(false);
+      await until(() => admin({ path: '/billing/shop.Order/b1' }), (r) => r.status === 200);
+      expect((await invoke({ operation: 'list' })).data.items.map((d: { id: string }) => d.id)).to.include('billing');
+      expect((await invoke({ operation: 'delete', id: 'billing' })).status.code).to.equal(200);
+      await until(() => admin({ path: '/billing/shop.Order/b1' }), (r) => r.status === 404);
+      expect((await invoke({ operation: 'link', id: 'billing', link: 'x' })).status.code).to.equal(400);
+    } finally {
+      await gateway.stop();
+    }
   });
 });

@@ -80,7 +80,7 @@ export async function invoke(payload: unknown, options: UpstreamOptions, request
     response = await fetch(new URL(call.path, options.upstreamUrl), {
       method: call.method,
       headers: call.headers,
-      body: JSON.stringify(call.body),
+      body: call.method === 'POST' ? JSON.stringify(call.body) : undefined,
       signal: AbortSignal.timeout(options.upstreamTimeoutMs ?? 30_000),
     });
     text = await response.text();

@@ -23,8 +23,8 @@ export interface ProblemDetail {
 }
 
 export interface RestCall {
-  method: 'POST';
-  /** `/{dataset}`: every operation is a structured request. */
+  method: 'POST' | 'GET' | 'DELETE';
+  /** `/{dataset}`: every record operation is a structured request; `schema: "Dataset"` goes to `/_admin/datasets…`. */
   path: string;
   body: unknown;
   headers: Record<string, string>;
@@ -272,10 +272,53 @@ function batchBody(payload: Json, dataset: string, executor: string | undefined)
   return { body: { batch: { actions: Object.fromEntries(entries) } }, paths };
 }
 
+/**
+ * `schema: "Dataset"`: the administrative API (`/_admin/datasets`), as the function gateway's
+ * principal (list it in the Environment's spec.admin.principals). create takes `id` (the new
+ * Dataset's name) and `data: {spec}`; patch only `data: {paused}`; get and delete an `id`; list.
+ */
+function datasetAdminCall(payload: Json, operation: Operation, headers: Record<string, string>): RestCall {
+  const base = '/_admin/datasets';
+  const id = () => {
+    const value = nonEmptyString(payload, 'id', '$');
+    if (!DATASET_ID.test(value) || value.length > 63) throw invalid('$.id', 'must name a dataset (a DNS label)');
+    return value;
+  };
+  const paths: [string, string][] = [['$', '$.data']];
+  switch (operation) {
+    case 'create': {
+      const data = dataOf(payload, '$');
+      for (const key of Object.keys(data)) if (key !== 'spec') throw invalid(at('$.data', key), 'is not a field of a Dataset to create (it takes spec)', 'UNKNOWN_FIELD');
+      return { method: 'POST', path: base, headers, body: { metadata: { name: id() }, spec: own(data, 'spec') }, paths: [['$.metadata.name', '$.id'], ...paths] };
+    }
+    case 'patch': {
+      const data = dataOf(payload, '$');
+      const paused = own(data, 'paused');
+      if (Object.keys(data).length !== 1 || typeof paused !== 'boolean') throw invalid('$.data', 'must be {"paused": true} or {"paused": false}');
+      return { method: 'POST', path: `${base}/${id()}/${paused ? 'pause' : 'resume'}`, headers, body: {}, paths };
+    }
+    case 'get':
+      return { method: 'GET', path: `${base}/${id()}`, headers, body: undefined, paths };
+    case 'delete':
+      return { method: 'DELETE', path: `${base}/${id()}`, headers, body: undefined, paths };
+    case 'list':
+      return { method: 'GET', path: base, headers, body: undefined, paths };
+    default:
+      throw invalid('$.operation', `"${operation}" does not apply to schema "Dataset" (create, patch, get, delete, list do)`);
+  }
+}
+
 export function toRestCall(payload: unknown, principal: string, requestId?: string): RestCall {
   if (!isObject(payload)) throw invalid('$', 'must be a JSON object (the invocation payload)');
   const operation = checkOperation(payload, '$');
   checkFieldNames(payload, operation, '$');
+  if (own(payload, 'schema') === 'Dataset') {
+    // The Dataset operated on is `id`; `dataset`, when given, must still be well-formed.
+    if (own(payload, 'dataset') !== undefined) datasetOf(payload, '$');
+    const headers: Record<string, string> = { authorization: `Proxy ${principal}`, 'content-type': 'application/json' };
+    if (requestId) headers['x-request-id'] = requestId;
+    return datasetAdminCall(payload, operation, headers);
+  }
   const dataset = datasetOf(payload, '$');
   const executor = executorOf(payload, '$');
   if ((NOT_YET as readonly string[]).includes(operation)) {
