@@ -51,6 +51,11 @@ export function createClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { 
     maxAttempts: 3,
     requestHandler: { connectionTimeout: 2000, requestTimeout: 10_000 },
   });
-  const doc = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false } });
+  // Record numbers are JSON numbers (doubles): written as they are beyond 2^53, and read back as
+  // numbers (the SDK would otherwise refuse them, or hand back BigInts no JSON can hold).
+  const doc = DynamoDBDocumentClient.from(raw, {
+    marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false, allowImpreciseNumbers: true },
+    unmarshallOptions: { wrapNumbers: (text: string) => Number(text) },
+  });
   return { raw, doc };
 }

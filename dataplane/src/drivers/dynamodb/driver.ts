@@ -48,15 +48,17 @@ import { clientKey, createClient } from './client.js';
 import { filterExpression, type FilterExpression } from './filter-expression.js';
 import { encodeSortValue, INDEX_PARTITION, indexName, SEPARATOR, sortableFields, sortKeyAttribute, sortKeys } from './sort-index.js';
 import { A, schemaTables, type SchemaTables } from './tables.js';
-import { itemSize, MAX_ITEM_BYTES, shownData, storedData } from './values.js';
+import { itemSize, MAX_ITEM_BYTES, shownData, storedData, unstorable } from './values.js';
 
 /** TransactWriteItems takes 100 items; an action writes two (the live item and its history item). */
 export const MAX_TRANSACTION_ITEMS = 100;
 export const MAX_ATOMIC_ACTIONS = MAX_TRANSACTION_ITEMS / 2;
 /** Most matching records a list sorts in memory. */
 export const DEFAULT_SORT_BOUND = 10_000;
+/** Actions of an EVENTUAL write in flight at once. */
+const EVENTUAL_CONCURRENCY = 16;
 /** Tries of a write that lost a race for a version (each re-reads first). */
-const WRITE_TRIES = 8;
+const WRITE_TRIES = 30;
 
 export const dynamodbCapabilities: DriverCapabilities = {
   consistency: ['ATOMIC_ALL', 'ATOMIC', 'QUORUM', 'EVENTUAL'],
@@ -515,7 +517,19 @@ export class DynamoDbDriver implements LocationDriver {
         throw failure;
       }
     };
-    if (consistency === 'EVENTUAL') return Promise.all(ops.map(one));
+    if (consistency === 'EVENTUAL') {
+      // All at once, but at most EVENTUAL_CONCURRENCY requests in flight.
+      const results: OpResult[] = new Array(ops.length);
+      let next = 0;
+      const worker = async () => {
+        while (next < ops.length) {
+          const i = next++;
+          results[i] = await one(ops[i]);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(EVENTUAL_CONCURRENCY, ops.length) }, worker));
+      return results;
+    }
     const results: OpResult[] = [];
     for (const op of ops) results.push(await one(op));
     return results;
@@ -533,7 +547,8 @@ export class DynamoDbDriver implements LocationDriver {
       } catch (err) {
         if (!(err instanceof LostRace)) throw err;
         if (attempt >= WRITE_TRIES) throw new StoreError({ kind: 'unavailable', detail: `the records were written by others ${WRITE_TRIES} times while this write was tried` });
-        await sleep(5 + Math.random() * 20 * attempt);
+        // Jittered, growing: writers that collided spread out instead of colliding again.
+        await sleep(Math.random() * Math.min(200, 10 * attempt));
       }
     }
   }
@@ -636,6 +651,8 @@ function apply(state: KeyState, op: WriteOp, now: string): { result: OpResult } 
 }
 
 function commit(state: KeyState, head: Head | undefined, history: HistoryItem): { result: OpResult } | { failure: StoreFailure } {
+  const problem = head && unstorable(head.d);
+  if (problem) return { failure: { kind: 'invalid-value', reason: problem.reason, schema: state.schema, detail: problem.detail } };
   for (const item of [head && liveItem(state, head), history]) {
     const size = item ? itemSize(item as unknown as Record<string, unknown>) : 0;
     if (size > MAX_ITEM_BYTES) {

@@ -77,6 +77,21 @@ describe('DynamoDB driver: limits, concurrency and paging on DynamoDB Local', fu
     ok((await driver.write(dataset, [{ op: 'create', schema: company, id: 'large', data: { name: 'y'.repeat(390 * 1024) } }], 'QUORUM'))[0]);
   });
 
+  it('numbers outside DynamoDB\'s range and lone surrogates are invalid values, not store errors', async () => {
+    const outcomes = await driver.write(
+      dataset,
+      [
+        { op: 'create', schema: 'suite.Person', id: 'big-number', data: { score: 1e200 } },
+        { op: 'create', schema: 'suite.Person', id: 'tiny-number', data: { score: 1e-200 } },
+        { op: 'create', schema: 'suite.Person', id: 'lone-surrogate', data: { name: 'a\ud800b' } },
+        { op: 'create', schema: 'suite.Person', id: 'fine-number', data: { score: 1e100 } },
+      ],
+      'EVENTUAL',
+    );
+    expect(outcomes.map((r) => (r.ok ? 'ok' : `${r.failure.kind}:${(r.failure as { reason?: string }).reason}`))).to.deep.equal(['invalid-value:range', 'invalid-value:range', 'invalid-value:text', 'ok']);
+    expect((await driver.read(dataset, { schema: 'suite.Person', id: 'fine-number' }))?.data).to.deep.equal({ score: 1e100 });
+  });
+
   describe('lists over 1,000+ records', () => {
     const item = 'suite.Person';
     const written: { id: string; version: number; data: Record<string, unknown> }[] = [];

@@ -92,3 +92,28 @@ function valueSize(value: unknown): number {
 
 /** DynamoDB's item limit. */
 export const MAX_ITEM_BYTES = 400 * 1024;
+
+/** DynamoDB's number range: magnitudes from 1E-130 to 9.99…E+125 (and 0). */
+const MAX_NUMBER = 9.9999999999999999e125;
+const MIN_NUMBER = 1e-130;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why stored data cannot go into DynamoDB as it is, or undefined: a number outside its range, or
+ * text that is not well-formed UTF-16 (a lone surrogate has no UTF-8 form).
+ */
+export function unstorable(value: unknown): { reason: 'range' | 'text'; detail: string } | undefined {
+  if (typeof value === 'number') {
+    const magnitude = Math.abs(value);
+    if (magnitude !== 0 && (magnitude > MAX_NUMBER || magnitude < MIN_NUMBER)) return { reason: 'range', detail: `${value} is outside DynamoDB's number range (1E-130 to 9.99E+125)` };
+    return undefined;
+  }
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? { reason: 'text', detail: 'a text value holds a lone UTF-16 surrogate' } : undefined;
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) {
+      const problem = unstorable(v);
+      if (problem) return problem;
+    }
+  }
+  return undefined;
+}
