@@ -281,11 +281,11 @@ const datasetSpecSchema = obj(
 // --- Shared -------------------------------------------------------------------------------------
 
 const conditionsSchema = list(
-  'Ready, Reconciled and Degraded, in the metav1.Condition shape.',
+  'Ready, Reconciled and Degraded (and Paused on a Dataset), in the metav1.Condition shape.',
   obj(
     'A condition.',
     {
-      type: str('Ready, Reconciled or Degraded.', { maxLength: 316 }),
+      type: str('Ready, Reconciled, Degraded or (a Dataset) Paused.', { maxLength: 316 }),
       status: str('True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
       observedGeneration: int('The metadata.generation the condition was computed for.', { format: 'int64', minimum: 0 }),
       lastTransitionTime: str('When the status last changed.', { format: 'date-time' }),

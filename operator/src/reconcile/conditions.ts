@@ -1,7 +1,7 @@
 /** status.conditions in the metav1.Condition shape, with lastTransitionTime kept while nothing flips. */
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
-export type ConditionType = 'Ready' | 'Reconciled' | 'Degraded';
+export type ConditionType = 'Ready' | 'Reconciled' | 'Degraded' | 'Paused';
 
 export interface Condition {
   type: ConditionType;
@@ -14,7 +14,7 @@ export interface Condition {
 
 export type ConditionUpdate = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
-export const CONDITION_ORDER: readonly ConditionType[] = ['Ready', 'Reconciled', 'Degraded'];
+export const CONDITION_ORDER: readonly ConditionType[] = ['Ready', 'Reconciled', 'Degraded', 'Paused'];
 
 /** metav1.Time: RFC 3339 with second precision. */
 export function kubeTime(date: Date): string {

@@ -77,6 +77,14 @@ describe('operator: Dataset status', () => {
     expect(c.Ready.message).to.contain('keeps serving');
   });
 
+  it('spec.paused: a Paused condition (True while paused, False otherwise), Ready unchanged', () => {
+    const paused = byType(datasetStatus({ ...dataset, spec: { ...dataset.spec, paused: true } }, { kind: 'applied' }, { configMap: 'local-dataset-demo' }, t0).conditions);
+    expect([paused.Paused.status, paused.Paused.reason, paused.Ready.status]).to.deep.equal(['True', 'PausedBySpec', 'True']);
+    expect(paused.Paused.message).to.contain('DATASET_PAUSED');
+    const serving = byType(datasetStatus(dataset, { kind: 'applied' }, { configMap: 'local-dataset-demo' }, t0).conditions);
+    expect([serving.Paused.status, serving.Paused.reason]).to.deep.equal(['False', 'NotPaused']);
+  });
+
   it('is identical when recomputed from its own result (no write on a resync)', () => {
     const first = datasetStatus(dataset, { kind: 'applied' }, { configMap: 'local-dataset-demo' }, t0);
     const again = datasetStatus({ ...dataset, status: first }, { kind: 'applied' }, { configMap: 'local-dataset-demo' }, t1);

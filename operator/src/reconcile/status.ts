@@ -112,7 +112,7 @@ export interface DatasetStatus {
 }
 
 export function datasetStatus(
-  dataset: ResourceView & { spec: { environment: string } },
+  dataset: ResourceView & { spec: { environment: string; paused?: boolean } },
   outcome: Outcome,
   facts: { configMap: string | undefined },
   now: Date,
@@ -129,7 +129,14 @@ export function datasetStatus(
       };
   return {
     observedGeneration: generation,
-    conditions: setConditions(dataset.status?.conditions, outcomeConditions(ready, problem), generation, now),
+    conditions: setConditions(dataset.status?.conditions, [...outcomeConditions(ready, problem), pausedCondition(dataset.spec.paused === true)], generation, now),
     ...(facts.configMap ? { configMap: facts.configMap } : {}),
   };
+}
+
+/** spec.paused, as a condition: the data plane keeps the storage and config and answers 503 DATASET_PAUSED. */
+function pausedCondition(paused: boolean) {
+  return paused
+    ? { type: 'Paused' as const, status: 'True' as const, reason: 'PausedBySpec', message: 'spec.paused is true: storage and config are kept, data requests are answered 503 DATASET_PAUSED and bulk loads wait until it is resumed.' }
+    : { type: 'Paused' as const, status: 'False' as const, reason: 'NotPaused', message: 'Serving.' };
 }
