@@ -23,7 +23,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
-import { HEADERS, start, waitFor } from './support.js';
+import { cpuMs, HEADERS, start, waitFor } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const RATE = Number(process.env.BENCH_WRITES_PER_SECOND ?? 200);
@@ -107,7 +107,8 @@ async function main(): Promise<void> {
       clients.push(client);
       const sub: Sub = { age: i < FULL ? undefined : i % AGES, seen: new Set(), duplicates: 0, latencies: [] };
       subs.push(sub);
-      const filter = sub.age === undefined ? undefined : `age == ${sub.age}`;
+      // BENCH_NO_MATCH=1: filters no write matches (what subscriptions cost when nothing is delivered).
+      const filter = sub.age === undefined ? undefined : `age == ${process.env.BENCH_NO_MATCH ? -1 : sub.age}`;
       client.subscribe(
         { query: 'subscription($f: String) { demo_Person(filter: $f) { op record { id } } }', variables: { f: filter } },
         {
@@ -132,11 +133,16 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 200));
     }
     const rssIdle = replicas.map((r) => rssMb(r.child.pid));
+    const cpuStart = { planes: replicas.map((r) => cpuMs(r.child.pid) ?? 0), bench: process.cpuUsage() };
     const pending = writeLoad('load', sentAt);
     const rssPeak = [0, 0];
     const sampler = setInterval(() => replicas.forEach((r, i) => (rssPeak[i] = Math.max(rssPeak[i], rssMb(r.child.pid)))), 500);
     const loaded = await pending;
     const loadEnd = Date.now();
+    const cpu = {
+      planes: replicas.map((r, i) => ((cpuMs(r.child.pid) ?? 0) - cpuStart.planes[i]) / SECONDS),
+      bench: ((u) => (u.user + u.system) / 1000 / SECONDS)(process.cpuUsage(cpuStart.bench)),
+    };
     // Let the last changes arrive: until nothing new came for 3 s (at most 2 minutes).
     const delivered = () => subs.reduce((n, sub) => n + sub.seen.size, 0);
     for (let last = -1, since = Date.now(), end = Date.now() + 120_000; Date.now() < end && Date.now() - since < 3000; ) {
@@ -152,7 +158,7 @@ async function main(): Promise<void> {
     let duplicates = 0;
     const latencies: number[] = [];
     for (const sub of subs) {
-      const expected = written.filter((id) => sub.age === undefined || loaded.ages.get(id) === sub.age);
+      const expected = sub.age !== undefined && process.env.BENCH_NO_MATCH ? [] : written.filter((id) => sub.age === undefined || loaded.ages.get(id) === sub.age);
       lost += expected.filter((id) => !sub.seen.has(id)).length;
       duplicates += sub.duplicates;
       latencies.push(...sub.latencies);
@@ -164,6 +170,7 @@ async function main(): Promise<void> {
     console.log(`writes without subscribers: ${baseline.perSecond.toFixed(1)}/s, p50 ${ms(percentile(baseline.latencies, 50))}, p99 ${ms(percentile(baseline.latencies, 99))}, failed ${baseline.failed}`);
     console.log(`writes with subscribers:    ${loaded.perSecond.toFixed(1)}/s, p50 ${ms(percentile(loaded.latencies, 50))}, p99 ${ms(percentile(loaded.latencies, 99))}, failed ${loaded.failed}`);
     console.log(`write throughput ratio ${(loaded.perSecond / baseline.perSecond).toFixed(3)}, p99 write latency ratio ${(percentile(loaded.latencies, 99) / percentile(baseline.latencies, 99)).toFixed(2)}`);
+    console.log(`CPU under load (ms per s): data planes ${cpu.planes.map((x) => x.toFixed(0)).join(' / ')}, this benchmark process (the clients) ${cpu.bench.toFixed(0)}`);
     console.log(`data-plane RSS (MB): after the baseline ${rssBefore.join(' / ')}, with subscribers idle ${rssIdle.join(' / ')}, peak under load ${rssPeak.join(' / ')}`);
   } finally {
     await Promise.all(clients.map((c) => c.dispose()));
