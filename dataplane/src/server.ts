@@ -26,6 +26,7 @@ import { subscriptionMetrics } from './graphql/metrics.js';
 import { TransactionRunner, runnerSettings, type RunnerOptions } from './transactions/runner.js';
 import { TransactionService } from './transactions/service.js';
 import { FilesAdmin } from './admin/files-admin.js';
+import { KubeAdmin } from './admin/kube-admin.js';
 
 export type ConfigSource =
   | { kind: 'files'; path: string; environment?: string }
@@ -160,8 +161,13 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     storeHealth: async () => ({ unavailable: await health.unavailable() }),
     metrics: async () => ({ contentType: metrics.contentType, body: await metrics.metrics() }),
     extraRoutes: options.extraRoutes,
-    // Locally the administrative API writes manifests; in a cluster it is not there yet (issue #14).
-    admin: options.configSource.kind === 'files' && options.adminDirectory ? new FilesAdmin(options.adminDirectory, store) : undefined,
+    // The administrative API writes manifests locally, Dataset resources in a cluster.
+    admin:
+      options.configSource.kind === 'kubernetes'
+        ? new KubeAdmin(options.configSource.namespace, store)
+        : options.adminDirectory
+          ? new FilesAdmin(options.adminDirectory, store)
+          : undefined,
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout) }, handler);

@@ -30,20 +30,8 @@ export class FilesAdmin {
     private readonly store: ConfigStore,
   ) {}
 
-  /** The caller must be an admin principal on the iam gateway; throws the 401/403 otherwise. */
   authenticate(authkind: string, authorization: string | undefined, env: EnvironmentConfig): void {
-    if (authkind !== 'iam') throw new ApiError(403, 'ADMIN_IAM_ONLY', 'the administrative API is served on the iam gateway only');
-    const principals = env.admin?.principals ?? [];
-    // The iam checks of a dataset, against the Environment's admin principals.
-    const admins = { id: '_admin', auth: { iam: { principals } }, caller: { super: [], anon: false } } as unknown as DatasetConfig;
-    try {
-      authenticateIam(authorization, admins);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'PRINCIPAL_NOT_ALLOWED') {
-        throw new ApiError(403, 'NOT_AN_ADMIN', `the principal is not one of environment "${env.id}"'s admin principals (spec.admin.principals)`);
-      }
-      throw err;
-    }
+    authenticateAdmin(authkind, authorization, env);
   }
 
   async handle(request: AdminRequest, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {
@@ -101,22 +89,7 @@ export class FilesAdmin {
   }
 
   private create(body: unknown, env: EnvironmentConfig): { status: number; body: unknown } {
-    if (!isObject(body)) throw badRequest('INVALID_BODY', 'send a Dataset manifest as JSON: {"metadata": {"name"}, "spec": {…}}', [{ path: '$', message: 'not an object' }]);
-    const metadata = body.metadata;
-    const name = isObject(metadata) ? metadata.name : undefined;
-    if (typeof name !== 'string' || !NAME.test(name)) throw badRequest('INVALID_FIELD', '"metadata.name" must be a DNS label', [{ path: '$.metadata.name', message: 'not a DNS label' }]);
-    if (!isObject(body.spec)) throw badRequest('INVALID_FIELD', '"spec" must be an object', [{ path: '$.spec', message: 'not an object' }]);
-    const spec = { ...body.spec, environment: body.spec.environment ?? env.id };
-    if (spec.environment !== env.id) throw badRequest('INVALID_FIELD', `"spec.environment" must be "${env.id}", the environment served here`, [{ path: '$.spec.environment', message: 'another environment' }]);
-    const manifest = { apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Dataset', metadata: { name }, spec };
-    try {
-      parseManifests(stringify(manifest), 'request');
-    } catch (err) {
-      if (err instanceof ManifestError) {
-        throw badRequest('INVALID_MANIFEST', `invalid Dataset: ${err.problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, err.problems.map((p) => ({ path: p.path, message: p.message })));
-      }
-      throw err;
-    }
+    const { name, manifest } = datasetManifest(body, env);
     if (this.store.dataset(name) || existsSync(this.file(name))) throw new ApiError(409, 'DATASET_EXISTS', `dataset "${name}" exists`);
     this.write(name, manifest);
     return { status: 201, body: { id: name, status: 'pending', managed: true } };
@@ -130,4 +103,62 @@ export class FilesAdmin {
   }
 }
 
-const notFound = (id: string) => new ApiError(404, 'DATASET_NOT_FOUND', `no dataset "${id}" in this environment`);
+/** The caller must be an admin principal (spec.admin.principals) on the iam gateway; throws the 401/403 otherwise. */
+export function authenticateAdmin(authkind: string, authorization: string | undefined, env: EnvironmentConfig): void {
+  if (authkind !== 'iam') throw new ApiError(403, 'ADMIN_IAM_ONLY', 'the administrative API is served on the iam gateway only');
+  const principals = env.admin?.principals ?? [];
+  // The iam checks of a dataset, against the Environment's admin principals.
+  const admins = { id: '_admin', auth: { iam: { principals } }, caller: { super: [], anon: false } } as unknown as DatasetConfig;
+  try {
+    authenticateIam(authorization, admins);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'PRINCIPAL_NOT_ALLOWED') {
+      throw new ApiError(403, 'NOT_AN_ADMIN', `the principal is not one of environment "${env.id}"'s admin principals (spec.admin.principals)`);
+    }
+    throw err;
+  }
+}
+
+/** A Dataset manifest from a request body, checked like any manifest: 400s name the field. */
+export function datasetManifest(body: unknown, env: EnvironmentConfig): { name: string; manifest: { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, unknown> } } {
+  if (!isObject(body)) throw badRequest('INVALID_BODY', 'send a Dataset manifest as JSON: {"metadata": {"name"}, "spec": {…}}', [{ path: '$', message: 'not an object' }]);
+  const metadata = body.metadata;
+  const name = isObject(metadata) ? metadata.name : undefined;
+  if (typeof name !== 'string' || !NAME.test(name)) throw badRequest('INVALID_FIELD', '"metadata.name" must be a DNS label', [{ path: '$.metadata.name', message: 'not a DNS label' }]);
+  if (!isObject(body.spec)) throw badRequest('INVALID_FIELD', '"spec" must be an object', [{ path: '$.spec', message: 'not an object' }]);
+  const spec = { ...body.spec, environment: body.spec.environment ?? env.id };
+  if (spec.environment !== env.id) throw badRequest('INVALID_FIELD', `"spec.environment" must be "${env.id}", the environment served here`, [{ path: '$.spec.environment', message: 'another environment' }]);
+  const manifest = { apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Dataset', metadata: { name }, spec };
+  try {
+    parseManifests(stringify(manifest), 'request');
+  } catch (err) {
+    if (err instanceof ManifestError) {
+      throw badRequest('INVALID_MANIFEST', `invalid Dataset: ${err.problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, err.problems.map((p) => ({ path: p.path, message: p.message })));
+    }
+    throw err;
+  }
+  return { name, manifest };
+}
+
+/** The routes of /_admin/datasets, whatever writes the Datasets. */
+export function adminRoute(request: AdminRequest): { kind: 'list' | 'create' } | { kind: 'get' | 'delete' | 'pause' | 'resume'; id: string } {
+  const [collection, id, action, ...rest] = request.segments;
+  if (collection !== 'datasets' || rest.length) throw new ApiError(404, 'NOT_FOUND', 'the administrative API serves /_admin/datasets');
+  const allow = (methods: string) => {
+    if (!methods.split(',').includes(request.method)) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${methods}`);
+  };
+  if (id === undefined) {
+    allow('GET,POST');
+    return { kind: request.method === 'GET' ? 'list' : 'create' };
+  }
+  if (!NAME.test(id)) throw badRequest('INVALID_PATH', 'a dataset id is a DNS label', [{ path: 'path:id', message: 'not a DNS label' }]);
+  if (action === undefined) {
+    allow('GET,DELETE');
+    return { kind: request.method === 'GET' ? 'get' : 'delete', id };
+  }
+  if (action !== 'pause' && action !== 'resume') throw new ApiError(404, 'NOT_FOUND', `no action "${action.slice(0, 50)}"; use pause or resume`);
+  allow('POST');
+  return { kind: action, id };
+}
+
+export const notFound = (id: string) => new ApiError(404, 'DATASET_NOT_FOUND', `no dataset "${id}" in this environment`);

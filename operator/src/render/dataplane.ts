@@ -36,9 +36,10 @@ export function renderDataplaneServiceAccount(env: EnvironmentResource, owner: O
 }
 
 /**
- * Read access to ConfigMaps, nothing else: a label-selected watch cannot be narrowed by resourceNames.
- * No Secrets: the connection Secrets reach the container as secret volumes, which the kubelet
- * reads.
+ * Read access to ConfigMaps: a label-selected watch cannot be narrowed by resourceNames. No
+ * Secrets: the connection Secrets reach the container as secret volumes, which the kubelet reads.
+ * When the Environment names admin principals, the administrative API's Datasets too (in this
+ * namespace only): the data plane writes Dataset resources, the operator everything they render.
  */
 export function renderDataplaneRole(env: EnvironmentResource, owner: OwnerRef, namespace: string): Rendered<V1Role> {
   const name = env.metadata.name;
@@ -46,7 +47,10 @@ export function renderDataplaneRole(env: EnvironmentResource, owner: OwnerRef, n
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
     metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, dataplaneLabels(name)),
-    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
+    rules: [
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
+      ...(env.spec.admin?.principals?.length ? [{ apiGroups: ['dataaccess.dev'], resources: ['datasets'], verbs: ['get', 'list', 'create', 'patch', 'delete'] }] : []),
+    ],
   };
 }
 

@@ -58,13 +58,24 @@ describe('operator: rendering an Environment', () => {
     expect(deployment.spec.replicas).to.equal(2);
   });
 
-  it('data plane Role: read ConfigMaps, nothing else; bound to the data plane ServiceAccount', () => {
-    expect(byKindAndName(objects, 'Role', 'local-dataplane').rules).to.deep.equal([
+  it('data plane Role: read ConfigMaps, nothing else (no admin principals); bound to the data plane ServiceAccount', () => {
+    const withoutAdmins = renderEnvironmentObjects(environment({ admin: undefined }), DEFAULT_RENDER_SETTINGS);
+    expect(byKindAndName(withoutAdmins, 'Role', 'local-dataplane').rules).to.deep.equal([
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
     ]);
     const binding = byKindAndName(objects, 'RoleBinding', 'local-dataplane');
     expect(binding.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: 'local-dataplane', namespace: 'team-a' }]);
     expect(binding.roleRef).to.deep.equal({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'local-dataplane' });
+  });
+
+  it('data plane Role with admin principals: also Datasets (get, list, create, patch, delete), in its namespace only', () => {
+    const rendered = renderEnvironmentObjects(environment({ admin: { principals: ['ops-*'] } }), DEFAULT_RENDER_SETTINGS);
+    const role = byKindAndName(rendered, 'Role', 'local-dataplane');
+    expect(role.metadata.namespace).to.equal('team-a');
+    expect(role.rules).to.deep.equal([
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['dataaccess.dev'], resources: ['datasets'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
+    ]);
   });
 
   it('internal load balancer: type LoadBalancer, port 80 → 8080, internal for AWS, GCP and Azure', () => {
