@@ -9,6 +9,9 @@
  * into this one benchmark process on a 2-core machine, which would measure the benchmark, not the
  * data plane.
  *
+ * Subscribers are bare `ws` clients speaking graphql-transport-ws (BENCH_CLIENT=graphql-ws: the
+ * graphql-ws client instead, which costs this process far more).
+ *
  * Reports: delivery latency p50/p99 from the write's request to the client (an upper bound of
  * commit-to-client: the commit happens inside that request), changes lost (every subscriber must
  * get exactly the writes it matches: must be 0), duplicates, write latency p50/p99 and the writes
@@ -54,6 +57,7 @@ async function main(): Promise<void> {
   const db = await startEmbeddedPostgres({ dir: join(dir, 'pg') });
   const replicas: { url: string; child: ChildProcess }[] = [];
   const clients: Client[] = [];
+  const sockets: WebSocket[] = [];
   try {
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
@@ -103,26 +107,39 @@ async function main(): Promise<void> {
     let ready = 0;
     for (let i = 0; i < SUBSCRIBERS; i++) {
       const replica = replicas[i % 2];
-      const client = createClient({ url: replica.url.replace('http', 'ws') + '/demo/graphql', webSocketImpl: WebSocket, connectionParams: { Authorization: HEADERS.authorization }, retryAttempts: 0, lazy: false, onNonLazyError: () => undefined });
-      clients.push(client);
       const sub: Sub = { age: i < FULL ? undefined : i % AGES, seen: new Set(), duplicates: 0, latencies: [] };
       subs.push(sub);
       // BENCH_NO_MATCH=1: filters no write matches (what subscriptions cost when nothing is delivered).
       const filter = sub.age === undefined ? undefined : `age == ${process.env.BENCH_NO_MATCH ? -1 : sub.age}`;
-      client.subscribe(
-        { query: 'subscription($f: String) { demo_Person(filter: $f) { op record { id } } }', variables: { f: filter } },
-        {
-          next: (result) => {
-            const id = (result.data as { demo_Person: { record: { id: string } } }).demo_Person.record.id;
-            if (sub.seen.has(id)) sub.duplicates++;
-            sub.seen.add(id);
-            const t0 = sentAt.get(id);
-            if (t0 !== undefined) sub.latencies.push(Date.now() - t0);
-          },
-          error: (err) => console.error('subscription error', err),
-          complete: () => undefined,
-        },
-      );
+      const payload = { query: 'subscription($f: String) { demo_Person(filter: $f) { op record { id } } }', variables: { f: filter } };
+      const onNext = (result: { data?: unknown }) => {
+        const id = (result.data as { demo_Person: { record: { id: string } } }).demo_Person.record.id;
+        if (sub.seen.has(id)) sub.duplicates++;
+        sub.seen.add(id);
+        const t0 = sentAt.get(id);
+        if (t0 !== undefined) sub.latencies.push(Date.now() - t0);
+      };
+      const url = replica.url.replace('http', 'ws') + '/demo/graphql';
+      if (process.env.BENCH_CLIENT !== 'graphql-ws') {
+        // Bare ws clients speaking graphql-transport-ws: a thousand graphql-ws client instances in
+        // this one process were the bottleneck (delivery p50 of seconds with the data planes at a
+        // quarter of a core); BENCH_CLIENT=graphql-ws uses them anyway.
+        const ws = new WebSocket(url, 'graphql-transport-ws');
+        sockets.push(ws);
+        ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: HEADERS.authorization } })));
+        ws.on('message', (data) => {
+          const m = JSON.parse(String(data)) as { type: string; payload: { data?: unknown } };
+          if (m.type === 'connection_ack') {
+            ready++;
+            ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload }));
+          } else if (m.type === 'next') onNext(m.payload);
+          else if (m.type === 'error') console.error('subscription error', m.payload);
+        });
+        continue;
+      }
+      const client = createClient({ url, webSocketImpl: WebSocket, connectionParams: { Authorization: HEADERS.authorization }, retryAttempts: 0, lazy: false, onNonLazyError: () => undefined });
+      clients.push(client);
+      client.subscribe(payload, { next: onNext, error: (err) => console.error('subscription error', err), complete: () => undefined });
       client.on('connected', () => void ready++);
     }
     while (ready < SUBSCRIBERS) await new Promise((r) => setTimeout(r, 100));
@@ -174,6 +191,7 @@ async function main(): Promise<void> {
     console.log(`data-plane RSS (MB): after the baseline ${rssBefore.join(' / ')}, with subscribers idle ${rssIdle.join(' / ')}, peak under load ${rssPeak.join(' / ')}`);
   } finally {
     await Promise.all(clients.map((c) => c.dispose()));
+    for (const ws of sockets) ws.terminate();
     for (const r of replicas) r.child.kill('SIGTERM');
     await Promise.all(replicas.map((r) => new Promise((res) => (r.child.exitCode !== null ? res(null) : r.child.once('exit', res)))));
     await db.stop();
