@@ -63,5 +63,6 @@ export const environmentConfigSchema = {
       properties: { enabled: { type: 'boolean' }, name: { type: 'string', minLength: 1 } },
     },
     admin: { ...env.admin, required: ['principals'] },
+    bulkLoad: env.bulkLoad,
   },
 } as const;

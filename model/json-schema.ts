@@ -262,6 +262,17 @@ export const environmentSpecSchema = {
       additionalProperties: false,
       properties: { principals: { type: 'array', items: { type: 'string', minLength: 1 } } },
     },
+    bulkLoad: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        s3: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { region: { type: 'string', minLength: 1 }, endpoint: { type: 'string', pattern: '^https?://' }, forcePathStyle: { type: 'boolean' } },
+        },
+      },
+    },
   },
 } as const;
 

@@ -51,6 +51,7 @@ export function renderEnvironmentConfig(env: EnvironmentResource): EnvironmentCo
     executors: spec.executors ?? [],
     functionGateway: { enabled: spec.functionGateway?.enabled ?? true, name: functionGatewayName(env.metadata.name) },
     ...(spec.admin?.principals?.length ? { admin: { principals: spec.admin.principals } } : {}),
+    ...(spec.bulkLoad ? { bulkLoad: spec.bulkLoad } : {}),
   };
 }
 

@@ -230,6 +230,16 @@ export interface EnvironmentSpec {
   functionGateway?: { enabled?: boolean; image?: string };
   /** The administrative API (`/_admin/datasets` on the iam gateway): the principals (patterns as in `auth.iam.principals`) allowed to use it. */
   admin?: { principals?: string[] };
+  /** Bulk loads (transactions): the S3 API for `s3://` locations (any S3-compatible endpoint). */
+  bulkLoad?: { s3?: BulkLoadS3Spec };
+}
+
+export interface BulkLoadS3Spec {
+  region?: string;
+  /** An S3-compatible endpoint URL; absent: AWS S3 in `region`. */
+  endpoint?: string;
+  /** Path-style addressing (most S3-compatible stores need it). Default: true with an endpoint. */
+  forcePathStyle?: boolean;
 }
 
 /** A custom resource as read from a manifest or from the API server. */
@@ -258,6 +268,8 @@ export interface EnvironmentConfig {
   functionGateway: { enabled: boolean; name: string };
   /** Present when the Environment names admin principals. */
   admin?: { principals: string[] };
+  /** Present when the Environment sets bulk-load S3 settings. */
+  bulkLoad?: { s3?: BulkLoadS3Spec };
 }
 
 /** Rendered, defaulted dataset config served by the data plane (ConfigMap `E-dataset-D`). */

@@ -6,7 +6,8 @@
  * Parquet; a load from s3rver on 127.0.0.1; reads, lists and versions of what was loaded.
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { parse, stringify } from 'yaml';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -294,9 +295,15 @@ describe('transactions (bulk loads) on PostgreSQL', function () {
       );
       await client.send(new PutObjectCommand({ Bucket: 'loads', Key: 'people/part-2.parquet', Body: parquetFile([{ name: 'id', data: ['t1'], type: 'STRING' }, { name: 'name', data: ['tee'], type: 'STRING' }]) }));
       client.destroy();
+      // The endpoint from the Environment's spec.bulkLoad.s3 (DAS_S3_ENDPOINT would do too: sources.test.ts).
+      const manifests = transactionManifests();
+      const envFile = join(manifests, 'environment.yaml');
+      const environment = parse(readFileSync(envFile, 'utf8'));
+      environment.spec.bulkLoad = { s3: { endpoint, region: 'us-east-1', forcePathStyle: true } };
+      writeFileSync(envFile, stringify(environment));
       s3 = await startTestDataPlane({
-        manifests: transactionManifests(),
-        env: { DAS_S3_ENDPOINT: endpoint, AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1', DAS_BULK_CHUNK_ROWS: '500', DAS_BULK_POLL_MS: '100' },
+        manifests,
+        env: { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', DAS_BULK_CHUNK_ROWS: '500', DAS_BULK_POLL_MS: '100' },
       });
       s3api = adminClient(s3);
     });

@@ -120,6 +120,13 @@ const environmentSpecSchema = obj(
       },
       { default: {} },
     ),
+    bulkLoad: obj('Bulk loads (transactions).', {
+      s3: obj('The S3 API for s3:// locations: AWS S3 or any S3-compatible store. Credentials come from the AWS default chain (IRSA through the data plane ServiceAccount).', {
+        region: str('AWS region. Default us-east-1.', { minLength: 1 }),
+        endpoint: str('An S3-compatible endpoint URL (http:// or https://).', { pattern: '^https?://' }),
+        forcePathStyle: bool('Path-style addressing; default true with an endpoint.'),
+      }),
+    }),
     admin: obj('The administrative API (/_admin/datasets on the iam gateway: create, delete, pause and resume Datasets).', {
       principals: list('Principals (patterns as in a Dataset\'s auth.iam.principals) allowed to use it; none by default.', str('A principal or pattern.', { minLength: 1 })),
     }),

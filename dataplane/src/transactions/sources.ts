@@ -8,6 +8,7 @@ import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import type { BulkLoadS3Spec } from '../../../model/types.js';
 import { checkLocation, type Location } from './locations.js';
 
 export interface SourceFile {
@@ -30,14 +31,25 @@ export class SourceError extends Error {
 export interface SourceSettings {
   importRoot: string;
   env: NodeJS.ProcessEnv;
+  /** The Environment's `spec.bulkLoad.s3`, read when a load starts (it may change). */
+  s3?: () => BulkLoadS3Spec | undefined;
 }
 
-/** The S3 client for `s3://`: `DAS_S3_ENDPOINT` (path-style, for S3-compatible stores) and the AWS default chain. */
-export function s3ClientFor(env: NodeJS.ProcessEnv): S3Client {
-  const endpoint = env.DAS_S3_ENDPOINT || undefined;
+/** Where the S3 client goes: the Environment's settings first, then `DAS_S3_ENDPOINT` / `AWS_REGION`. */
+export function s3Options(env: NodeJS.ProcessEnv, spec: BulkLoadS3Spec = {}): { region: string; endpoint?: string; forcePathStyle?: boolean } {
+  const endpoint = spec.endpoint || env.DAS_S3_ENDPOINT || undefined;
+  const forcePathStyle = spec.forcePathStyle ?? (env.DAS_S3_FORCE_PATH_STYLE ? env.DAS_S3_FORCE_PATH_STYLE !== 'false' : undefined) ?? (endpoint ? true : undefined);
+  return {
+    region: spec.region || env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
+    ...(endpoint ? { endpoint } : {}),
+    ...(forcePathStyle !== undefined ? { forcePathStyle } : {}),
+  };
+}
+
+/** The S3 client for `s3://`: s3Options, credentials from AWS_* or the AWS default chain (IRSA). */
+export function s3ClientFor(env: NodeJS.ProcessEnv, spec?: BulkLoadS3Spec): S3Client {
   return new S3Client({
-    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
-    ...(endpoint ? { endpoint, forcePathStyle: env.DAS_S3_FORCE_PATH_STYLE !== 'false' } : {}),
+    ...s3Options(env, spec),
     ...(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
       ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, sessionToken: env.AWS_SESSION_TOKEN } }
       : {}),
@@ -53,7 +65,7 @@ export async function openLocation(uri: string, settings: SourceSettings): Promi
     throw new SourceError('SOURCE_FORBIDDEN', (err as Error).message);
   }
   if (location.scheme === 'file') return fileSources(location.path);
-  if (location.scheme === 's3') return s3Sources(s3ClientFor(settings.env), location.bucket, location.key);
+  if (location.scheme === 's3') return s3Sources(s3ClientFor(settings.env, settings.s3?.()), location.bucket, location.key);
   return [await httpsSource(location.url, location.address, location.family)];
 }
 
