@@ -116,6 +116,15 @@ describe('administrative API (files mode)', function () {
     expect(gone.status).to.equal(404);
     expect((await admin({ path: '/_admin/datasets/orders', method: 'DELETE' })).status).to.equal(404);
     expect((await admin({ path: '/_admin/datasets', method: 'PUT', body: {} })).status).to.equal(405);
+    // Malformed percent-encoding: the API firewall blocks it first (403); without it, a 400 INVALID_PATH.
+    const malformed = await admin({ path: '/_admin/datasets/%E0%A4%A' });
+    expect(malformed.status).to.be.oneOf([400, 403]);
+    expect((await admin({ path: '/_admin/datasets/Bad_Name' })).status).to.equal(400);
+    expect((await admin({ path: '/_admin/other' })).status).to.equal(404);
+    const notJson = await admin({ path: '/_admin/datasets', body: 'x', headers: { 'content-type': 'text/plain' } });
+    expect(notJson.status).to.equal(415);
+    const badJson = await admin({ path: '/_admin/datasets', body: '{"metadata":' });
+    expect(badJson.status).to.equal(400);
   });
 
   it('through the function gateway: create, get, patch {paused}, list and delete with schema Dataset', async () => {

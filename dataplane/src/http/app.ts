@@ -152,7 +152,12 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       const raw = await readRawBody(x.req, bodyOptions);
       body = raw.length ? parseJsonBody(raw) : undefined;
     }
-    const segments = x.path.split('/').filter(Boolean).slice(1).map((s) => decodeURIComponent(s));
+    let segments: string[];
+    try {
+      segments = x.path.split('/').filter(Boolean).slice(1).map((s) => decodeURIComponent(s));
+    } catch {
+      throw badRequest('INVALID_PATH', 'the path has a malformed percent-encoding', [{ path: 'path', message: 'malformed percent-encoding' }]);
+    }
     const result = await deps.admin.handle({ method, segments, body }, env);
     sendJson(x.res, result.status, result.body);
   }
