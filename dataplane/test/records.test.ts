@@ -369,6 +369,11 @@ describe('record API over PostgreSQL', function () {
       expect(tooHigh.json.error.details[0].path).to.equal('$.read.version');
       expectError(await post({ read: { schema: 'demo.Person', id: 'x', version: 1.5 } }), 400, 'INVALID_FIELD');
       expectError(await post({ read: { schema: 'demo.Person', id: 'x', version: 2 ** 31 - 1 } }), 404, 'RECORD_NOT_FOUND');
+      // A read's consistency is one of the levels (PostgreSQL reads the latest commit at every level).
+      const badLevel = await api({ path: '/demo/demo.Person/x?consistency=SOMETIMES' });
+      expectError(badLevel, 400, 'INVALID_CONSISTENCY');
+      expect(badLevel.json.error.details[0].path).to.equal('query:consistency');
+      expectError(await api({ path: '/demo/demo.Person/x?consistency=EVENTUAL' }), 404, 'RECORD_NOT_FOUND');
     });
     it('400 for an id holding a NUL character, on reads and writes alike', async () => {
       const read = await post({ read: { schema: 'demo.Person', id: 'a\u0000b' } });

@@ -12,6 +12,8 @@ export interface ReadAction {
   version?: number;
   expand: string[];
   projection?: string[];
+  /** How fresh: QUORUM and stronger read the latest commit; EVENTUAL (and ASYNC) may read a replica behind it. */
+  consistency?: Consistency;
 }
 export interface CreateAction {
   kind: 'create';
@@ -168,8 +170,8 @@ function parseSingle(kind: string, args: Record<string, unknown>, path: string):
         }
         version = args.version as number;
       }
-      parseConsistency(args.consistency, `${path}.consistency`);
-      return { kind, schema, id: str(args, 'id', path), version, expand: nameList(args.expand, `${path}.expand`, 'expand'), projection };
+      const consistency = parseConsistency(args.consistency, `${path}.consistency`);
+      return { kind, schema, id: str(args, 'id', path), version, expand: nameList(args.expand, `${path}.expand`, 'expand'), projection, ...(consistency ? { consistency } : {}) };
     }
     case 'create':
       return {

@@ -97,6 +97,12 @@ export interface RecordKey {
   schema: string;
   id: string;
   version?: number;
+  /**
+   * The read's consistency (the request's, else the dataset's default): QUORUM and stronger must
+   * see the latest commit; EVENTUAL and ASYNC allow a read that may lag it (DynamoDB: without
+   * ConsistentRead). A store whose every read is the latest (PostgreSQL's primary) ignores it.
+   */
+  consistency?: Consistency;
 }
 
 export type ChangeOp = 'CREATE' | 'UPDATE' | 'DELETE';

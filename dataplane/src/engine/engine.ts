@@ -78,7 +78,8 @@ export class RecordEngine {
     if (action.schema === TRANSACTION_SCHEMA) return (await this.transactionFront().read(dataset, action.id)) as ApiRecord;
     this.schemaOf(dataset, action.schema, `${path}.schema`);
     const expand = this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
-    const stored = await this.driver(dataset).read(dataset, { schema: action.schema, id: action.id, version: action.version }, ctx);
+    const consistency = action.consistency ?? dataset.location.defaultConsistency;
+    const stored = await this.driver(dataset).read(dataset, { schema: action.schema, id: action.id, version: action.version, consistency }, ctx);
     if (!stored) {
       const what = action.version === undefined ? '' : ` at version ${action.version}`;
       throw new ApiError(404, 'RECORD_NOT_FOUND', `no ${action.schema} record with id "${action.id}"${what}`);

@@ -3,7 +3,7 @@
  * an engine call and back, nothing more. The front door (app.ts) has already checked the method,
  * the gateway, the credentials and the conventional headers, and read the body.
  */
-import { isVersionNumber, MAX_VERSION, nameList, parseStructuredRequest } from '../engine/actions.js';
+import { isVersionNumber, MAX_VERSION, nameList, parseConsistency, parseStructuredRequest } from '../engine/actions.js';
 import { argumentsFromText } from '../engine/queries.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { AppDeps, Handler } from './app.js';
@@ -17,8 +17,8 @@ export function datasetHandlers(deps: AppDeps): Record<RouteName, Handler> {
   const read: Handler = async (x, d, { schema, id }) => {
     const query = x.query;
     for (const key of Object.keys(query)) {
-      if (key !== 'expand' && key !== 'version' && key !== 'projection') {
-        throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; accepted: expand, version, projection`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
+      if (key !== 'expand' && key !== 'version' && key !== 'projection' && key !== 'consistency') {
+        throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; accepted: expand, version, projection, consistency`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
       }
       if (typeof query[key] !== 'string') throw badRequest('INVALID_PARAMETER', `query parameter "${key}" must be given once`, [{ path: `query:${key}`, message: 'repeated' }]);
     }
@@ -37,6 +37,7 @@ export function datasetHandlers(deps: AppDeps): Record<RouteName, Handler> {
         version,
         expand: nameList(query.expand, 'query:expand', 'expand'),
         projection: query.projection === undefined ? undefined : nameList(query.projection, 'query:projection', 'projection'),
+        consistency: parseConsistency(query.consistency, 'query:consistency'),
       },
       d.ctx,
       'query',

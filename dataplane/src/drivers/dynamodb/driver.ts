@@ -8,7 +8,8 @@
  *   QUORUM              each action its own conditional transaction, one after the other
  *   EVENTUAL            each action its own conditional transaction, all at once
  *
- * Reads are strongly consistent (ConsistentRead): the default level is QUORUM. Lists Scan the
+ * Reads by id honour the read's consistency: QUORUM (the default) and stronger use ConsistentRead,
+ * EVENTUAL and ASYNC do not. Lists Scan the
  * records table with the filter pushed down and sort in memory, up to a bound (sortBound); past it
  * a sort is a 400, never a partial page.
  */
@@ -318,16 +319,18 @@ export class DynamoDbDriver implements LocationDriver {
   // ---------------------------------------------------------------------------------------------
   // Reads
 
-  async read(dataset: DatasetConfig, { schema, id, version }: RecordKey): Promise<StoredRecord | undefined> {
+  async read(dataset: DatasetConfig, { schema, id, version, consistency }: RecordKey): Promise<StoredRecord | undefined> {
     const def = this.def(dataset, schema);
     const tables = schemaTables(dataset, schema);
+    // QUORUM and stronger read the latest commit; EVENTUAL (and ASYNC) may read a lagging copy, at half the read cost.
+    const ConsistentRead = consistency !== 'EVENTUAL' && consistency !== 'ASYNC';
     try {
       const { doc } = this.client(dataset);
       if (version === undefined) {
-        const { Item } = await doc.send(new GetCommand({ TableName: tables.records, Key: { [A.id]: id }, ConsistentRead: true }));
+        const { Item } = await doc.send(new GetCommand({ TableName: tables.records, Key: { [A.id]: id }, ConsistentRead }));
         return Item ? toRecord(def, Item as Head) : undefined;
       }
-      const { Item } = await doc.send(new GetCommand({ TableName: tables.history, Key: { [A.id]: id, [A.version]: version }, ConsistentRead: true }));
+      const { Item } = await doc.send(new GetCommand({ TableName: tables.history, Key: { [A.id]: id, [A.version]: version }, ConsistentRead }));
       if (!Item) return undefined;
       const item = Item as HistoryItem;
       return item.deletedAt ? { ...toRecord(def, item), data: {}, deleted: true } : toRecord(def, item);
