@@ -91,6 +91,8 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
     expect(operatorContainer.command).to.deep.equal(['node', 'dist/operator/src/main.js']);
     const operatorEnv = Object.fromEntries(operatorContainer.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
     expect(operatorEnv).to.include({ DATAPLANE_IMAGE: DEFAULT_IMAGE, FUNCTION_GATEWAY_IMAGE: DEFAULT_IMAGE });
+    // A small young generation: the operator's resident memory stays well under its budget (values.yaml).
+    expect(operatorEnv).to.include({ NODE_OPTIONS: '--max-semi-space-size=2' });
     // The local operator runs as the chart's ServiceAccount: it cannot read Secrets.
     const canI = await cluster.kubectl(['auth', 'can-i', 'get', 'secrets', '--kubeconfig', operatorKubeconfig, '-n', 'default']);
     expect(canI.stdout.trim()).to.equal('no');

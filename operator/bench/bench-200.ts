@@ -71,7 +71,8 @@ async function main(): Promise<void> {
     const ns = await createNamespace(cluster, 'bench');
     await kubectl(cluster, ['-n', ns, 'apply', '-f', join(REPO_ROOT, 'examples', 'environment.yaml')]);
 
-    operator = await startOperator(cluster.kubeconfigPath, { LEASE_NAMESPACE: ns, RESYNC_PERIOD_SECONDS: '0', LOG_LEVEL: 'warn' });
+    // As the chart runs it (values.yaml nodeOptions).
+    operator = await startOperator(cluster.kubeconfigPath, { LEASE_NAMESPACE: ns, RESYNC_PERIOD_SECONDS: '0', LOG_LEVEL: 'warn', NODE_OPTIONS: '--max-semi-space-size=2' });
     const pid = operator.child.pid!;
     let peakRss = rssBytes(pid);
     sampler = setInterval(() => (peakRss = Math.max(peakRss, rssBytes(pid))), 50);
