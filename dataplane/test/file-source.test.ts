@@ -3,12 +3,12 @@ import { expect } from 'chai';
 import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import pino from 'pino';
 import { ManifestError } from '../../model/manifests.js';
 import type { DatasetConfig, EnvironmentConfig } from '../../model/types.js';
 import { startFileConfigSource } from '../src/config/file-source.js';
 import { adminClient, EXAMPLES_DIR, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
+import { capturingLogger } from '../test-support/logs.js';
 
 /** Polls `check` until it returns true or `ms` pass; returns how long it took. */
 async function eventually(check: () => Promise<boolean> | boolean, ms = 8000, what = 'condition'): Promise<number> {
@@ -20,19 +20,6 @@ async function eventually(check: () => Promise<boolean> | boolean, ms = 8000, wh
   }
 }
 
-function capturingLogger() {
-  const lines: any[] = [];
-  const logger = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk, _enc, done) {
-        lines.push(JSON.parse(String(chunk)));
-        done();
-      },
-    }),
-  );
-  return { logger, lines };
-}
 
 const copyExamples = () => {
   const dir = mkdtempSync(join(tmpdir(), 'das-manifests-'));

@@ -2,29 +2,15 @@
 import { expect } from 'chai';
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import pino from 'pino';
 import { startFunctionGateway } from '../src/function-gateway/server.js';
 import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { call } from '../test-support/http.js';
+import { capturingLogger } from '../test-support/logs.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 type Result = { data: any; status: { code: number; message?: string } };
 
-/** Log lines as objects, to see what the data plane logged for a request. */
-function capturingLogger() {
-  const lines: any[] = [];
-  const logger = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk, _enc, done) {
-        lines.push(JSON.parse(String(chunk)));
-        done();
-      },
-    }),
-  );
-  return { logger, lines };
-}
 
 /** Raw bytes to a server; resolves with what came back once the server closed or `waitMs` passed. */
 function rawExchange(port: number, write: (socket: ReturnType<typeof connect>) => void, waitMs = 5000): Promise<{ status: number; headers: Record<string, string>; body: any; text: string }> {
