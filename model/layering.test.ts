@@ -110,3 +110,15 @@ describe('layering (DESIGN.md): the engine owns the driver contract', () => {
     expect(target).to.equal('dataplane/src/engine/errors.js');
   });
 });
+
+describe('layering: snowflake-sdk is loaded in one place, with platform detection off', () => {
+  it('nothing but drivers/snowflake/sdk.ts imports snowflake-sdk (it probes cloud metadata when loaded otherwise)', () => {
+    const files = ['dataplane', 'operator', 'e2e', 'bench', 'model'].flatMap((dir) => tsFiles(join(ROOT, dir)));
+    const importers = files
+      .filter((file) => file !== resolve(import.meta.filename))
+      .filter((file) => importedSpecifiers(readFileSync(file, 'utf8')).some((s) => s === 'snowflake-sdk' || s.startsWith('snowflake-sdk/')))
+      .map((file) => relative(ROOT, file).split(sep).join('/'));
+    // The loader's own test reads the SDK's detection result, after loading it through the loader.
+    expect(importers).to.deep.equal(['dataplane/src/drivers/snowflake/sdk.test.ts', 'dataplane/src/drivers/snowflake/sdk.ts']);
+  });
+});
