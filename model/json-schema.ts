@@ -44,6 +44,15 @@ export const propertyDefSchema = {
   // Which of `schema` / `properties` a type needs is checked in crossCheckDataset, with clearer messages.
 } as const;
 
+/**
+ * Warehouse object names are unquoted identifiers (letters, digits, `_` and `$`, not starting with a
+ * digit): the driver writes them into statements (USE WAREHOUSE, CREATE ICEBERG TABLE … EXTERNAL_VOLUME)
+ * where Snowflake takes no bind, so anything else is refused here rather than quoted there.
+ */
+export const WAREHOUSE_IDENTIFIER_PATTERN = '^[A-Za-z_][A-Za-z0-9_$]{0,254}$';
+/** `orgname-accountname`, or a locator with its region (`xy12345.eu-west-1.aws`). */
+export const WAREHOUSE_ACCOUNT_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$';
+
 export const datasetSpecSchema = {
   $id: 'https://dataaccess.dev/schemas/dataset-spec.json',
   type: 'object',
@@ -64,9 +73,16 @@ export const datasetSpecSchema = {
           properties: { name: { type: 'string', pattern: NAME_PATTERN }, key: { type: 'string', pattern: '^[-._a-zA-Z0-9]{1,253}$' } },
         },
         databaseSchema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
-        warehouse: { type: 'string', minLength: 1 },
-        database: { type: 'string', minLength: 1 },
-        readOnlyRole: { type: 'string', minLength: 1 },
+        account: { type: 'string', pattern: WAREHOUSE_ACCOUNT_PATTERN },
+        accessUrl: { type: 'string', pattern: '^https?://[^\\s/?#]+/?$', maxLength: 2048 },
+        database: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
+        schema: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
+        warehouse: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
+        role: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
+        readOnlyRole: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
+        externalVolume: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
+        baseLocation: { type: 'string', pattern: '^[A-Za-z0-9_./-]{1,1024}$' },
+        catalog: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
         tablePrefix: { type: 'string', pattern: '^[A-Za-z0-9_.-]{0,200}$' },
         region: { type: 'string', minLength: 1 },
         endpoint: { type: 'string', pattern: '^https?://[^\\s]+$', maxLength: 2048 },
@@ -247,7 +263,7 @@ export const environmentSpecSchema = {
         additionalProperties: false,
         properties: {
           name: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,63}$' },
-          warehouse: { type: 'string' },
+          warehouse: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
           description: { type: 'string' },
         },
       },

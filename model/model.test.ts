@@ -57,10 +57,31 @@ describe('model: manifests', () => {
     expect(problemsOf(`${header}  location: {kind: postgres, defaultConsistency: STRONG}\n${schemas}`)).to.deep.equal([
       { path: '$.spec.location.defaultConsistency', message: 'must be one of "ATOMIC_ALL", "ATOMIC", "QUORUM", "EVENTUAL", "ASYNC"' },
     ]);
-    expect(problemsOf(`${header}  location: {kind: iceberg, defaultConsistency: ATOMIC_ALL}\n${schemas}`)).to.deep.equal([
+    const iceberg = 'kind: iceberg, account: acme-main, database: DB, warehouse: WH, connectionSecretRef: {name: sf, key: login}, externalVolume: VOL, baseLocation: das/x';
+    expect(problemsOf(`${header}  location: {${iceberg}, defaultConsistency: ATOMIC_ALL}\n${schemas}`)).to.deep.equal([
       { path: '$.spec.location.defaultConsistency', message: 'ATOMIC_ALL is not available on iceberg locations (Iceberg tables on the warehouse); atomicity on an open-table (Iceberg) location is per table: use ATOMIC' },
     ]);
-    expect(problemsOf(`${header}  location: {kind: iceberg, defaultConsistency: ATOMIC}\n${schemas}`)).to.deep.equal([]);
+    expect(problemsOf(`${header}  location: {${iceberg}, defaultConsistency: ATOMIC}\n${schemas}`)).to.deep.equal([]);
+  });
+
+  it('names the settings a warehouse location lacks, and refuses settings of another kind', () => {
+    const schemas = '  schemas: {a.B: {properties: {}}}\n';
+    expect(problemsOf(`${header}  location: {kind: snowflake, database: DB}\n${schemas}`)).to.deep.equal([
+      { path: '$.spec.location.account', message: 'snowflake locations need "account" or "accessUrl"' },
+      { path: '$.spec.location.warehouse', message: 'snowflake locations need "warehouse"' },
+      { path: '$.spec.location.connectionSecretRef', message: 'snowflake locations need "connectionSecretRef"' },
+    ]);
+    const snowflake = 'kind: snowflake, accessUrl: "http://127.0.0.1:8085", database: DB, warehouse: WH, connectionSecretRef: {name: sf, key: login}';
+    expect(problemsOf(`${header}  location: {${snowflake}}\n${schemas}`)).to.deep.equal([]);
+    expect(problemsOf(`${header}  location: {${snowflake}, tablePrefix: x, externalVolume: V}\n${schemas}`)).to.deep.equal([
+      { path: '$.spec.location.tablePrefix', message: 'is not a setting of snowflake locations (it belongs to dynamodb)' },
+      { path: '$.spec.location.externalVolume', message: 'is not a setting of snowflake locations (it belongs to iceberg)' },
+    ]);
+    expect(problemsOf(`${header}  location: {kind: snowflake, accessUrl: "http://h", database: DB, warehouse: "WH; DROP TABLE X", connectionSecretRef: {name: sf, key: login}}\n${schemas}`)[0].path).to.equal('$.spec.location.warehouse');
+    expect(problemsOf(`${header}  location: {kind: iceberg, accessUrl: "http://h", database: DB, warehouse: WH, connectionSecretRef: {name: sf, key: login}}\n${schemas}`)).to.deep.equal([
+      { path: '$.spec.location.externalVolume', message: 'iceberg locations need "externalVolume"' },
+      { path: '$.spec.location.baseLocation', message: 'iceberg locations need "baseLocation"' },
+    ]);
   });
 
   it('names the document of a multi-document file', () => {

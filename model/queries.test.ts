@@ -4,10 +4,12 @@ import { sqlTokens } from './queries.js';
 import type { DatasetSpec, LocationKind } from './types.js';
 import { checkDatasetSpec } from './validate.js';
 
+const WAREHOUSE_SETTINGS = { accessUrl: 'http://127.0.0.1:8085', database: 'DB', warehouse: 'WH', connectionSecretRef: { name: 'sf', key: 'login' } };
+
 const spec = (queries: Record<string, unknown>, kind: LocationKind = 'postgres'): DatasetSpec =>
   ({
     environment: 'local',
-    location: { kind },
+    location: { kind, ...(kind === 'snowflake' || kind === 'iceberg' ? WAREHOUSE_SETTINGS : {}), ...(kind === 'iceberg' ? { externalVolume: 'V', baseLocation: 'b' } : {}) },
     schemas: {
       'demo.Company': { properties: { name: { type: 'string' } } },
       'demo.Person': {

@@ -126,11 +126,21 @@ export interface LocationSpec {
   connectionSecretRef?: SecretKeyRef;
   /** SQL locations: the database schema (namespace) that holds this dataset's tables. */
   databaseSchema?: string;
-  /** Warehouse locations. */
-  warehouse?: string;
+  /** Warehouse locations (snowflake, iceberg): the account identifier (`orgname-account` or a locator). */
+  account?: string;
+  /** Warehouse locations: the service's URL instead of the account's public one (private link, or the test peer). */
+  accessUrl?: string;
+  /** Warehouse locations: the database, schema (namespace of this dataset's tables), default warehouse and role. */
   database?: string;
-  /** Warehouse: the read-only role used by the raw SQL endpoint. */
+  schema?: string;
+  warehouse?: string;
+  role?: string;
+  /** Warehouse: the read-only role used by the raw SQL endpoint (default SERVICE_READONLY). */
   readOnlyRole?: string;
+  /** Iceberg: the external volume, the base location under it, and the catalog (default SNOWFLAKE). */
+  externalVolume?: string;
+  baseLocation?: string;
+  catalog?: string;
   /** DynamoDB: prefix of the table names and the region. */
   tablePrefix?: string;
   region?: string;

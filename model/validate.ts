@@ -1,5 +1,5 @@
 /** ajv validation of specs, with errors that name the JSON path and the problem. */
-import { refusedConsistency } from './location-kinds.js';
+import { locationFieldProblems, refusedConsistency } from './location-kinds.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { parseCidr } from './cidr.js';
 import { checkQueries } from './queries.js';
@@ -78,6 +78,7 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProbl
   // A default the kind would refuse on every write (the spec: ATOMIC_ALL on an open-table format).
   const refused = spec.location.defaultConsistency && refusedConsistency(spec.location.kind, spec.location.defaultConsistency);
   if (refused) problems.push({ path: `${base}.location.defaultConsistency`, message: refused });
+  for (const problem of locationFieldProblems(spec.location)) problems.push({ path: `${base}.location.${problem.field}`, message: problem.message });
   for (const [schemaName, schema] of Object.entries(spec.schemas)) {
     const schemaPath = `${base}.schemas[${JSON.stringify(schemaName)}]`;
     const walk = (props: Record<string, import('./types.js').PropertyDef>, path: string) => {

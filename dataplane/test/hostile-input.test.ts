@@ -160,7 +160,7 @@ describe('readiness with a dataset that cannot be served', function () {
         'metadata: {name: warehouse}',
         'spec:',
         '  environment: local',
-        '  location: {kind: snowflake, database: DB, warehouse: WH}',
+        '  location: {kind: snowflake, accessUrl: "http://127.0.0.1:9", database: DB, warehouse: WH, connectionSecretRef: {name: nowhere, key: login}}',
         '  auth: {iam: {principals: [demo-admin]}}',
         '  schemas:',
         '    w.Thing: {properties: {name: {type: string}}}',

@@ -9,7 +9,16 @@
  * operator's ajv validation (model/validate.ts) reports problems there in status.conditions.
  */
 import { stringify } from 'yaml';
-import { CIDR_PATTERN, MAX_QUERY_FILTER_LENGTH, MAX_QUERY_SQL_LENGTH, NAME_PATTERN, PROPERTY_NAME_PATTERN, SCHEMA_NAME_PATTERN } from '../../model/json-schema.js';
+import {
+  CIDR_PATTERN,
+  MAX_QUERY_FILTER_LENGTH,
+  MAX_QUERY_SQL_LENGTH,
+  NAME_PATTERN,
+  PROPERTY_NAME_PATTERN,
+  SCHEMA_NAME_PATTERN,
+  WAREHOUSE_ACCOUNT_PATTERN,
+  WAREHOUSE_IDENTIFIER_PATTERN,
+} from '../../model/json-schema.js';
 import { DEFAULT_ALGORITHMS, DEFAULT_CONSISTENCY } from '../../model/render.js';
 import { API_GROUP, API_VERSION, CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, QUERY_ARGUMENT_TYPES, SCALAR_PROPERTY_TYPES } from '../../model/types.js';
 import { DEFAULT_DATAPLANE_REPLICAS } from './render/dataplane.js';
@@ -105,7 +114,7 @@ const environmentSpecSchema = obj(
         'An executor.',
         {
           name: str('Unique name.', { pattern: '^[A-Za-z0-9_-]{1,63}$' }),
-          warehouse: str('Warehouse locations: the warehouse to run on.'),
+          warehouse: str('Warehouse locations: the warehouse to run on (an unquoted identifier).', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
           description: str('What it is for.'),
         },
         { required: ['name'] },
@@ -182,14 +191,21 @@ const datasetSpecSchema = obj(
           { enum: [...LOCATION_KINDS] },
         ),
         connectionSecretRef: obj(
-          'The Secret key holding the connection settings (for postgres a connection URL).',
+          'The Secret key holding the connection settings: for postgres a connection URL; for snowflake and iceberg a JSON object {"username", "password"} or {"username", "privateKey" (PEM), "passphrase"} (required for those two).',
           { name: str('Secret name, in the Dataset\'s namespace.', { pattern: NAME_PATTERN }), key: str('Key within the Secret: letters, digits, "-", "_" and ".".', { pattern: '^[-._a-zA-Z0-9]{1,253}$' }) },
           { required: ['name', 'key'] },
         ),
         databaseSchema: str('SQL locations: the database schema holding this dataset\'s tables.', { pattern: '^[a-z_][a-z0-9_]{0,62}$' }),
-        warehouse: str('Warehouse locations: the warehouse.', { minLength: 1 }),
-        database: str('Warehouse locations: the database.', { minLength: 1 }),
-        readOnlyRole: str('Warehouse locations: the read-only role the raw SQL endpoint uses.', { minLength: 1 }),
+        account: str('snowflake, iceberg: the account identifier (orgname-accountname, or a locator with its region). Required unless accessUrl is set.', { pattern: WAREHOUSE_ACCOUNT_PATTERN }),
+        accessUrl: str('snowflake, iceberg: the service URL to use instead of the account\'s public one (a private link endpoint).', { pattern: '^https?://[^\\s/?#]+/?$', maxLength: 2048 }),
+        database: str('snowflake, iceberg: the database (required).', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
+        schema: str('snowflake, iceberg: the schema holding this dataset\'s tables; default: the dataset name upper-cased with "-" as "_".', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
+        warehouse: str('snowflake, iceberg: the default warehouse (required); the Environment\'s executors can pick another per request.', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
+        role: str('snowflake, iceberg: the role writes run under; absent: the user\'s default role.', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
+        readOnlyRole: str('snowflake, iceberg: the read-only role the raw SQL endpoint runs under (default SERVICE_READONLY); the user must hold it.', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
+        externalVolume: str('iceberg: the external volume the tables are written to (required).', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
+        baseLocation: str('iceberg: the path under the external volume; each table gets <baseLocation>/<TABLE> (required).', { pattern: '^[A-Za-z0-9_./-]{1,1024}$' }),
+        catalog: str('iceberg: the catalog integration (default SNOWFLAKE: Snowflake manages the tables).', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
         tablePrefix: str('DynamoDB: prefix of the table names.', { pattern: '^[A-Za-z0-9_.-]{0,200}$' }),
         region: str('DynamoDB: the region.', { minLength: 1 }),
         endpoint: str('DynamoDB: the endpoint URL (DynamoDB Local, a VPC endpoint); absent: the region\'s own.', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),

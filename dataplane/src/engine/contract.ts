@@ -62,6 +62,8 @@ export type OpResult = { ok: true; record: StoredRecord; deleted?: boolean } | {
 export interface StatementContext {
   tags?: Record<string, unknown>;
   executor?: string;
+  /** The warehouse the chosen executor names (warehouse locations); absent: the dataset's own. */
+  warehouse?: string;
 }
 
 export interface PrepareReport {

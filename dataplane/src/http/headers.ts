@@ -34,11 +34,13 @@ export function statementContext(headers: Headers, env: EnvironmentConfig): Stat
   const ctx: StatementContext = {};
   const executor = single(headers, 'executor-name');
   if (executor !== undefined) {
-    if (!env.executors.some((e) => e.name === executor)) {
+    const chosen = env.executors.find((e) => e.name === executor);
+    if (!chosen) {
       const known = env.executors.map((e) => e.name).join(', ') || 'none';
       throw badRequest('UNKNOWN_EXECUTOR', `no executor "${executor.slice(0, 100)}" in this environment (executors: ${known})`, [{ path: 'header:executor-name', message: 'unknown executor' }]);
     }
     ctx.executor = executor;
+    if (chosen.warehouse) ctx.warehouse = chosen.warehouse;
   }
   const tags = single(headers, 'tags');
   if (tags !== undefined) {

@@ -32,7 +32,8 @@ export interface TableShape {
 
 /** The database schema (namespace) that holds a dataset's tables. */
 export function databaseSchemaFor(dataset: DatasetConfig, dialect: SqlDialect): string {
-  return dataset.location.databaseSchema ?? dialect.defaultDatabaseSchema(dataset.id);
+  // PostgreSQL names it `databaseSchema`; the warehouse kinds `schema` (DESIGN.md "Location settings").
+  return dataset.location.databaseSchema ?? dataset.location.schema ?? dialect.defaultDatabaseSchema(dataset.id);
 }
 
 export function tableShape(dataset: DatasetConfig, schemaName: string, schema: RecordSchemaDef, dialect: SqlDialect): TableShape {
