@@ -73,7 +73,7 @@ export class AsyncWriter {
     for (;;) {
       let results: OpResult[];
       try {
-        results = await job.driver.write(job.dataset, ops, 'QUORUM', job.ctx);
+        results = await job.driver.write(job.dataset, ops, 'QUORUM', { ...job.ctx, background: true });
       } catch (err) {
         if (!isUnavailable(err)) {
           this.lost(job, ops, err instanceof Error ? err.message : String(err));

@@ -64,6 +64,12 @@ export interface StatementContext {
   executor?: string;
   /** The warehouse the chosen executor names (warehouse locations); absent: the dataset's own. */
   warehouse?: string;
+  /**
+   * Set on the background write of an ASYNC request (already acknowledged 202): a store with
+   * asynchronous statement submission (the warehouse) may submit it that way instead of holding a
+   * session while it runs. The write still reports its outcome.
+   */
+  background?: boolean;
 }
 
 export interface PrepareReport {
