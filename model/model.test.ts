@@ -26,6 +26,15 @@ describe('model: manifests', () => {
     expect(set.datasets.map((d) => d.metadata.name).sort()).to.deep.equal(['demo', 'sealed']);
   });
 
+  it('loads the warehouse examples: a snowflake and an iceberg dataset, and an executor naming a warehouse', () => {
+    const set = loadManifests(resolve(EXAMPLES, 'warehouse'));
+    expect(set.environments[0].spec.executors).to.deep.equal([{ name: 'reporting', warehouse: 'REPORTING_WH', description: 'the large warehouse for reports and raw SQL' }]);
+    expect(set.datasets.map((d) => [d.metadata.name, d.spec.location.kind]).sort()).to.deep.equal([
+      ['lake', 'iceberg'],
+      ['sales', 'snowflake'],
+    ]);
+  });
+
   it('names the path and problem of a wrong type, an unknown location and a missing field', () => {
     expect(problemsOf(`${header}  location: {kind: mysql}\n  schemas:\n    a.B:\n      properties:\n        x: {type: int}\n`)).to.deep.include.members([
       { path: '$.spec.location.kind', message: 'must be one of "postgres", "snowflake", "iceberg", "dynamodb"' },
