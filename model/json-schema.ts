@@ -285,7 +285,12 @@ export const environmentSpecSchema = {
         s3: {
           type: 'object',
           additionalProperties: false,
-          properties: { region: { type: 'string', minLength: 1 }, endpoint: { type: 'string', pattern: '^https?://' }, forcePathStyle: { type: 'boolean' } },
+          properties: {
+            region: { type: 'string', minLength: 1 },
+            endpoint: { type: 'string', pattern: '^https?://' },
+            forcePathStyle: { type: 'boolean' },
+            credentialsSecretRef: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', pattern: NAME_PATTERN } } },
+          },
         },
       },
     },

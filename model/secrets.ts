@@ -11,6 +11,12 @@ import type { SecretKeyRef } from './types.js';
 
 /** The keys of a DynamoDB `credentialsSecretRef` Secret (DESIGN.md "Location settings"). */
 export const CREDENTIALS_SECRET_KEYS = ['accessKeyId', 'secretAccessKey'] as const;
+/**
+ * The optional key of the Environment's bulk-load S3 credentials Secret
+ * (`spec.bulkLoad.s3.credentialsSecretRef`, which also holds CREDENTIALS_SECRET_KEYS): a session
+ * token for temporary credentials, mounted when the Secret has it.
+ */
+export const SESSION_TOKEN_SECRET_KEY = 'sessionToken';
 
 /** The environment variable naming the directory the Secrets are mounted under. */
 export const SECRETS_DIR_ENV = 'DAS_SECRETS_DIR';

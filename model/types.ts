@@ -250,6 +250,8 @@ export interface BulkLoadS3Spec {
   endpoint?: string;
   /** Path-style addressing (most S3-compatible stores need it). Default: true with an endpoint. */
   forcePathStyle?: boolean;
+  /** A Secret (the Environment's namespace) with keys `accessKeyId`, `secretAccessKey` and optionally `sessionToken`; absent: `AWS_*` or the AWS default chain. */
+  credentialsSecretRef?: { name: string };
 }
 
 /** A custom resource as read from a manifest or from the API server. */

@@ -130,10 +130,15 @@ const environmentSpecSchema = obj(
       { default: {} },
     ),
     bulkLoad: obj('Bulk loads (transactions).', {
-      s3: obj('The S3 API for s3:// locations: AWS S3 or any S3-compatible store. Credentials come from the AWS default chain (IRSA through the data plane ServiceAccount).', {
+      s3: obj('The S3 API for s3:// locations: AWS S3 or any S3-compatible store. Credentials come from credentialsSecretRef, else the AWS default chain (IRSA through the data plane ServiceAccount).', {
         region: str('AWS region. Default us-east-1.', { minLength: 1 }),
         endpoint: str('An S3-compatible endpoint URL (http:// or https://).', { pattern: '^https?://' }),
         forcePathStyle: bool('Path-style addressing; default true with an endpoint.'),
+        credentialsSecretRef: obj(
+          'A Secret in the Environment\'s namespace with keys accessKeyId and secretAccessKey (and optionally sessionToken), mounted into the data plane as files and re-read, so a rotated key needs no restart; absent: the AWS default chain.',
+          { name: str('Secret name, in the Environment\'s namespace.', { pattern: NAME_PATTERN }) },
+          { required: ['name'] },
+        ),
       }),
     }),
     admin: obj('The administrative API (/_admin/datasets on the iam gateway: create, delete, pause and resume Datasets).', {

@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import type { BulkLoadS3Spec } from '../../../model/types.js';
 import { checkLocation, type Location } from './locations.js';
+import { s3Credentials } from './s3-credentials.js';
 
 export interface SourceFile {
   name: string;
@@ -46,14 +47,10 @@ export function s3Options(env: NodeJS.ProcessEnv, spec: BulkLoadS3Spec = {}): { 
   };
 }
 
-/** The S3 client for `s3://`: s3Options, credentials from AWS_* or the AWS default chain (IRSA). */
+/** The S3 client for `s3://`: s3Options; credentials from the Environment's Secret, else AWS_*, else the AWS default chain (IRSA): s3-credentials.ts. */
 export function s3ClientFor(env: NodeJS.ProcessEnv, spec?: BulkLoadS3Spec): S3Client {
-  return new S3Client({
-    ...s3Options(env, spec),
-    ...(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
-      ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, sessionToken: env.AWS_SESSION_TOKEN } }
-      : {}),
-  });
+  const credentials = s3Credentials(env, spec?.credentialsSecretRef);
+  return new S3Client({ ...s3Options(env, spec), ...(credentials ? { credentials } : {}) });
 }
 
 /** The files at a location, in name order (a directory or prefix holds several). Checks the location again: it may have changed since the create. */
@@ -136,7 +133,10 @@ async function s3Sources(client: S3Client, bucket: string, key: string): Promise
     if (err instanceof SourceError) throw err;
     if (isNotFound(err)) throw new SourceError('SOURCE_NOT_FOUND', `no object or bucket at s3://${bucket}/${key}`);
     const name = (err as { name?: string }).name ?? '';
-    if (/AccessDenied|Forbidden|InvalidAccessKeyId|SignatureDoesNotMatch/.test(name)) throw new SourceError('SOURCE_FORBIDDEN', `S3 refused s3://${bucket}/${key}: ${name}`);
+    // A HEAD has no error body: a refused key is only its 403.
+    const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    const refusal = /AccessDenied|Forbidden|InvalidAccessKeyId|SignatureDoesNotMatch/.test(name) ? name : status === 403 ? '403 Forbidden' : undefined;
+    if (refusal) throw new SourceError('SOURCE_FORBIDDEN', `S3 refused s3://${bucket}/${key}: ${refusal}`);
     throw new SourceError('SOURCE_UNREADABLE', `S3 failed on s3://${bucket}/${key}: ${(err as Error).message}`);
   }
 }

@@ -9,7 +9,7 @@ import { COMPONENT, componentLabels, componentSelector, objectNames } from '../n
 import { ownedMetadata, type OwnerRef } from './meta.js';
 import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
 import { SECRETS_DIR_ENV, SECRETS_MOUNT_ROOT } from '../../../model/secrets.js';
-import { secretVolumeMounts, secretVolumes } from './secrets.js';
+import { environmentSecretRefs, secretVolumeMounts, secretVolumes } from './secrets.js';
 import { HTTP_PORT, type RenderSettings, type Rendered } from './types.js';
 
 export const DEFAULT_DATAPLANE_REPLICAS = 2;
@@ -67,7 +67,8 @@ export function renderDataplaneRoleBinding(env: EnvironmentResource, owner: Owne
 
 /**
  * `secretRefs`: the `location.connectionSecretRef`s of the Environment's Datasets, in any order and
- * with repeats (see `datasetSecretRefs`). A change of that set changes the pod template, so it rolls
+ * with repeats (see `datasetSecretRefs`); the Environment's own bulk-load S3 credentials Secret is
+ * added here (`environmentSecretRefs`). A change of that set changes the pod template, so it rolls
  * the Deployment out; a new value in a Secret does not need to: the kubelet rewrites the mounted
  * file and the data plane re-reads it.
  */
@@ -81,6 +82,7 @@ export function renderDataplaneDeployment(
   const name = env.metadata.name;
   const spec = env.spec.dataplane ?? {};
   const labels = dataplaneLabels(name);
+  const mounted = [...secretRefs, ...environmentSecretRefs(env)];
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -110,10 +112,10 @@ export function renderDataplaneDeployment(
               ...httpProbes(),
               resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
               securityContext: containerSecurityContext,
-              volumeMounts: [...scratchMounts, { name: 'data', mountPath: DATA_DIR }, ...secretVolumeMounts(secretRefs)],
+              volumeMounts: [...scratchMounts, { name: 'data', mountPath: DATA_DIR }, ...secretVolumeMounts(mounted)],
             },
           ],
-          volumes: [...scratchVolumes, { name: 'data', emptyDir: {} }, ...secretVolumes(secretRefs)],
+          volumes: [...scratchVolumes, { name: 'data', emptyDir: {} }, ...secretVolumes(mounted)],
         },
       },
     },

@@ -1,6 +1,7 @@
 /**
- * The connection Secrets of an Environment's Datasets, as files in its data-plane container: one
- * read-only `secret` volume per distinct Secret (only the referenced keys), mounted at
+ * The connection Secrets of an Environment's Datasets (and the Environment's own bulk-load S3
+ * credentials Secret), as files in its data-plane container: one read-only `secret` volume per
+ * distinct Secret (only the referenced keys; a `projected` volume when some keys are optional), mounted at
  * `SECRETS_MOUNT_ROOT/<name>`, so the data plane reads `<name>/<key>` below DAS_SECRETS_DIR
  * (model/secrets.ts). The kubelet reads the Secret and refreshes the files when it changes, so
  * neither the operator nor the data plane needs any RBAC on Secrets, and a rotated value needs no
@@ -8,8 +9,28 @@
  */
 import type { V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { DATASET_CONFIG_KEY } from '../../../model/configmaps.js';
-import { CREDENTIALS_SECRET_KEYS, SECRETS_MOUNT_ROOT, secretDirPath, secretRefProblem, secretVolumeName } from '../../../model/secrets.js';
+import { CREDENTIALS_SECRET_KEYS, SECRETS_MOUNT_ROOT, SESSION_TOKEN_SECRET_KEY, secretDirPath, secretRefProblem, secretVolumeName } from '../../../model/secrets.js';
 import type { SecretKeyRef } from '../../../model/types.js';
+
+/** A Secret key to mount; `optional`: mounted only when the Secret has it (a session token), never keeping a Pod from starting. */
+export interface MountedSecretRef extends SecretKeyRef {
+  optional?: boolean;
+}
+
+/** The part of an Environment (resource or cached object) that names its bulk-load S3 credentials Secret. */
+export interface WithBulkLoadSecret {
+  spec?: { bulkLoad?: { s3?: { credentialsSecretRef?: { name?: unknown } } } };
+}
+
+/**
+ * The keys of the Environment's `spec.bulkLoad.s3.credentialsSecretRef`: both access keys, and the
+ * session token when the Secret has one (temporary credentials).
+ */
+export function environmentSecretRefs(env: WithBulkLoadSecret): MountedSecretRef[] {
+  const name = env.spec?.bulkLoad?.s3?.credentialsSecretRef?.name;
+  if (typeof name !== 'string') return [];
+  return [...CREDENTIALS_SECRET_KEYS.map((key) => ({ name, key })), { name, key: SESSION_TOKEN_SECRET_KEY, optional: true }];
+}
 
 /** The part of a Dataset (resource or cached object) that names its connection (or DynamoDB credentials) Secret. */
 export interface WithConnectionSecret {
@@ -46,39 +67,57 @@ export function datasetSecretRefs(datasets: Iterable<WithConnectionSecret>): Sec
   return distinctRefs([...datasets].flatMap((d) => locationRefs(d.spec?.location)));
 }
 
-function distinctRefs(refs: Iterable<SecretKeyRef>): SecretKeyRef[] {
-  const byPath = new Map<string, SecretKeyRef>();
+/** One ref per file; a key that any ref requires is required. */
+function distinctRefs(refs: Iterable<MountedSecretRef>): MountedSecretRef[] {
+  const byPath = new Map<string, MountedSecretRef>();
   for (const ref of refs) {
     if (secretRefProblem(ref)) continue;
     // name and key are separate path segments (neither holds "/"): one file per distinct ref.
-    byPath.set(`${ref.name}/${ref.key}`, { name: ref.name, key: ref.key });
+    const path = `${ref.name}/${ref.key}`;
+    const seen = byPath.get(path);
+    const optional = ref.optional === true && (!seen || seen.optional === true);
+    byPath.set(path, { name: ref.name, key: ref.key, ...(optional ? { optional: true } : {}) });
   }
   return [...byPath.values()].sort((a, b) => compare(a.name, b.name) || compare(a.key, b.key));
 }
 
-/** The refs grouped by Secret, in name order, each with its keys in order. */
-function bySecret(refs: Iterable<SecretKeyRef>): [string, string[]][] {
-  const keys = new Map<string, string[]>();
-  for (const ref of distinctRefs(refs)) keys.set(ref.name, [...(keys.get(ref.name) ?? []), ref.key]);
+/** The refs grouped by Secret, in name order, each with its required and optional keys in order. */
+function bySecret(refs: Iterable<MountedSecretRef>): [string, { required: string[]; optional: string[] }][] {
+  const keys = new Map<string, { required: string[]; optional: string[] }>();
+  for (const ref of distinctRefs(refs)) {
+    const entry = keys.get(ref.name) ?? { required: [], optional: [] };
+    (ref.optional ? entry.optional : entry.required).push(ref.key);
+    keys.set(ref.name, entry);
+  }
   return [...keys.entries()];
 }
 
-/** One `secret` volume per distinct Secret, projecting only the referenced keys. */
-export function secretVolumes(refs: Iterable<SecretKeyRef>): V1Volume[] {
-  return bySecret(refs).map(([name, keys]) => ({
-    name: secretVolumeName(name),
-    secret: {
-      secretName: name,
-      items: keys.map((key) => ({ key, path: key })),
-      defaultMode: SECRET_FILE_MODE,
-      // A missing Secret or key keeps new Pods from starting rather than serving without it.
-      optional: false,
-    },
-  }));
+const items = (keys: string[]) => keys.map((key) => ({ key, path: key }));
+
+/**
+ * One volume per distinct Secret, projecting only the referenced keys. A missing Secret or
+ * required key keeps new Pods from starting rather than serving without it. A `secret` volume
+ * cannot make single keys optional, so a Secret with optional keys is a `projected` volume of two
+ * sources of the same Secret: the required keys, and the optional ones (skipped when absent).
+ */
+export function secretVolumes(refs: Iterable<MountedSecretRef>): V1Volume[] {
+  return bySecret(refs).map(([name, { required, optional }]): V1Volume => {
+    if (!optional.length) return { name: secretVolumeName(name), secret: { secretName: name, items: items(required), defaultMode: SECRET_FILE_MODE, optional: false } };
+    return {
+      name: secretVolumeName(name),
+      projected: {
+        defaultMode: SECRET_FILE_MODE,
+        sources: [
+          ...(required.length ? [{ secret: { name, items: items(required), optional: false } }] : []),
+          { secret: { name, items: items(optional), optional: true } },
+        ],
+      },
+    };
+  });
 }
 
 /** The read-only mounts of those volumes, at `SECRETS_MOUNT_ROOT/<name>`. */
-export function secretVolumeMounts(refs: Iterable<SecretKeyRef>): V1VolumeMount[] {
+export function secretVolumeMounts(refs: Iterable<MountedSecretRef>): V1VolumeMount[] {
   return bySecret(refs).map(([name]) => ({ name: secretVolumeName(name), mountPath: secretDirPath(SECRETS_MOUNT_ROOT, name), readOnly: true }));
 }
 
