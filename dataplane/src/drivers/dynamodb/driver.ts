@@ -45,6 +45,7 @@ import {
   type WriteOp,
 } from '../../engine/contract.js';
 import { SecretNotMountedError } from '../postgres/connection.js';
+import { DynamoDbBulkLoad } from './bulk-load.js';
 import { clientKey, createClient } from './client.js';
 import { filterExpression, type FilterExpression } from './filter-expression.js';
 import { encodeSortValue, INDEX_PARTITION, indexName, SEPARATOR, sortableFields, sortKeyAttribute, sortKeys } from './sort-index.js';
@@ -69,7 +70,7 @@ export const dynamodbCapabilities: DriverCapabilities = {
   orderedWithoutSort: false,
   rawSql: false,
   changeFeed: false,
-  bulkLoad: false,
+  bulkLoad: true, // bulk-load.ts
 };
 
 export interface DynamoDbDriverOptions {
@@ -113,9 +114,15 @@ export class DynamoDbDriver implements LocationDriver {
   readonly capabilities = dynamodbCapabilities;
   private readonly env: NodeJS.ProcessEnv;
   private readonly clients = new Map<string, { raw: DynamoDBClient; doc: DynamoDBDocumentClient }>();
+  readonly bulkLoad: DynamoDbBulkLoad;
 
   constructor(private readonly options: DynamoDbDriverOptions) {
     this.env = options.env ?? process.env;
+    this.bulkLoad = new DynamoDbBulkLoad(
+      (dataset) => this.client(dataset),
+      (dataset, schema) => this.def(dataset, schema),
+      storeFailure,
+    );
   }
 
   private client(dataset: DatasetConfig): { raw: DynamoDBClient; doc: DynamoDBDocumentClient } {
@@ -310,6 +317,8 @@ export class DynamoDbDriver implements LocationDriver {
           }
         }
       }
+      const transactions = await this.bulkLoad.drop(dataset);
+      if (transactions) dropped.push(transactions);
     } catch (err) {
       throw storeFailure(err);
     }
@@ -721,7 +730,7 @@ const UNAVAILABLE_NAMES = new Set([
 ]);
 
 /** What an SDK error means in the store's terms; anything unforeseen is rethrown (a 500). */
-function storeFailure(err: unknown, schema?: string): unknown {
+export function storeFailure(err: unknown, schema?: string): unknown {
   if (err instanceof StoreError) return err;
   if (err instanceof SecretNotMountedError) return new StoreError({ kind: 'unavailable', detail: err.message });
   const e = err as Error & { code?: string; $metadata?: unknown };
