@@ -34,6 +34,18 @@ async function adminUrl(): Promise<string> {
   return (await embedded).url;
 }
 
+/**
+ * The admin (superuser) URL of the test PostgreSQL, for test peers that create databases of their
+ * own (the Snowflake test peer): the same server and user freshDatabase uses.
+ */
+export async function testPostgresAdminUrl(): Promise<string> {
+  const url = await adminUrl();
+  if (url) return url;
+  const target = new URL(`postgres://${process.env.PGUSER ?? 'postgres'}@${process.env.PGHOST ?? 'localhost'}:${process.env.PGPORT ?? 5432}/${process.env.PGDATABASE ?? 'postgres'}`);
+  if (process.env.PGPASSWORD) target.password = process.env.PGPASSWORD;
+  return target.toString();
+}
+
 /** Creates a fresh database and returns its URL. */
 export async function freshDatabase(prefix = 't'): Promise<string> {
   const url = await adminUrl();

@@ -1,0 +1,350 @@
+/**
+ * TEST PEER ONLY. One Snowflake session of the test peer: its own PostgreSQL client (so BEGIN …
+ * COMMIT spans the statements of one SDK connection), its context (database, schema, warehouse,
+ * role, session parameters such as QUERY_TAG), and the execution of one statement at a time,
+ * from Snowflake SQL in to a Snowflake response body out.
+ */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { databaseUrl, pgDatabaseName, pgRoleName, quoteIdent, type PeerCatalog } from './catalog.js';
+import { fromPostgresError, SnowflakeSqlError, swapCase } from './errors.js';
+import { encodeValue, fixedColumn, RESULT_PARAMETERS, rowTypeOf, snowflakeTypeOf, STATEMENT_TYPE, textColumn, type PgField, type RowType, type SnowflakeType } from './results.js';
+import { PEER_SCHEMA, translate, type Translated } from './translate.js';
+
+export interface QueryLogEntry {
+  queryId: string;
+  sessionId: number;
+  sqlText: string;
+  warehouse: string | null;
+  role: string;
+  database: string;
+  schema: string;
+  queryTag: string | null;
+  async: boolean;
+  inTransaction: boolean;
+  startedAt: Date;
+}
+
+export interface QueryRequest {
+  sqlText: string;
+  bindings?: Record<string, { type?: string; value: unknown }>;
+  parameters?: Record<string, unknown>;
+  asyncExec?: boolean;
+}
+
+/** A Snowflake response body (`success`, `code`, `message`, `data`). */
+export interface ResponseBody {
+  success: boolean;
+  code: string | null;
+  message: string | null;
+  data: Record<string, unknown>;
+}
+
+export interface SessionContext {
+  database: string;
+  schema: string;
+  warehouse: string | null;
+  role: string;
+}
+
+const RAW_TEXT = { getTypeParser: () => (value: string) => value };
+
+export function errorBody(err: SnowflakeSqlError, queryId?: string): ResponseBody {
+  return {
+    success: false,
+    code: err.code,
+    message: err.message,
+    data: { ...(queryId ? { queryId } : {}), sqlState: err.sqlState, errorCode: err.code, internalError: false, age: 0, line: -1, pos: -1 },
+  };
+}
+
+interface Outcome {
+  rowtype: RowType[];
+  rowset: (string | null)[][];
+  statementTypeId: number;
+}
+
+export class Session {
+  readonly params: Record<string, string> = {};
+  private client!: pg.Client;
+  private chain: Promise<unknown> = Promise.resolve();
+  private inTransaction = false;
+  private closed = false;
+  /** (table OID, column number) → the peer domain the column was declared with, if any. */
+  private readonly declaredDomains = new Map<string, string | null>();
+
+  constructor(
+    readonly id: number,
+    readonly user: string,
+    private context: SessionContext,
+    private readonly adminUrl: string,
+    private readonly catalog: PeerCatalog,
+    private readonly isReadOnlyRole: (role: string) => boolean,
+    private readonly log: (entry: QueryLogEntry) => void,
+  ) {}
+
+  get current(): SessionContext {
+    return { ...this.context };
+  }
+
+  /** Connects to the session's database, creating database, schema and role on first use. */
+  async open(): Promise<void> {
+    await this.catalog.ensureDatabase(this.context.database);
+    await this.catalog.ensureRole(this.context.role);
+    this.client = await this.connect(this.context.database);
+    await this.catalog.ensureSchema(this.client, this.context.schema);
+    await this.applyContext();
+  }
+
+  private async connect(database: string): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: databaseUrl(this.adminUrl, pgDatabaseName(database)) });
+    client.on('error', () => undefined);
+    await client.connect();
+    await client.query("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'iso_8601'; SET extra_float_digits = 1");
+    return client;
+  }
+
+  private async applyContext(): Promise<void> {
+    await this.client.query(`SET search_path = ${quoteIdent(swapCase(this.context.schema))}`);
+    if (this.isReadOnlyRole(this.context.role)) await this.client.query(`SET ROLE ${quoteIdent(pgRoleName(this.context.role))}`);
+    else await this.client.query('RESET ROLE');
+  }
+
+  /** Runs PostgreSQL SQL as is, outside the query log (the peer's own bookkeeping). */
+  rawQuery<T extends pg.QueryResultRow>(sql: string): Promise<T[]> {
+    return this.serial(async () => (await this.client.query<T>(sql)).rows);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.chain.catch(() => undefined);
+    await this.client?.end().catch(() => undefined);
+  }
+
+  /** Runs statements one at a time, in arrival order (a Snowflake session is sequential too). */
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(work, work);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Records the query and starts it; the promise settles with the response body (never rejects). */
+  submit(request: QueryRequest, queryId = randomUUID()): { queryId: string; done: Promise<ResponseBody> } {
+    const tag = request.parameters?.QUERY_TAG;
+    this.log({
+      queryId,
+      sessionId: this.id,
+      sqlText: request.sqlText,
+      warehouse: this.context.warehouse,
+      role: this.context.role,
+      database: this.context.database,
+      schema: this.context.schema,
+      queryTag: tag !== undefined && tag !== null ? String(tag) : (this.params.QUERY_TAG ?? null),
+      async: request.asyncExec === true,
+      inTransaction: this.inTransaction,
+      startedAt: new Date(),
+    });
+    const done = this.serial(async () => {
+      if (this.closed) throw new SnowflakeSqlError('390111', '08003', 'Session no longer exists.');
+      const outcome = await this.run(request);
+      return this.successBody(queryId, outcome);
+    }).catch((err: unknown) => errorBody(fromPostgresError(err), queryId));
+    return { queryId, done };
+  }
+
+  private successBody(queryId: string, outcome: Outcome): ResponseBody {
+    return {
+      success: true,
+      code: null,
+      message: null,
+      data: {
+        parameters: RESULT_PARAMETERS,
+        rowtype: outcome.rowtype.map((r) => ({ ...r, database: r.database || this.context.database, schema: r.schema || this.context.schema })),
+        rowset: outcome.rowset,
+        total: outcome.rowset.length,
+        returned: outcome.rowset.length,
+        queryId,
+        databaseProvider: null,
+        finalDatabaseName: this.context.database,
+        finalSchemaName: this.context.schema,
+        finalWarehouseName: this.context.warehouse,
+        finalRoleName: this.context.role,
+        numberOfBinds: 0,
+        arrayBindSupported: false,
+        statementTypeId: outcome.statementTypeId,
+        version: 1,
+        sendResultTime: Date.now(),
+        queryResultFormat: 'json',
+      },
+    };
+  }
+
+  private status(message: string, statementTypeId: number): Outcome {
+    return { rowtype: [textColumn('status')], rowset: [[message]], statementTypeId };
+  }
+
+  private async run(request: QueryRequest): Promise<Outcome> {
+    const translated = translate(request.sqlText, {
+      database: this.context.database,
+      schema: this.context.schema,
+      warehouse: this.context.warehouse ?? '',
+      role: this.context.role,
+    });
+    switch (translated.kind) {
+      case 'begin':
+        if (!this.inTransaction) await this.client.query('BEGIN');
+        this.inTransaction = true;
+        return this.status('Statement executed successfully.', STATEMENT_TYPE.transaction);
+      case 'commit':
+      case 'rollback':
+        if (this.inTransaction) await this.client.query(translated.kind === 'commit' ? 'COMMIT' : 'ROLLBACK');
+        this.inTransaction = false;
+        return this.status('Statement executed successfully.', STATEMENT_TYPE.transaction);
+      case 'alterSession':
+        Object.assign(this.params, translated.set);
+        for (const name of translated.unset) delete this.params[name];
+        return this.status('Statement executed successfully.', STATEMENT_TYPE.session);
+      case 'use':
+        await this.use(translated);
+        return this.status('Statement executed successfully.', STATEMENT_TYPE.session);
+      case 'sql':
+        return this.inTransaction ? this.inSavepoint(() => this.runSql(translated, request)) : this.runSql(translated, request);
+    }
+  }
+
+  /** Snowflake keeps a transaction going after a failed statement; PostgreSQL would abort it. */
+  private async inSavepoint<T>(work: () => Promise<T>): Promise<T> {
+    await this.client.query('SAVEPOINT sf_peer_statement');
+    try {
+      const result = await work();
+      await this.client.query('RELEASE SAVEPOINT sf_peer_statement');
+      return result;
+    } catch (err) {
+      await this.client.query('ROLLBACK TO SAVEPOINT sf_peer_statement').catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async use(u: Extract<Translated, { kind: 'use' }>): Promise<void> {
+    switch (u.object) {
+      case 'WAREHOUSE':
+        this.context.warehouse = u.name;
+        return;
+      case 'ROLE':
+        await this.catalog.ensureRole(u.name);
+        this.context.role = u.name;
+        await this.applyContext();
+        return;
+      case 'SCHEMA': {
+        if (u.database && u.database !== this.context.database) await this.switchDatabase(u.database);
+        const exists = await this.client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [swapCase(u.name)]);
+        if (!exists.rowCount) throw new SnowflakeSqlError('002043', '02000', `SQL compilation error:\nObject does not exist, or operation cannot be performed.`);
+        this.context.schema = u.name;
+        await this.applyContext();
+        return;
+      }
+      case 'DATABASE':
+        await this.switchDatabase(u.name);
+        return;
+    }
+  }
+
+  private async switchDatabase(database: string): Promise<void> {
+    if (this.inTransaction) throw SnowflakeSqlError.unsupported('USE DATABASE inside a transaction');
+    await this.catalog.ensureDatabase(database);
+    const client = await this.connect(database);
+    await this.client.end().catch(() => undefined);
+    this.client = client;
+    this.context.database = database;
+    this.context.schema = 'PUBLIC';
+    this.declaredDomains.clear();
+    await this.applyContext();
+  }
+
+  /** The bind values in $N order; an array value (array binding) makes one row of values per element. */
+  private bindRows(paramCount: number, bindings: QueryRequest['bindings'] = {}): (string | null)[][] {
+    const values: unknown[] = [];
+    for (let n = 1; n <= paramCount; n++) {
+      const bind = bindings[String(n)];
+      if (!bind) throw new SnowflakeSqlError('002049', '42601', `SQL compilation error: error line 1 at position 0\nBind variable ? not set.`);
+      values.push(bind.value);
+    }
+    const arrays = values.filter(Array.isArray) as unknown[][];
+    const toText = (v: unknown): string | null => (v === null || v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v));
+    if (arrays.length === 0) return [values.map(toText)];
+    const rows = arrays[0].length;
+    return Array.from({ length: rows }, (_, r) => values.map((v) => toText(Array.isArray(v) ? v[r] : v)));
+  }
+
+  private async runSql(t: Extract<Translated, { kind: 'sql' }>, request: QueryRequest): Promise<Outcome> {
+    const rows = this.bindRows(t.paramCount, request.bindings);
+    const results: pg.QueryArrayResult[] = [];
+    for (const values of rows) {
+      results.push(await this.client.query({ text: t.sql, values, rowMode: 'array', types: RAW_TEXT }));
+    }
+    const count = results.reduce((sum, r) => sum + (r.rowCount ?? 0), 0);
+    switch (t.category) {
+      case 'insert':
+        return { rowtype: [fixedColumn('number of rows inserted')], rowset: [[String(count)]], statementTypeId: STATEMENT_TYPE.insert };
+      case 'update':
+        return {
+          rowtype: [fixedColumn('number of rows updated'), fixedColumn('number of multi-joined rows updated')],
+          rowset: [[String(count), '0']],
+          statementTypeId: STATEMENT_TYPE.update,
+        };
+      case 'delete':
+        return { rowtype: [fixedColumn('number of rows deleted')], rowset: [[String(count)]], statementTypeId: STATEMENT_TYPE.delete };
+      case 'merge': {
+        const actions = results.flatMap((r) => r.rows.map((row) => String(row[0])));
+        const counted = { inserted: 'INSERT', updated: 'UPDATE', deleted: 'DELETE' } as const;
+        const kinds = t.mergeKinds ?? [];
+        return {
+          rowtype: kinds.map((k) => fixedColumn(`number of rows ${k}`)),
+          rowset: [kinds.map((k) => String(actions.filter((a) => a === counted[k]).length))],
+          statementTypeId: STATEMENT_TYPE.merge,
+        };
+      }
+      case 'ddl':
+        if (t.iceberg) {
+          await this.client.query(
+            `INSERT INTO ${PEER_SCHEMA}.iceberg_tables (table_schema, table_name, external_volume, catalog, base_location) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (table_schema, table_name) DO NOTHING`,
+            [t.iceberg.schema ?? this.context.schema, t.iceberg.table, t.iceberg.settings.externalVolume ?? null, t.iceberg.settings.catalog ?? null, t.iceberg.settings.baseLocation ?? null],
+          );
+        }
+        return this.status(t.status ?? 'Statement executed successfully.', STATEMENT_TYPE.ddl);
+      case 'select': {
+        const result = results[results.length - 1];
+        return this.rowsOutcome(result);
+      }
+    }
+  }
+
+  private async rowsOutcome(result: pg.QueryArrayResult): Promise<Outcome> {
+    const fields = result.fields as unknown as PgField[];
+    const domains = await this.domainsOf(fields);
+    const types: SnowflakeType[] = fields.map((f, i) => snowflakeTypeOf(f, domains[i]));
+    const raw = result.rows as (string | null)[][];
+    const rowtype = fields.map((f, i) => rowTypeOf(f, types[i], raw.map((r) => r[i]), { database: '', schema: '' }));
+    const rowset = raw.map((r) => r.map((v, i) => encodeValue(types[i], v)));
+    return { rowtype, rowset, statementTypeId: STATEMENT_TYPE.select };
+  }
+
+  /** For table columns over jsonb/timestamptz: which peer domain (VARIANT, TIMESTAMP_TZ, …) they were declared with. */
+  private async domainsOf(fields: PgField[]): Promise<(string | undefined)[]> {
+    const key = (f: PgField) => `${f.tableID}:${f.columnID}`;
+    const wanted = fields.filter((f) => f.tableID !== 0 && (f.dataTypeID === 3802 || f.dataTypeID === 1184) && !this.declaredDomains.has(key(f)));
+    if (wanted.length > 0) {
+      const found = await this.client.query<{ attrelid: number; attnum: number; domain: string | null }>(
+        `SELECT a.attrelid::int AS attrelid, a.attnum::int AS attnum, CASE WHEN n.nspname = '${PEER_SCHEMA}' THEN t.typname::text END AS domain
+         FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid JOIN pg_namespace n ON n.oid = t.typnamespace
+         WHERE (a.attrelid::int, a.attnum::int) IN (SELECT * FROM unnest($1::int[], $2::int[]))`,
+        [wanted.map((f) => f.tableID), wanted.map((f) => f.columnID)],
+      );
+      for (const f of wanted) this.declaredDomains.set(key(f), null);
+      for (const row of found.rows) this.declaredDomains.set(`${row.attrelid}:${row.attnum}`, row.domain);
+    }
+    return fields.map((f) => (f.tableID !== 0 ? (this.declaredDomains.get(key(f)) ?? undefined) : undefined));
+  }
+}
