@@ -68,6 +68,8 @@ export class SnowflakeTestPeer {
   private readonly log: QueryLogEntry[] = [];
   private readonly warehouseNames = new Set<string>();
   private nextSessionId = 1;
+  /** How many session tokens were renewed with a master token (tests of renewal read it). */
+  renewals = 0;
   private server = createPeerServer(this);
   url = '';
   host = '127.0.0.1';
@@ -205,6 +207,7 @@ export class SnowflakeTestPeer {
     const old = typeof body.oldSessionToken === 'string' ? body.oldSessionToken : undefined;
     if (old) this.sessionTokens.delete(old);
     this.masterTokens.delete(master!);
+    this.renewals++;
     return { success: true, code: null, message: null, data: this.issueTokens(session) };
   }
 
