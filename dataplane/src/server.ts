@@ -10,6 +10,8 @@ import { startFileConfigSource } from './config/file-source.js';
 import { ConfigStore } from './config/store.js';
 import { PostgresDriver } from './drivers/postgres/driver.js';
 import { DynamoDbDriver } from './drivers/dynamodb/driver.js';
+import { SnowflakeDriver } from './drivers/snowflake/driver.js';
+import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT } from './drivers/snowflake/table-format.js';
 import { DriverRegistry } from './driver-registry.js';
 import { RecordEngine } from './engine/engine.js';
 import type { AsyncWriterOptions } from './engine/async-writes.js';
@@ -86,6 +88,8 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     {
       postgres: () => new PostgresDriver({ logger, env: options.env, readOnly: options.readOnly }),
       dynamodb: () => new DynamoDbDriver({ logger, env: options.env }),
+      snowflake: () => new SnowflakeDriver({ logger, env: options.env, format: SNOWFLAKE_FORMAT }),
+      iceberg: () => new SnowflakeDriver({ logger, env: options.env, format: ICEBERG_FORMAT }),
     },
     logger,
   );

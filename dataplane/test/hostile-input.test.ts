@@ -160,10 +160,11 @@ describe('readiness with a dataset that cannot be served', function () {
         'metadata: {name: warehouse}',
         'spec:',
         '  environment: local',
-        '  location: {kind: snowflake, accessUrl: "http://127.0.0.1:9", database: DB, warehouse: WH, connectionSecretRef: {name: nowhere, key: login}}',
+        // Storage it can never prepare (two properties on one column: refused, not retried).
+        '  location: {kind: postgres}',
         '  auth: {iam: {principals: [demo-admin]}}',
         '  schemas:',
-        '    w.Thing: {properties: {name: {type: string}}}',
+        '    w.Thing: {properties: {aB: {type: string}, a_b: {type: string}}}',
       ].join('\n'),
     );
     const dp = await startTestDataPlane({ manifests: dir });

@@ -37,6 +37,8 @@ export interface SqlLexicalRules {
   /** Backslash escapes inside every '…' literal (Snowflake), or only in E'…' (PostgreSQL). */
   readonly backslashEscapesInStrings: boolean;
   readonly escapeStringPrefix: boolean;
+  /** `// …` line comments besides `-- …` (Snowflake). */
+  readonly slashLineComments?: boolean;
 }
 
 export const POSTGRES_LEXICAL_RULES: SqlLexicalRules = { nestedBlockComments: true, taggedDollarQuotes: true, backslashEscapesInStrings: false, escapeStringPrefix: true };
@@ -141,10 +143,11 @@ export function scanTokens(sql: string, rules: SqlLexicalRules = POSTGRES_LEXICA
     const c = sql[i];
     const next = sql[i + 1];
     // A run of operator characters in code (a line comment is lexed linearly: not counted).
-    if (i >= runChecked && isOperatorChar(c) && !(c === '-' && next === '-')) checkRun(i);
+    const lineComment = (c === '-' && next === '-') || (rules.slashLineComments === true && c === '/' && next === '/');
+    if (i >= runChecked && isOperatorChar(c) && !lineComment) checkRun(i);
     if (c === "'") i = skipQuoted(sql, i, "'", rules.backslashEscapesInStrings);
     else if (c === '"') i = skipQuoted(sql, i, '"', false);
-    else if (c === '-' && next === '-') {
+    else if (lineComment) {
       const eol = sql.indexOf('\n', i);
       i = eol === -1 ? sql.length : eol + 1;
     } else if (c === '/' && next === '*') {

@@ -8,6 +8,11 @@
 import type * as SnowflakeSdk from 'snowflake-sdk';
 
 export type Snowflake = typeof SnowflakeSdk;
+/** The SDK's types for the driver's modules (which may not import the package themselves). */
+export type SnowflakeConnection = SnowflakeSdk.Connection;
+export type SnowflakeConnectionOptions = SnowflakeSdk.ConnectionOptions;
+export type SnowflakeStatement = SnowflakeSdk.RowStatement;
+export type SnowflakeColumn = SnowflakeSdk.Column;
 
 let loading: Promise<Snowflake> | undefined;
 

@@ -1,0 +1,390 @@
+/**
+ * The warehouse location driver: one class for the two warehouse kinds, `snowflake` and
+ * `iceberg`, which differ by their table format (table-format.ts), never by tests of the kind's
+ * name. Sessions come from per-(login, warehouse, role) pools (sessions.ts); statements are pure
+ * (layout.ts, write-sql.ts, list-sql.ts, ddl.ts); a write is planned in JS from the current rows
+ * (write-plan.ts) because the warehouse returns no rows from a write. docs/warehouse.md has the
+ * statements per consistency level and the round trips they cost.
+ */
+import type { Logger } from 'pino';
+import { kindFacts } from '../../../../model/location-kinds.js';
+import type { DatasetConfig } from '../../../../model/types.js';
+import {
+  StoreError,
+  type DriverCapabilities,
+  type ListQuery,
+  type LocationDriver,
+  type OpResult,
+  type PrepareReport,
+  type RawQuery,
+  type RawQueryOptions,
+  type RecordKey,
+  type StatementContext,
+  type StoredRecord,
+  type WriteLevel,
+  type WriteOp,
+} from '../../engine/contract.js';
+import { schemaDefOf } from '../../engine/layout.js';
+import { quoteIdent as q } from '../sql-naming.js';
+import { databaseSchemaFor } from '../sql/table-shape.js';
+import { CredentialFiles } from './credentials.js';
+import { CATALOG_SQL, existingColumn, planSchemaChanges } from './ddl.js';
+import { warehouseSqlDialect } from './dialect.js';
+import { outageOf, requestError, statementFailure } from './errors.js';
+import { selectByIdSql, selectManySql, selectVersionSql, warehouseLayout, type Statement, type WarehouseLayout } from './layout.js';
+import { listSql } from './list-sql.js';
+import { snowflakeRawDialect } from './raw-dialect.js';
+import { WarehouseReadOnly, type ReadOnlyOptions } from './readonly.js';
+import { Session, SessionPools, type ExecOptions, type SessionPoolOptions, type SessionTarget } from './sessions.js';
+import type { TableFormat } from './table-format.js';
+import { plannedRowOf, recordOfRow } from './values.js';
+import { currentRowsSql, expectedLiveCounts, historyMergeSql, liveMergeSql, type MergeCounts } from './write-sql.js';
+import { planWrite, type CurrentRows, type TablePlan } from './write-plan.js';
+
+export interface SnowflakeDriverOptions {
+  logger: Logger;
+  format: TableFormat;
+  env?: NodeJS.ProcessEnv;
+  sessions?: SessionPoolOptions;
+  readOnly?: ReadOnlyOptions;
+}
+
+/** What a warehouse kind offers: the kind's levels (iceberg: no ATOMIC_ALL), SQL lists and raw SQL. */
+export function warehouseCapabilities(format: TableFormat): DriverCapabilities {
+  return {
+    consistency: kindFacts(format.kind).consistency.filter((level): level is WriteLevel => level !== 'ASYNC'),
+    list: true,
+    sortable: 'any', // no indexes on the warehouse: every sort is a scan
+    orderedWithoutSort: false, // the spec: unordered without a sort (pages still go by id internally)
+    rawSql: true,
+    changeFeed: false,
+    bulkLoad: false,
+  };
+}
+
+/** How many times a write whose rows a concurrent writer changed is planned again. */
+const WRITE_ATTEMPTS = 3;
+/** Snowflake's QUERY_TAG holds at most 2000 characters. */
+const MAX_QUERY_TAG = 2000;
+
+type Counts = Partial<MergeCounts>;
+
+export class SnowflakeDriver implements LocationDriver {
+  readonly kind: TableFormat['kind'];
+  readonly capabilities: DriverCapabilities;
+  readonly rawSqlDialect = snowflakeRawDialect;
+  private readonly format: TableFormat;
+  private readonly credentials: CredentialFiles;
+  readonly sessions: SessionPools;
+  private readonly readOnly: WarehouseReadOnly;
+  private readonly layouts = new Map<string, { generation: number; layouts: Map<string, WarehouseLayout> }>();
+
+  constructor(private readonly options: SnowflakeDriverOptions) {
+    this.format = options.format;
+    this.kind = options.format.kind;
+    this.capabilities = warehouseCapabilities(options.format);
+    this.credentials = new CredentialFiles(options.env);
+    this.sessions = new SessionPools(options.sessions);
+    this.readOnly = new WarehouseReadOnly(options.readOnly);
+  }
+
+  private layout(dataset: DatasetConfig, schemaName: string): WarehouseLayout {
+    let entry = this.layouts.get(dataset.id);
+    if (!entry || entry.generation !== dataset.generation) this.layouts.set(dataset.id, (entry = { generation: dataset.generation, layouts: new Map() }));
+    let layout = entry.layouts.get(schemaName);
+    if (!layout) {
+      const schema = schemaDefOf(dataset, schemaName);
+      // The engine checks schema names before it calls a driver: this is a broken invariant.
+      if (!schema) throw new Error(`dataset "${dataset.id}" has no schema "${schemaName}"`);
+      layout = warehouseLayout(dataset, schemaName, schema, this.format);
+      entry.layouts.set(schemaName, layout);
+    }
+    return layout;
+  }
+
+  /** Where a session goes: the dataset's settings, the executor's warehouse, and a role. */
+  private target(dataset: DatasetConfig, warehouse?: string, role?: string): SessionTarget {
+    const { account, accessUrl, database } = dataset.location;
+    return {
+      account,
+      accessUrl,
+      database,
+      schema: databaseSchemaFor(dataset, warehouseSqlDialect(this.format)),
+      warehouse: warehouse ?? dataset.location.warehouse,
+      role: role ?? dataset.location.role,
+    };
+  }
+
+  private withSession<T>(dataset: DatasetConfig, ctx: { warehouse?: string; role?: string } | undefined, fn: (session: Session) => Promise<T>): Promise<T> {
+    const credentials = this.credentials.credentialsFor(dataset);
+    return this.sessions.with(this.target(dataset, ctx?.warehouse, ctx?.role), credentials, fn);
+  }
+
+  /** Per-statement parameters: the request's tags as QUERY_TAG (no extra round trip). */
+  private parameters(ctx?: StatementContext): Record<string, unknown> | undefined {
+    if (!ctx?.tags) return undefined;
+    return { QUERY_TAG: JSON.stringify(ctx.tags).slice(0, MAX_QUERY_TAG) };
+  }
+
+  private exec(session: Session, statement: Statement | string, ctx?: StatementContext, extra: ExecOptions = {}) {
+    const { text, binds } = typeof statement === 'string' ? { text: statement, binds: [] } : statement;
+    return session.exec(text, { binds, parameters: this.parameters(ctx), ...extra });
+  }
+
+  async prepare(dataset: DatasetConfig): Promise<PrepareReport> {
+    const layouts = Object.entries(dataset.schemas).map(([name, schema]) => warehouseLayout(dataset, name, schema, this.format));
+    if (!layouts.length) return { applied: [], refused: [] };
+    try {
+      return await this.withSession(dataset, undefined, async (session) => {
+        const dbSchema = layouts[0].dbSchema;
+        await session.exec(`CREATE SCHEMA IF NOT EXISTS ${q(dbSchema)}`);
+        const { rows } = await session.exec(CATALOG_SQL, { binds: [dbSchema], rowMode: 'object' });
+        const plan = planSchemaChanges(dataset, layouts, (rows as Record<string, unknown>[]).map(existingColumn));
+        if (plan.refused.length) return { applied: [], refused: plan.refused };
+        // The schema exists by now; the rest in order (tables, then columns).
+        for (const statement of plan.statements.slice(1)) await session.exec(statement);
+        return { applied: plan.statements, refused: [] };
+      });
+    } catch (err) {
+      throw outageOf(err) ?? err;
+    }
+  }
+
+  async ping(dataset: DatasetConfig): Promise<void> {
+    try {
+      await this.withSession(dataset, undefined, (session) => session.exec('SELECT 1'));
+    } catch (err) {
+      throw outageOf(err) ?? err;
+    }
+  }
+
+  async purge(dataset: DatasetConfig): Promise<string[]> {
+    const layouts = Object.entries(dataset.schemas).map(([name, schema]) => warehouseLayout(dataset, name, schema, this.format));
+    const dropped: string[] = [];
+    try {
+      await this.withSession(dataset, undefined, async (session) => {
+        for (const layout of layouts) {
+          for (const table of [layout.table, layout.history]) {
+            await session.exec(`DROP TABLE IF EXISTS ${table}`);
+            dropped.push(table);
+          }
+        }
+      });
+    } catch (err) {
+      throw outageOf(err) ?? err;
+    }
+    // The database schema stays: on the warehouse it is usually the administrators' (grants, other tables).
+    this.layouts.delete(dataset.id);
+    return dropped;
+  }
+
+  private async select(dataset: DatasetConfig, schema: string, statement: Statement, ctx?: StatementContext): Promise<unknown[][]> {
+    try {
+      return (await this.withSession(dataset, ctx, (session) => this.exec(session, statement, ctx))).rows as unknown[][];
+    } catch (err) {
+      throw requestError(err, schema);
+    }
+  }
+
+  async read(dataset: DatasetConfig, { schema, id, version }: RecordKey, ctx?: StatementContext): Promise<StoredRecord | undefined> {
+    const layout = this.layout(dataset, schema);
+    const rows = await this.select(dataset, schema, version === undefined ? selectByIdSql(layout, id) : selectVersionSql(layout, id, version), ctx);
+    const row = rows[0];
+    if (!row) return undefined;
+    // A version read may meet a delete's tombstone: reported, never shown as data.
+    const deleted = version !== undefined && row[layout.columns.length] !== null && row[layout.columns.length] !== undefined;
+    return recordOfRow(layout, row, deleted);
+  }
+
+  async readMany(dataset: DatasetConfig, schema: string, ids: string[], ctx?: StatementContext): Promise<StoredRecord[]> {
+    if (!ids.length) return [];
+    const layout = this.layout(dataset, schema);
+    const rows = await this.select(dataset, schema, selectManySql(layout, ids), ctx);
+    return rows.map((row) => recordOfRow(layout, row));
+  }
+
+  async list(dataset: DatasetConfig, schema: string, query: ListQuery, ctx?: StatementContext): Promise<StoredRecord[]> {
+    const layout = this.layout(dataset, schema);
+    try {
+      const { rows } = await this.withSession(dataset, ctx, (session) => this.exec(session, listSql(layout, query), ctx));
+      return (rows as unknown[][]).map((row) => recordOfRow(layout, row));
+    } catch (err) {
+      // A filter or position value the column cannot take (a date out of range, a version beyond NUMBER).
+      if (/^100\d{3}$/.test(String((err as { code?: unknown }).code ?? ''))) {
+        throw new StoreError({ kind: 'invalid-query', detail: `a value in the filter or nextToken is out of range for its property (${(err as Error).message})` });
+      }
+      throw requestError(err, schema);
+    }
+  }
+
+  async write(dataset: DatasetConfig, ops: WriteOp[], consistency: WriteLevel, ctx?: StatementContext): Promise<OpResult[]> {
+    if (!ops.length) return [];
+    const atomic = consistency === 'ATOMIC' || consistency === 'ATOMIC_ALL';
+    try {
+      return await this.withSession(dataset, ctx, (session) =>
+        atomic && this.format.transactions ? this.writeInTransaction(session, dataset, ops, ctx) : this.writePerTable(session, dataset, ops, atomic, ctx, WRITE_ATTEMPTS),
+      );
+    } catch (err) {
+      const outage = outageOf(err);
+      if (outage && !atomic) return ops.map(() => ({ ok: false as const, failure: outage.failure }));
+      throw outage ?? err;
+    }
+  }
+
+  /** The current rows of every id the ops touch: one SELECT per schema. */
+  private async currentRows(session: Session, dataset: DatasetConfig, ops: readonly WriteOp[], ctx?: StatementContext): Promise<Map<string, CurrentRows>> {
+    const idsBySchema = new Map<string, Set<string>>();
+    for (const op of ops) {
+      if (!idsBySchema.has(op.schema)) idsBySchema.set(op.schema, new Set());
+      idsBySchema.get(op.schema)!.add(op.id);
+    }
+    const current = new Map<string, CurrentRows>();
+    for (const [schema, ids] of idsBySchema) {
+      const layout = this.layout(dataset, schema);
+      const { rows } = await this.exec(session, currentRowsSql(layout, [...ids]), ctx);
+      const rows_: CurrentRows = { live: new Map(), maxVersion: new Map() };
+      for (const raw of rows as unknown[][]) {
+        const [source, ...row] = raw;
+        if (Number(source) === 0) {
+          const planned = plannedRowOf(layout, row);
+          rows_.live.set(planned.id, planned);
+        } else rows_.maxVersion.set(String(row[0]), Number(row[1]));
+      }
+      current.set(schema, rows_);
+    }
+    return current;
+  }
+
+  private plan(dataset: DatasetConfig, ops: readonly WriteOp[], current: Map<string, CurrentRows>, atomic: boolean) {
+    return planWrite({
+      ops,
+      current: (schema) => current.get(schema) ?? { live: new Map(), maxVersion: new Map() },
+      fields: (schema) => this.layout(dataset, schema).fields,
+      atomic,
+      now: new Date().toISOString(),
+    });
+  }
+
+  /** A DML statement's counts (Snowflake answers one row: `number of rows inserted`, … per clause kind). */
+  private async dml(session: Session, statement: Statement, ctx?: StatementContext): Promise<Counts> {
+    const { rows } = await this.exec(session, statement, ctx, { rowMode: 'object', async: ctx?.background });
+    const row = (rows[0] ?? {}) as Record<string, unknown>;
+    const count = (name: string) => (row[name] === undefined ? undefined : Number(row[name]));
+    return { inserted: count('number of rows inserted'), updated: count('number of rows updated'), deleted: count('number of rows deleted') };
+  }
+
+  private static countsMatch(got: Counts, want: MergeCounts): boolean {
+    return (got.inserted ?? 0) === want.inserted && (got.updated ?? 0) === want.updated && (got.deleted ?? 0) === want.deleted;
+  }
+
+  /**
+   * ATOMIC_ALL and ATOMIC on Snowflake tables: BEGIN, the current rows, per table one MERGE of the
+   * records and one of the history, COMMIT. Counts that differ from the plan mean a concurrent
+   * writer changed a row since the SELECT: ROLLBACK, and plan again (a few times, then `aborted`).
+   */
+  private async writeInTransaction(session: Session, dataset: DatasetConfig, ops: WriteOp[], ctx?: StatementContext): Promise<OpResult[]> {
+    for (let attempt = 1; ; attempt++) {
+      await this.exec(session, 'BEGIN', ctx);
+      let failingSchema: string | undefined;
+      try {
+        const plan = this.plan(dataset, ops, await this.currentRows(session, dataset, ops, ctx), true);
+        let conflict = false;
+        for (const [schema, table] of plan.tables) {
+          failingSchema = schema;
+          const layout = this.layout(dataset, schema);
+          if (table.live.length && !SnowflakeDriver.countsMatch(await this.dml(session, liveMergeSql(layout, table.live), ctx), expectedLiveCounts(table.live))) conflict = true;
+          else if (table.history.length && (await this.dml(session, historyMergeSql(layout, table.history), ctx)).inserted !== table.history.length) conflict = true;
+          if (conflict) break;
+        }
+        if (!conflict) {
+          await this.exec(session, 'COMMIT', ctx);
+          return plan.results;
+        }
+        await this.exec(session, 'ROLLBACK', ctx);
+        this.options.logger.debug({ dataset: dataset.id, attempt }, 'warehouse write met a concurrent change; planning again');
+        if (attempt >= WRITE_ATTEMPTS) return ops.map(() => ({ ok: false as const, failure: { kind: 'aborted' as const } }));
+      } catch (err) {
+        if (outageOf(err)) {
+          session.broken = true; // the transaction's fate is the warehouse's: the session is not reused
+          throw err;
+        }
+        await this.exec(session, 'ROLLBACK', ctx).catch(() => (session.broken = true));
+        // A value the warehouse refused: the table's first op carries it, the others are aborted.
+        const schema = failingSchema ?? ops[0].schema;
+        const failure = statementFailure(err, schema);
+        const first = ops.findIndex((op) => op.schema === schema);
+        return ops.map((_, i) => ({ ok: false as const, failure: i === first ? failure : { kind: 'aborted' as const } }));
+      }
+    }
+  }
+
+  /**
+   * Every other write: each statement commits on its own (autocommit; Iceberg tables always). Per
+   * table, one MERGE of the records, then one of the history for the ids it wrote. A table whose
+   * counts differ from the plan is read again: ids a concurrent writer got to first are planned
+   * again (a few times, then `aborted`). At the weaker levels a table whose statement failed has
+   * its ops written one by one, so each reports its own outcome.
+   */
+  private async writePerTable(session: Session, dataset: DatasetConfig, ops: WriteOp[], atomic: boolean, ctx: StatementContext | undefined, attempts: number): Promise<OpResult[]> {
+    const current = await this.currentRows(session, dataset, ops, ctx);
+    const plan = this.plan(dataset, ops, current, atomic);
+    const results = plan.results;
+    const again: number[] = [];
+    for (const [schema, table] of plan.tables) {
+      const layout = this.layout(dataset, schema);
+      try {
+        const unapplied = await this.writeTable(session, dataset, layout, table, ctx);
+        for (const i of table.ops) if (unapplied.has(ops[i].id)) again.push(i);
+      } catch (err) {
+        if (outageOf(err)) throw err;
+        const tableOps = table.ops.filter((i) => results[i].ok);
+        if (!atomic && tableOps.length > 1) {
+          for (const i of tableOps) results[i] = (await this.writePerTable(session, dataset, [ops[i]], false, ctx, 1))[0];
+        } else {
+          const failure = statementFailure(err, schema);
+          tableOps.forEach((i, n) => (results[i] = { ok: false, failure: n === 0 ? failure : { kind: 'aborted' } }));
+        }
+      }
+    }
+    if (!again.length) return results;
+    again.sort((a, b) => a - b);
+    if (attempts <= 1) {
+      for (const i of again) results[i] = { ok: false, failure: { kind: 'aborted' } };
+      return results;
+    }
+    const retried = await this.writePerTable(session, dataset, again.map((i) => ops[i]), atomic, ctx, attempts - 1);
+    again.forEach((i, n) => (results[i] = retried[n]));
+    return results;
+  }
+
+  /** One table's MERGEs; answers the ids whose change a concurrent writer pre-empted (nothing of theirs was written). */
+  private async writeTable(session: Session, dataset: DatasetConfig, layout: WarehouseLayout, table: TablePlan, ctx?: StatementContext): Promise<Set<string>> {
+    const unapplied = new Set<string>();
+    if (table.live.length) {
+      const counts = await this.dml(session, liveMergeSql(layout, table.live), ctx);
+      if (!SnowflakeDriver.countsMatch(counts, expectedLiveCounts(table.live))) {
+        // Which changes landed: an insert or update shows its version, a delete leaves no row.
+        const now = await this.currentRows(session, dataset, table.live.map((c) => ({ op: 'delete' as const, schema: layout.schemaName, id: c.kind === 'delete' ? c.id : c.row.id })), ctx);
+        const live = now.get(layout.schemaName)?.live ?? new Map();
+        for (const change of table.live) {
+          const id = change.kind === 'delete' ? change.id : change.row.id;
+          const landed = change.kind === 'delete' ? !live.has(id) : live.get(id)?.version === change.row.version;
+          if (!landed) unapplied.add(id);
+        }
+      }
+    }
+    const history = table.history.filter((h) => !unapplied.has(h.row.id));
+    // An insert-only MERGE: a version already there (written by a retry) is not written twice.
+    if (history.length) await this.dml(session, historyMergeSql(layout, history), ctx);
+    return unapplied;
+  }
+
+  async rawQuery(dataset: DatasetConfig, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]> {
+    const role = dataset.location.readOnlyRole ?? 'SERVICE_READONLY';
+    return this.readOnly.query(query, options, (fn) => this.withSession(dataset, { warehouse: options.warehouse, role }, fn));
+  }
+
+  async close(): Promise<void> {
+    await this.sessions.close();
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * The warehouse driver against the Snowflake TEST PEER (e2e/peers/snowflake): one peer per test
+ * process on 127.0.0.1, backed by the test PostgreSQL; each call gets its own database, and a
+ * Secret directory laid out as the operator mounts it (`<dir>/<name>/<key>` holding the login JSON).
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { startSnowflakeTestPeer, type SnowflakeTestPeerHandle } from '../../../../e2e/peers/snowflake/peer.js';
+import type { DatasetConfig } from '../../../../model/types.js';
+import { testPostgresAdminUrl } from '../../../test-support/postgres.js';
+import { SnowflakeDriver, type SnowflakeDriverOptions } from './driver.js';
+import type { TableFormat } from './table-format.js';
+
+let shared: Promise<SnowflakeTestPeerHandle> | undefined;
+let n = 0;
+
+export function sharedSnowflakePeer(): Promise<SnowflakeTestPeerHandle> {
+  shared ??= (async () => {
+    const peer = await startSnowflakeTestPeer({ adminUrl: await testPostgresAdminUrl() });
+    process.once('exit', () => void peer.stop());
+    return peer;
+  })();
+  return shared;
+}
+
+/** A Secret directory with the login JSON as Secret `sf-login`, key `login`. */
+export function warehouseSecrets(login: Record<string, unknown> = { username: 'das', password: 'das' }): { dir: string; ref: { name: string; key: string } } {
+  const dir = mkdtempSync(join(tmpdir(), 'das-sf-secrets-'));
+  mkdirSync(join(dir, 'sf-login'));
+  writeFileSync(join(dir, 'sf-login', 'login'), `${JSON.stringify(login)}\n`);
+  return { dir, ref: { name: 'sf-login', key: 'login' } };
+}
+
+/** `spec.location` fields of a dataset on the shared peer, in a fresh database. */
+export async function warehouseLocation(ref: { name: string; key: string }, extra: Partial<DatasetConfig['location']> = {}): Promise<Partial<DatasetConfig['location']>> {
+  const peer = await sharedSnowflakePeer();
+  return { account: peer.account, accessUrl: peer.url, database: `DB_${process.pid}_${++n}`, warehouse: 'WH_DEFAULT', connectionSecretRef: ref, ...extra };
+}
+
+export async function warehouseDriverUnderTest(format: TableFormat, options: Partial<SnowflakeDriverOptions> = {}) {
+  const peer = await sharedSnowflakePeer();
+  const secrets = warehouseSecrets();
+  const driver = new SnowflakeDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: secrets.dir }, format, ...options });
+  return { peer, driver, secrets, location: await warehouseLocation(secrets.ref) };
+}
