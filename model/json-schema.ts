@@ -81,7 +81,7 @@ export const datasetSpecSchema = {
         role: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
         readOnlyRole: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
         externalVolume: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
-        baseLocation: { type: 'string', pattern: '^[A-Za-z0-9_./-]{1,1024}$' },
+        baseLocation: { type: 'string', pattern: '^[A-Za-z0-9_./-]+$', maxLength: 1024 },
         catalog: { type: 'string', pattern: WAREHOUSE_IDENTIFIER_PATTERN },
         tablePrefix: { type: 'string', pattern: '^[A-Za-z0-9_.-]{0,200}$' },
         region: { type: 'string', minLength: 1 },

@@ -209,7 +209,7 @@ const datasetSpecSchema = obj(
         role: str('snowflake, iceberg: the role writes run under; absent: the user\'s default role.', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
         readOnlyRole: str('snowflake, iceberg: the read-only role the raw SQL endpoint runs under (default SERVICE_READONLY); the user must hold it.', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
         externalVolume: str('iceberg: the external volume the tables are written to (required).', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
-        baseLocation: str('iceberg: the path under the external volume; each table gets <baseLocation>/<TABLE> (required).', { pattern: '^[A-Za-z0-9_./-]{1,1024}$' }),
+        baseLocation: str('iceberg: the path under the external volume; each table gets <baseLocation>/<TABLE> (required).', { pattern: '^[A-Za-z0-9_./-]+$', maxLength: 1024 }),
         catalog: str('iceberg: the catalog integration (default SNOWFLAKE: Snowflake manages the tables).', { pattern: WAREHOUSE_IDENTIFIER_PATTERN }),
         tablePrefix: str('DynamoDB: prefix of the table names.', { pattern: '^[A-Za-z0-9_.-]{0,200}$' }),
         region: str('DynamoDB: the region.', { minLength: 1 }),
