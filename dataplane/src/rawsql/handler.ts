@@ -88,7 +88,7 @@ export async function runRawSql(dataset: DatasetConfig, driver: LocationDriver, 
   const rewritten = rewriteRawSql(request.sql, request.using, request.arguments, dataset, dialect);
   const limits = { ...defaultLimits(), ...overrides };
   try {
-    return await driver.rawQuery(dataset, { text: rewritten.text, values: rewritten.values }, { ...limits, tags: ctx.tags, executor: ctx.executor });
+    return await driver.rawQuery(dataset, { text: rewritten.text, values: rewritten.values }, { ...limits, tags: ctx.tags, executor: ctx.executor, warehouse: ctx.warehouse });
   } catch (err) {
     const mapped = fromStore(err);
     throw mapped instanceof ApiError ? withSourcePositions(mapped, request.sql, rewritten) : mapped;

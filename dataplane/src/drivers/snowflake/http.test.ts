@@ -1,0 +1,173 @@
+/**
+ * The warehouse examples (examples/warehouse: `sales` on snowflake, `lake` on iceberg) served by a
+ * data plane through the real snowflake-sdk against the Snowflake test peer, with the statements
+ * the driver sends asserted from the peer's query log: round trips per request, the Iceberg rules,
+ * QUERY_TAG, the executor's warehouse, raw SQL under the read-only role, ASYNC submission.
+ */
+import { expect } from 'chai';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { QueryLogEntry, SnowflakeTestPeerHandle } from '../../../../e2e/peers/snowflake/peer.js';
+import { startTestDataPlane, type TestDataPlane } from '../../../test-support/dataplane.js';
+import { client } from '../../../test-support/http.js';
+import { sharedSnowflakePeer, warehouseSecrets } from './peer.test-support.js';
+
+const EXAMPLE = resolve(import.meta.dirname, '../../../../examples/warehouse');
+
+describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk against the test peer): the statements sent', function () {
+  this.timeout(120_000);
+  let dp: TestDataPlane;
+  let peer: SnowflakeTestPeerHandle;
+  const SALES = `SALES_${process.pid}`;
+  const LAKE = `LAKE_${process.pid}`;
+  const sales = () => client(dp.url, { host: 'iam.localhost', headers: { authorization: 'Proxy sales-admin' } });
+  const lake = () => client(dp.url, { host: 'iam.localhost', headers: { authorization: 'Proxy lake-admin' } });
+  /** The statements a request sent to one database (the log is the peer's, shared by the process). */
+  const sent = async (database: string, request: () => Promise<unknown>): Promise<QueryLogEntry[]> => {
+    peer.clearQueries();
+    await request();
+    return peer.queries().filter((q) => q.database === database);
+  };
+  const creates = (schema: string, prefix: string, n: number, consistency = 'ATOMIC', data: (i: number) => Record<string, unknown> = (i) => ({ name: `n${i}` })) => ({
+    batch: { actions: Object.fromEntries(Array.from({ length: n }, (_, i) => [`a${i}`, { create: { schema, id: `${prefix}-${i}`, data: data(i), consistency } }])) },
+  });
+
+  before(async () => {
+    peer = await sharedSnowflakePeer();
+    const secrets = warehouseSecrets();
+    const dir = mkdtempSync(join(tmpdir(), 'das-warehouse-manifests-'));
+    cpSync(EXAMPLE, dir, { recursive: true });
+    for (const [file, from, to] of [
+      ['dataset-sales.yaml', 'database: SALES', `database: ${SALES}`],
+      ['dataset-lake.yaml', 'database: LAKE', `database: ${LAKE}`],
+    ]) {
+      const path = join(dir, file);
+      const text = readFileSync(path, 'utf8').replace('accessUrl: http://127.0.0.1:8085', `accessUrl: ${peer.url}`).replace(from, to).replace('{ name: warehouse-login, key: login }', `{ name: ${secrets.ref.name}, key: ${secrets.ref.key} }`);
+      expect(text).to.include(peer.url).and.include(to);
+      writeFileSync(path, text);
+    }
+    dp = await startTestDataPlane({ manifests: dir, env: { DAS_SECRETS_DIR: secrets.dir } });
+    for (const [api, path] of [[sales, '/sales/sales.Customer/none'], [lake, '/lake/lake.Device/none']] as const) {
+      for (let i = 0; i < 200 && (await api()({ path })).status !== 404; i++) await new Promise((r) => setTimeout(r, 100));
+    }
+  });
+  after(async () => dp?.stop());
+
+  it('an ATOMIC batch costs the same few statements for 10 actions as for 100: BEGIN, one SELECT, a MERGE per table, COMMIT', async () => {
+    const ten = await sent(SALES, async () => expect((await sales()({ method: 'POST', path: '/sales', body: creates('sales.Customer', 'ten', 10) })).status).to.equal(200));
+    const hundred = await sent(SALES, async () => expect((await sales()({ method: 'POST', path: '/sales', body: creates('sales.Customer', 'hundred', 100) })).status).to.equal(200));
+    const shape = (log: QueryLogEntry[]) => log.map((q) => q.sqlText.split(/\s+/).slice(0, 3).join(' '));
+    expect(shape(hundred)).to.deep.equal(shape(ten));
+    expect(shape(hundred)).to.deep.equal(['BEGIN', 'SELECT 0 AS', 'MERGE INTO "SALES"."SALES_CUSTOMER"', 'MERGE INTO "SALES"."SALES_CUSTOMER_HISTORY"', 'COMMIT']);
+    expect(hundred.every((q) => q.sessionId === hundred[0].sessionId), 'one session').to.equal(true);
+    expect(hundred.filter((q) => /RETURNING/i.test(q.sqlText))).to.deep.equal([]);
+    expect((await sales()({ path: '/sales/sales.Customer/hundred-99' })).json).to.include({ version: 1, name: 'n99' });
+  });
+
+  it('QUORUM and EVENTUAL: the same statements in autocommit, no BEGIN/COMMIT', async () => {
+    for (const consistency of ['QUORUM', 'EVENTUAL']) {
+      const log = await sent(SALES, () => sales()({ method: 'POST', path: '/sales', body: creates('sales.Customer', consistency, 20, consistency) }));
+      expect(log.map((q) => q.sqlText.split(' ')[0]), consistency).to.deep.equal(['SELECT', 'MERGE', 'MERGE']);
+      expect(log.every((q) => !q.inTransaction)).to.equal(true);
+    }
+  });
+
+  it('tags reach every statement as QUERY_TAG; the executor-name picks the warehouse in force, the dataset\'s own otherwise', async () => {
+    const tags = { team: 'billing', run: 7 };
+    const tagged = await sent(SALES, () => sales()({ method: 'POST', path: '/sales', headers: { tags: JSON.stringify(tags), 'executor-name': 'reporting' }, body: creates('sales.Customer', 'tagged', 3) }));
+    expect(tagged).to.have.length(5);
+    for (const q of tagged) {
+      expect(JSON.parse(q.queryTag ?? 'null'), q.sqlText).to.deep.equal(tags);
+      expect(q.warehouse).to.equal('REPORTING_WH');
+      expect(q.role).to.equal('SERVICE_WRITER');
+    }
+    const plain = await sent(SALES, () => sales()({ path: '/sales/sales.Customer/tagged-0' }));
+    expect(plain.map((q) => [q.warehouse, q.queryTag])).to.deep.equal([['LOADING_WH', null]]);
+    const unknown = await sales()({ path: '/sales/sales.Customer/tagged-0', headers: { 'executor-name': 'nope' } });
+    expect(unknown.status).to.equal(400);
+  });
+
+  it('Iceberg: ATOMIC is one MERGE per table and never BEGIN/COMMIT; tables made on the external volume', async () => {
+    const body = {
+      batch: {
+        actions: {
+          d1: { create: { schema: 'lake.Device', id: 'd1', data: { name: 'Probe', installed: '2024-01-02' } } },
+          d2: { create: { schema: 'lake.Device', id: 'd2', data: { name: 'Spare' } } },
+          r1: { create: { schema: 'lake.Reading', id: 'r1', data: { at: '2024-05-01T10:00:00Z', celsius: 21.5, device: { id: 'd1' } } } },
+          r2: { create: { schema: 'lake.Reading', id: 'r2', data: { at: '2024-05-01T11:00:00Z', celsius: 22, device: { id: 'd1' } } } },
+        },
+      },
+    };
+    let status = 0;
+    const log = await sent(LAKE, async () => (status = (await lake()({ method: 'POST', path: '/lake', body })).status));
+    expect(status).to.equal(200);
+    expect(log.filter((q) => /^(BEGIN|START|COMMIT|ROLLBACK)/i.test(q.sqlText))).to.deep.equal([]);
+    const merges = log.filter((q) => q.sqlText.startsWith('MERGE')).map((q) => q.sqlText.split(' ')[2]);
+    expect(merges.sort()).to.deep.equal(['"EVENTS"."LAKE_DEVICE"', '"EVENTS"."LAKE_DEVICE_HISTORY"', '"EVENTS"."LAKE_READING"', '"EVENTS"."LAKE_READING_HISTORY"']);
+    expect(log.every((q) => !q.inTransaction)).to.equal(true);
+    const reading = await lake()({ path: '/lake/lake.Reading/r1' });
+    expect(reading.json).to.include({ celsius: 21.5, at: '2024-05-01T10:00:00.000Z' });
+    const tables = await peer.icebergTables(LAKE);
+    expect(tables.map((t) => `${t.table} ${t.externalVolume} ${t.catalog} ${t.baseLocation}`).sort()).to.include('LAKE_DEVICE LAKE_VOLUME SNOWFLAKE das/lake/LAKE_DEVICE');
+  });
+
+  it('Iceberg: ATOMIC_ALL is a 400 before any statement is sent', async () => {
+    let res: Awaited<ReturnType<ReturnType<typeof lake>>> | undefined;
+    const log = await sent(LAKE, async () => (res = await lake()({ method: 'POST', path: '/lake', body: { create: { schema: 'lake.Device', id: 'never', data: { name: 'x' }, consistency: 'ATOMIC_ALL' } } })));
+    expect(res!.status).to.equal(400);
+    expect(res!.json.error.code).to.equal('CONSISTENCY_NOT_SUPPORTED');
+    expect(res!.json.error.message).to.include('per table');
+    expect(log).to.deep.equal([]);
+  });
+
+  it('raw SQL runs under the read-only role: unquoted aliases come back upper case, quoted ones as written', async () => {
+    await sales()({ method: 'POST', path: '/sales', body: creates('sales.Customer', 'raw', 2, 'ATOMIC', (i) => ({ name: `r${i}`, region: 'north' })) });
+    let res: Awaited<ReturnType<ReturnType<typeof sales>>> | undefined;
+    const log = await sent(SALES, async () => {
+      res = await sales()({
+        method: 'POST',
+        path: '/sales/raw-query',
+        headers: { tags: '{"report":"regions"}', 'executor-name': 'reporting' },
+        body: { sql: 'SELECT @{c.region} AS region, COUNT(*) AS "customerCount" FROM @{c} WHERE @{c.region} = ${region} GROUP BY @{c.region} // per region', using: { c: 'sales.Customer' }, arguments: { region: { value: 'north', type: 'string' } } },
+      });
+    });
+    expect(res!.status, res!.text).to.equal(200);
+    expect(res!.json).to.deep.equal([{ REGION: 'north', customerCount: 2 }]);
+    expect(log.map((q) => [q.role, q.warehouse, q.queryTag])).to.deep.equal([['SERVICE_READONLY', 'REPORTING_WH', '{"report":"regions"}']]);
+  });
+
+  for (const [what, sql] of [
+    ['INSERT', `INSERT INTO @{c} ("ID", "VERSION") VALUES ('intruder', 1)`],
+    ['UPDATE', `UPDATE @{c} SET "NAME" = 'x'`],
+    ['DELETE', 'DELETE FROM @{c}'],
+    ['CREATE', 'CREATE TABLE "SALES"."INTRUDER" (X VARCHAR)'],
+  ]) {
+    it(`raw SQL ${what} is refused by the warehouse's read-only role (403), and nothing changes`, async () => {
+      let res: Awaited<ReturnType<ReturnType<typeof sales>>> | undefined;
+      const log = await sent(SALES, async () => (res = await sales()({ method: 'POST', path: '/sales/raw-query', body: { sql, using: { c: 'sales.Customer' } } })));
+      expect(res!.status, res!.text).to.equal(403);
+      expect(res!.json.error.code).to.equal('PERMISSION_DENIED');
+      // The statement reached the warehouse, which refused it: the database's refusal, not ours.
+      expect(log.map((q) => q.role)).to.deep.equal(['SERVICE_READONLY']);
+      expect(res!.json.error.details[0]).to.include({ snowflakeCode: '003001' });
+      expect((await sales()({ path: '/sales/sales.Customer/intruder' })).status).to.equal(404);
+      expect((await sales()({ path: '/sales/sales.Customer/raw-0' })).json).to.include({ name: 'r0', version: 1 });
+    });
+  }
+
+  it('ASYNC: 202 at once, then the write submitted asynchronously (asyncExec) and completed', async () => {
+    peer.clearQueries();
+    const res = await sales()({ method: 'POST', path: '/sales', body: { create: { schema: 'sales.Customer', id: 'later', data: { name: 'Later' }, consistency: 'ASYNC' } } });
+    expect(res.status).to.equal(202);
+    let read = await sales()({ path: '/sales/sales.Customer/later' });
+    for (let i = 0; i < 100 && read.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      read = await sales()({ path: '/sales/sales.Customer/later' });
+    }
+    expect(read.json).to.include({ name: 'Later', version: 1 });
+    const merges = peer.queries().filter((q) => q.database === SALES && q.sqlText.startsWith('MERGE'));
+    expect(merges).to.have.length(2);
+    expect(merges.every((q) => q.async && !q.inTransaction)).to.equal(true);
+  });
+});
