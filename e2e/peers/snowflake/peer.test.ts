@@ -223,6 +223,27 @@ describe('Snowflake test peer (through snowflake-sdk)', function () {
       expect(merge.rows).to.deep.equal([{ 'number of rows updated': 1 }]);
     });
 
+    it('runs MERGEs on one table one at a time, as Snowflake does: the second sees what the first committed', async () => {
+      await exec(conn, 'CREATE TABLE IF NOT EXISTS APP.COUNTERS (ID NUMBER(38,0) NOT NULL, N NUMBER(38,0), PRIMARY KEY (ID))');
+      const upsert = `MERGE INTO APP.COUNTERS T USING (SELECT ?::NUMBER(38,0) AS ID) S ON T.ID = S.ID
+        WHEN MATCHED THEN UPDATE SET T.N = T.N + 1 WHEN NOT MATCHED THEN INSERT (ID, N) VALUES (S.ID, 1)`;
+      const other = await connectSdk(peer, { database, schema: 'APP' });
+      try {
+        await exec(conn, 'BEGIN');
+        expect((await exec(conn, upsert, [1])).rows).to.deep.equal([{ 'number of rows inserted': 1, 'number of rows updated': 0 }]);
+        let settled = false;
+        const second = exec(other, upsert, [1]).finally(() => (settled = true));
+        await new Promise((r) => setTimeout(r, 300));
+        expect(settled, 'the second MERGE waits for the first transaction').to.equal(false);
+        await exec(conn, 'COMMIT');
+        expect((await second).rows).to.deep.equal([{ 'number of rows inserted': 0, 'number of rows updated': 1 }]);
+        expect((await exec(conn, 'SELECT ID, N FROM APP.COUNTERS')).rows).to.deep.equal([{ ID: 1, N: 2 }]);
+      } finally {
+        await exec(conn, 'ROLLBACK').catch(() => undefined);
+        await destroy(other);
+      }
+    });
+
     it('names VALUES columns COLUMN1…n', async () => {
       const { rows } = await exec(conn, "SELECT * FROM VALUES (1, 'x'), (2, 'y') ORDER BY COLUMN1 DESC");
       expect(rows).to.deep.equal([{ COLUMN1: 2, COLUMN2: 'y' }, { COLUMN1: 1, COLUMN2: 'x' }]);
@@ -238,6 +259,58 @@ describe('Snowflake test peer (through snowflake-sdk)', function () {
       expect(err.code).to.equal('002003');
       expect(err.sqlState).to.equal('42S02');
       expect(err.message).to.equal("SQL compilation error:\nObject 'APP.NO_SUCH_TABLE' does not exist or not authorized.");
+    });
+  });
+
+  describe('queries the driver contract lists', () => {
+    before(async () => {
+      await exec(conn, 'CREATE TABLE IF NOT EXISTS APP.ORDERS (ID NUMBER(38,0), PERSON NUMBER(38,0), TOTAL NUMBER(10,2), NOTE VARCHAR, AT TIMESTAMP_TZ)');
+      await exec(conn, 'CREATE TABLE IF NOT EXISTS APP.BUYERS (ID NUMBER(38,0), NAME VARCHAR)');
+      await exec(conn, "INSERT INTO APP.BUYERS (ID, NAME) VALUES (1, 'Ann'), (2, 'bob'), (3, NULL)");
+      await exec(conn, "INSERT INTO APP.ORDERS (ID, PERSON, TOTAL, NOTE) VALUES (10, 1, 5.50, 'first'), (11, 1, 7.25, NULL), (12, 2, 1.00, 'Rush')");
+    });
+
+    it('joins, groups, filters and orders as Snowflake does', async () => {
+      const { rows } = await exec(
+        conn,
+        `SELECT B.NAME AS WHO, COUNT(*) AS N, MAX(O.TOTAL) AS TOP, COALESCE(MAX(O.NOTE), 'none') AS NOTE,
+                CASE WHEN COUNT(O.ID) > 1 THEN 'many' ELSE 'few' END AS KIND
+         FROM APP.BUYERS AS B LEFT JOIN APP.ORDERS O ON O.PERSON = B.ID
+         WHERE (B.NAME ILIKE ? OR B.NAME LIKE 'b%' OR B.NAME IS NULL) AND NOT (B.ID IN (?, ?)) AND B.ID <> 99
+           AND B.ID <= (SELECT MAX(ID) FROM APP.BUYERS)
+         GROUP BY B.NAME ORDER BY WHO ASC NULLS FIRST LIMIT 10`,
+        ['a%', 7, 8],
+      );
+      expect(rows).to.deep.equal([
+        { WHO: null, N: 1, TOP: null, NOTE: 'none', KIND: 'few' },
+        { WHO: 'Ann', N: 2, TOP: 7.25, NOTE: 'first', KIND: 'many' },
+        { WHO: 'bob', N: 1, TOP: 1, NOTE: 'Rush', KIND: 'few' },
+      ]);
+    });
+
+    it('answers UNION ALL and CURRENT_TIMESTAMP()', async () => {
+      const { rows } = await exec(conn, "SELECT 'a' AS K, CURRENT_TIMESTAMP() AS T UNION ALL SELECT 'b', CURRENT_TIMESTAMP() ORDER BY K DESC");
+      expect(rows.map((r) => r.K)).to.deep.equal(['b', 'a']);
+      expect(Math.abs((rows[0].T as Date).getTime() - Date.now())).to.be.lessThan(60000);
+    });
+
+    it('lists schemas in INFORMATION_SCHEMA.SCHEMATA', async () => {
+      const { rows } = await exec(conn, "SELECT SCHEMA_NAME FROM INFORMATION_SCHEMA.SCHEMATA WHERE SCHEMA_NAME IN ('APP', 'PUBLIC') ORDER BY 1");
+      expect(rows).to.deep.equal([{ SCHEMA_NAME: 'APP' }, { SCHEMA_NAME: 'PUBLIC' }]);
+    });
+  });
+
+  describe('HTTP', () => {
+    it('answers an unknown route 404, a body that is not JSON 400, and a query without a session 390104, all as JSON', async () => {
+      const unknown = await fetch(`${peer.url}/nowhere`);
+      expect(unknown.status).to.equal(404);
+      expect(((await unknown.json()) as { message: string }).message).to.match(/no route GET \/nowhere/);
+      const notJson = await fetch(`${peer.url}/session/v1/login-request`, { method: 'POST', body: '{nope', headers: { 'content-type': 'application/json' } });
+      expect(notJson.status).to.equal(400);
+      expect(await notJson.json()).to.deep.include({ success: false, message: 'request body ($): not valid JSON' });
+      const noSession = await fetch(`${peer.url}/queries/v1/query-request`, { method: 'POST', body: JSON.stringify({ sqlText: 'SELECT 1' }) });
+      expect(noSession.status).to.equal(200);
+      expect(await noSession.json()).to.deep.include({ success: false, code: '390104' });
     });
   });
 

@@ -209,7 +209,32 @@ export class Session {
         await this.use(translated);
         return this.status('Statement executed successfully.', STATEMENT_TYPE.session);
       case 'sql':
-        return this.inTransaction ? this.inSavepoint(() => this.runSql(translated, request)) : this.runSql(translated, request);
+        if (this.inTransaction) return this.inSavepoint(() => this.lockTarget(translated).then(() => this.runSql(translated, request)));
+        if (translated.target) return this.inOwnTransaction(() => this.lockTarget(translated).then(() => this.runSql(translated, request)));
+        return this.runSql(translated, request);
+    }
+  }
+
+  /**
+   * Snowflake runs UPDATE, DELETE and MERGE on one table one at a time (each waits for the table
+   * lock the other holds until its transaction ends); INSERTs run alongside. PostgreSQL's MERGE
+   * would instead race (two MERGEs both inserting one new key). A self-conflicting table lock that
+   * INSERT's lock does not conflict with gives Snowflake's order; the statement after it sees what
+   * the lock holder committed.
+   */
+  private async lockTarget(t: Extract<Translated, { kind: 'sql' }>): Promise<void> {
+    if (t.target) await this.client.query(`LOCK TABLE ${t.target} IN SHARE UPDATE EXCLUSIVE MODE`);
+  }
+
+  private async inOwnTransaction<T>(work: () => Promise<T>): Promise<T> {
+    await this.client.query('BEGIN');
+    try {
+      const result = await work();
+      await this.client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await this.client.query('ROLLBACK').catch(() => undefined);
+      throw err;
     }
   }
 

@@ -149,6 +149,15 @@ describe('Snowflake test peer: translate (pure)', () => {
       expect(sql('UPDATE S.T A SET A.X = 1, A.Y = A.X WHERE A.Z = 2')).to.equal('UPDATE S.T A SET X = 1 , Y = A.X WHERE A.Z = 2');
     });
 
+    it('names the table an UPDATE, DELETE or MERGE writes (the peer locks it)', () => {
+      const target = (text: string) => (translate(text, ctx) as Extract<Translated, { kind: 'sql' }>).target;
+      expect(target('UPDATE S.T SET A = 1')).to.equal('S.T');
+      expect(target('DELETE FROM DB.S."Tab" WHERE A = 1')).to.equal('S."tAB"');
+      expect(target('MERGE INTO T USING (SELECT 1 AS A) S ON T.A = S.A WHEN MATCHED THEN DELETE')).to.equal('T');
+      expect(target('INSERT INTO S.T (A) VALUES (1)')).to.equal(undefined);
+      expect(target('SELECT 1')).to.equal(undefined);
+    });
+
     it('recognises transaction control, USE and ALTER SESSION', () => {
       expect(translate('BEGIN', ctx)).to.deep.equal({ kind: 'begin' });
       expect(translate('begin transaction', ctx)).to.deep.equal({ kind: 'begin' });

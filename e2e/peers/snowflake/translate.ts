@@ -46,6 +46,8 @@ export type Translated =
       status?: string;
       /** CREATE ICEBERG TABLE: the table (schema may be absent) and its settings. */
       iceberg?: { schema?: string; table: string; settings: IcebergSettings };
+      /** UPDATE/DELETE/MERGE: the target table as a PostgreSQL name (the peer locks it: see sessions.ts). */
+      target?: string;
     }
   | { kind: 'begin' | 'commit' | 'rollback' }
   | { kind: 'use'; object: 'WAREHOUSE' | 'ROLE' | 'SCHEMA' | 'DATABASE'; name: string; database?: string }
@@ -645,12 +647,31 @@ function translateStatement(sql: string, tokens: Token[], context: TranslateCont
   if (stack.length > 0) throw syntaxError(sql, sql.length, '<EOF>');
   if (category === 'merge') out.push('RETURNING', 'merge_action()');
   const result: Translated = { kind: 'sql', category, sql: render(out), paramCount: maxParam };
+  const target = dmlTarget(tokens, context);
+  if (target) result.target = target;
   if (category === 'merge') result.mergeKinds = (['inserted', 'updated', 'deleted'] as const).filter((k) => mergeKinds.includes(k));
   if (ddl) {
     result.status = ddl.status;
     if (ddl.iceberg && tokens[0].upper === 'CREATE' && ddl.table) result.iceberg = { ...ddl.table, settings: icebergSettings };
   }
   return result;
+}
+
+/** The table an UPDATE, DELETE or MERGE writes, as PostgreSQL names it (current-database qualifier dropped). */
+function dmlTarget(tokens: Token[], context: TranslateContext): string | undefined {
+  const verb = tokens[0].upper;
+  const at = verb === 'UPDATE' ? 1 : (verb === 'DELETE' && is(tokens[1], 'FROM')) || (verb === 'MERGE' && is(tokens[1], 'INTO')) ? 2 : undefined;
+  if (at === undefined) return undefined;
+  const parts: Token[] = [];
+  let k = at;
+  while (isName(tokens[k])) {
+    parts.push(tokens[k]);
+    if (!isPunct(tokens[k + 1], '.')) break;
+    k += 2;
+  }
+  if (parts.length === 3 && folded(parts[0]) === context.database) parts.shift();
+  if (parts.length === 0 || parts.length > 2) return undefined;
+  return parts.map((t) => (t.kind === 'qident' ? pgIdent(t.text) : t.text)).join('.');
 }
 
 /** Joins output pieces with spaces, except around '.' (qualified names read as written). */
