@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { StoreError, type ChangeBatch, type ChangeFeed, type ChangeOp, type RecordChange, type StoredRecord } from '../../engine/contract.js';
-import { changeChannel, headSql, historyRowsSql, parseCursor, prunedThroughSql, pruneSql, readChangesSql } from './change-log.js';
+import { changeChannel, headSql, historyRowsSql, parseCursor, pruneSql, sequenceAndReadSql, sequenceSql } from './change-log.js';
 import { databaseSchemaOf, type TableLayout } from './sql.js';
 import { recordTypes } from './types.js';
 
@@ -24,43 +24,85 @@ export interface ChangeFeedHost {
 /** How long a LISTEN connection that failed waits before connecting again. */
 const RELISTEN_MS = 1000;
 
+/** What a read needs of a connection: the LISTEN connection or one checked out of the pool. */
+type Queryable = Pick<pg.ClientBase, 'query'>;
+
+interface ChangeRowOut {
+  cursor: string;
+  schema_name: string;
+  record_id: string;
+  version: number;
+  op: ChangeOp;
+  committed_at: Date | string;
+}
+
 export class PostgresChangeFeed implements ChangeFeed {
+  /**
+   * Per dataset, the connections LISTENing for its wake-ups. The reader of a dataset reads on one
+   * of them, not on the dataset's pool: under a burst of writes every pool connection can be busy
+   * (or queued behind the commits), and a read waiting for one would hold delivery back by the
+   * whole write backlog.
+   */
+  private readonly listeners = new Map<string, Set<pg.Client>>();
+
   constructor(private readonly host: ChangeFeedHost) {}
+
+  /**
+   * Runs `fn` on a LISTEN connection of the dataset when there is one (the dispatcher's), else on
+   * a pool connection. The statements sequence pending changes in a transaction of their own: after
+   * an error the connection may be inside it, so it is rolled back.
+   */
+  private async withConnection<T>(dataset: DatasetConfig, fn: (c: Queryable) => Promise<T>): Promise<T> {
+    const own = this.listeners.get(dataset.id);
+    if (own)
+      for (const client of own) {
+        try {
+          return await fn(client);
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      }
+    const client = await this.host.pool(dataset).connect();
+    let failure: unknown;
+    try {
+      return await fn(client);
+    } catch (err) {
+      failure = err;
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release(failure instanceof Error ? failure : undefined);
+    }
+  }
 
   async readChanges(dataset: DatasetConfig, after: string, limit: number): Promise<ChangeBatch> {
     const from = parseCursor(after);
     if (from === undefined) throw new StoreError({ kind: 'invalid-query', detail: `"${after.slice(0, 40)}" is not a cursor of this dataset's changes` });
     const dbSchema = databaseSchemaOf(dataset);
-    const pool = this.host.pool(dataset);
     try {
-      const result = await pool.query<{ cursor: string; schema_name: string; record_id: string; version: number; op: ChangeOp; committed_at: Date | string; pruned_through: string | null }>(
-        readChangesSql(dbSchema),
-        [from.toString(), limit],
-      );
-      let expired = false;
-      if (result.rows.length) expired = from < BigInt(result.rows[0].pruned_through ?? '0');
-      else {
-        const pruned = await pool.query<{ through: string }>(prunedThroughSql(dbSchema));
-        expired = from < BigInt(pruned.rows[0]?.through ?? '0');
-      }
-      if (expired) return { changes: [], expired };
-      const changes: RecordChange[] = result.rows.map((r) => ({
-        cursor: r.cursor,
-        schema: r.schema_name,
-        id: r.record_id,
-        version: r.version,
-        op: r.op,
-        committedAt: r.committed_at instanceof Date ? r.committed_at.toISOString() : String(r.committed_at),
-      }));
-      await this.attachImages(dataset, pool, changes);
-      return { changes, expired: false };
+      return await this.withConnection(dataset, async (conn) => {
+        const results = (await conn.query(sequenceAndReadSql(dbSchema, from, limit))) as unknown as pg.QueryResult[];
+        const pruned = results.at(-2)!.rows[0] as { through: string } | undefined;
+        if (from < BigInt(pruned?.through ?? '0')) return { changes: [], expired: true };
+        const changes: RecordChange[] = (results.at(-1)!.rows as ChangeRowOut[]).map((r) => ({
+          cursor: r.cursor,
+          schema: r.schema_name,
+          id: r.record_id,
+          version: r.version,
+          op: r.op,
+          committedAt: r.committed_at instanceof Date ? r.committed_at.toISOString() : String(r.committed_at),
+        }));
+        await this.attachImages(dataset, conn, changes);
+        return { changes, expired: false };
+      });
     } catch (err) {
       throw this.host.failure(err);
     }
   }
 
   /** Joins each change's version (and a delete's previous version) from its schema's history. */
-  private async attachImages(dataset: DatasetConfig, pool: pg.Pool, changes: RecordChange[]): Promise<void> {
+  private async attachImages(dataset: DatasetConfig, pool: Queryable, changes: RecordChange[]): Promise<void> {
     const bySchema = new Map<string, RecordChange[]>();
     for (const change of changes) {
       const list = bySchema.get(change.schema) ?? [];
@@ -95,18 +137,31 @@ export class PostgresChangeFeed implements ChangeFeed {
 
   async head(dataset: DatasetConfig): Promise<string> {
     try {
-      const result = await this.host.pool(dataset).query<{ head: string }>(headSql(databaseSchemaOf(dataset)));
-      return result.rows[0].head;
+      const results = (await this.withConnection(dataset, (conn) => conn.query(headSql(databaseSchemaOf(dataset))))) as unknown as pg.QueryResult<{ head: string }>[];
+      return results.at(-1)!.rows[0].head;
     } catch (err) {
       throw this.host.failure(err);
     }
   }
 
+  /** Sequences what is pending (so that it does not pile up while nobody reads), then prunes. */
   async prune(dataset: DatasetConfig, retentionMs: number): Promise<number> {
-    const { text, values } = pruneSql(databaseSchemaOf(dataset), retentionMs);
+    const dbSchema = databaseSchemaOf(dataset);
+    const { text, values } = pruneSql(dbSchema, retentionMs);
     try {
-      const result = await this.host.pool(dataset).query<{ pruned: number }>(text, values);
-      return result.rows[0]?.pruned ?? 0;
+      const client = await this.host.pool(dataset).connect();
+      let failure: unknown;
+      try {
+        await client.query(sequenceSql(dbSchema));
+        const result = await client.query<{ pruned: number }>(text, values);
+        return result.rows[0]?.pruned ?? 0;
+      } catch (err) {
+        failure = err;
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release(failure instanceof Error ? failure : undefined);
+      }
     } catch (err) {
       throw this.host.failure(err);
     }
@@ -121,6 +176,18 @@ export class PostgresChangeFeed implements ChangeFeed {
     let client: pg.Client | undefined;
     let stopped = false;
     let timer: NodeJS.Timeout | undefined;
+    // The connection serves the dataset's reads while it is up (connectionFor).
+    const usable = (c: pg.Client) => {
+      const set = this.listeners.get(dataset.id) ?? new Set<pg.Client>();
+      set.add(c);
+      this.listeners.set(dataset.id, set);
+    };
+    const unusable = (c: pg.Client | undefined) => {
+      const set = c && this.listeners.get(dataset.id);
+      if (!set) return;
+      set.delete(c);
+      if (!set.size) this.listeners.delete(dataset.id);
+    };
     const connect = async (): Promise<void> => {
       const next = new pg.Client({ connectionString: this.host.connectionUrl(dataset), types: recordTypes, application_name: 'data-access-listen' });
       next.on('notification', (msg) => {
@@ -135,10 +202,12 @@ export class PostgresChangeFeed implements ChangeFeed {
       await next.connect();
       await next.query(`LISTEN "${channel}"`);
       if (stopped) await next.end().catch(() => undefined);
+      else if (client === next) usable(next);
     };
     const retry = () => {
       const failed = client;
       client = undefined;
+      unusable(failed);
       void failed?.end().catch(() => undefined);
       if (stopped) return;
       timer = setTimeout(() => {
@@ -151,6 +220,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     } catch (err) {
       const held = client;
       client = undefined;
+      unusable(held);
       await held?.end().catch(() => undefined);
       throw this.host.failure(err);
     }
@@ -159,6 +229,7 @@ export class PostgresChangeFeed implements ChangeFeed {
       if (timer) clearTimeout(timer);
       const held = client;
       client = undefined;
+      unusable(held);
       await held?.end().catch(() => undefined);
     };
   }

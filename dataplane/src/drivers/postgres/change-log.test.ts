@@ -117,28 +117,30 @@ describe('postgres change log', function () {
     expect(changes[2].record?.data).to.deep.equal({ name: 'Acme Ltd' });
   });
 
-  it('concurrent writers at every level: a reader following the cursor sees every change once, none skipped', async () => {
+  it('concurrent writers at every level, three racing readers (each sequencing): every reader sees every change once, none skipped, each record in version order', async () => {
     const start = await driver.changes.head(dataset);
-    const seen: string[] = [];
     let done = false;
-    // The reader races the writers: a change committed with a smaller sequence after a larger one
-    // was read would be skipped for good.
-    const reader = (async () => {
+    // Readers race the writers and each other; each one sequences pending changes before it reads
+    // (change-log.ts). A change sequenced with a smaller cursor after a larger one was read would be
+    // skipped for good by that reader.
+    const reader = async () => {
+      const seen: string[] = [];
       let cursor = start;
       for (;;) {
         const finished = done;
         const batch = await driver.changes.readChanges(dataset, cursor, 20);
         for (const c of batch.changes) seen.push(`${c.schema}/${c.id}/${c.version}`);
         if (batch.changes.length) cursor = batch.changes.at(-1)!.cursor;
-        else if (finished) return;
+        else if (finished) return seen;
       }
-    })();
+    };
+    const readers = [reader(), reader(), reader()];
     const levels: WriteLevel[] = ['QUORUM', 'EVENTUAL', 'ATOMIC', 'ATOMIC_ALL'];
     const writers = Array.from({ length: 8 }, async (_, w) => {
       for (let i = 0; i < 25; i++) {
         const level = levels[(w + i) % levels.length];
-        // Shared ids across writers, so row locks and the ordering lock meet (an atomic pair in
-        // id order: two pairs locking rows in opposite orders deadlock with or without a change log).
+        // Shared ids across writers, so row locks meet (an atomic pair in id order: two pairs
+        // locking rows in opposite orders deadlock with or without a change log).
         const [a, b] = [`x${i % 3}`, `x${(i + 1) % 3}`].sort();
         await driver.write(
           dataset,
@@ -155,13 +157,41 @@ describe('postgres change log', function () {
     await driver.write(dataset, ['x0', 'x1', 'x2'].map((id) => ({ op: 'create' as const, schema: 'feed.Company', id, data: { name: 'start' } })), 'ATOMIC');
     await Promise.all(writers);
     done = true;
-    await reader;
+    const seen = await Promise.all(readers);
     const logged = await db.query<{ k: string }>(`SELECT schema_name || '/' || record_id || '/' || version AS k FROM ${changesTable('feed')} WHERE seq > $1 ORDER BY seq`, [start]);
-    expect(seen).to.deep.equal(logged.rows.map((r) => r.k));
-    expect(new Set(seen).size).to.equal(seen.length);
-    // Every committed version of x0..x2 is in the log.
+    for (const one of seen) expect(one).to.deep.equal(logged.rows.map((r) => r.k));
+    expect(new Set(seen[0]).size).to.equal(seen[0].length);
+    // Every committed version of x0..x2 is in the log, each record's in version order.
     const versions = await db.query<{ n: string }>(`SELECT sum(version)::text AS n FROM feed.feed_company WHERE id IN ('x0', 'x1', 'x2')`);
-    expect(seen.filter((k) => /\/x[012]\//.test(k)).length).to.equal(Number(versions.rows[0].n));
+    expect(seen[0].filter((k) => /\/x[012]\//.test(k)).length).to.equal(Number(versions.rows[0].n));
+    for (const id of ['x0', 'x1', 'x2']) {
+      const order = seen[0].filter((k) => k.startsWith(`feed.Company/${id}/`)).map((k) => Number(k.split('/')[2]));
+      expect(order).to.deep.equal(order.map((_, i) => i + 1));
+    }
+  });
+
+  it('an ATOMIC batch stays together when sequenced, though another transaction staged a change between its own', async () => {
+    const start = await driver.changes.head(dataset);
+    const other = await driver.pool(dataset).connect();
+    try {
+      // A transaction stages a change first and commits last: its staging id lies inside the range
+      // of the batch's ids only by order of drawing, not of commit.
+      await other.query('BEGIN');
+      await appendChanges(other, 'feed', [{ schema: 'feed.Person', id: 'early', version: 1, op: 'CREATE' }]);
+      await db.query('BEGIN');
+      await appendChanges(db, 'feed', [
+        { schema: 'feed.Person', id: 'a1', version: 1, op: 'CREATE' },
+        { schema: 'feed.Person', id: 'a2', version: 1, op: 'CREATE' },
+      ]);
+      await appendChanges(other, 'feed', [{ schema: 'feed.Person', id: 'late', version: 1, op: 'CREATE' }]);
+      await db.query('COMMIT');
+      await other.query('COMMIT');
+    } finally {
+      other.release();
+    }
+    const changes = await all(start);
+    expect(changes.map((c) => c.id)).to.deep.equal(['early', 'late', 'a1', 'a2']);
+    expect(changes.map((c) => BigInt(c.cursor) - BigInt(changes[0].cursor))).to.deep.equal([0n, 1n, 2n, 3n]);
   });
 
   it('wakes a LISTENer on every committed write, not on a rolled-back one', async () => {

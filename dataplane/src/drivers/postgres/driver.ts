@@ -39,7 +39,7 @@ import {
   type TableLayout,
 } from './sql.js';
 import { PreparedRead } from './prepared-read.js';
-import { appendChanges, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, type ChangeRow } from './change-log.js';
+import { appendChanges, changeLogDdl, dropChangeLogSql, PENDING_TABLE, type ChangeRow } from './change-log.js';
 import { PostgresChangeFeed } from './change-feed.js';
 import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
@@ -199,7 +199,7 @@ export class PostgresDriver implements LocationDriver {
         return { applied: [], refused: plan.refused };
       }
       // The change log, once per database schema (its DDL is idempotent).
-      if (layouts[0] && !existing.rows.some((r) => r.table_name === CHANGES_TABLE)) plan.statements.push(...changeLogDdl(layouts[0].dbSchema));
+      if (layouts[0] && !existing.rows.some((r) => r.table_name === PENDING_TABLE)) plan.statements.push(...changeLogDdl(layouts[0].dbSchema));
       for (const statement of plan.statements) await client.query(statement);
       await client.query('COMMIT');
       await this.options.readOnly?.prepare?.(dataset, this.pool(dataset));
@@ -362,7 +362,7 @@ export class PostgresDriver implements LocationDriver {
           return ops.map((_, j) => ({ ok: false as const, failure: j === i ? failed : ({ kind: 'aborted' } as const) }));
         }
       }
-      // The changes go last: their ordering lock is held from here to the commit (change-log.ts).
+      // The changes go last, after every record write (change-log.ts: how they are ordered).
       const changed: ChangeRow[] = results.flatMap((r, i) => (r.ok ? [{ schema: ops[i].schema, id: r.record.id, version: r.record.version, op: CHANGE_OP[ops[i].op] }] : []));
       if (layouts[0]) await appendChanges(client, layouts[0].dbSchema, changed);
       await client.query('COMMIT');
