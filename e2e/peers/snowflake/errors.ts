@@ -99,6 +99,9 @@ export function fromPostgresError(err: unknown): SnowflakeSqlError {
       return new SnowflakeSqlError('002002', '42710', `SQL compilation error:\nObject '${name}' already exists.`);
     case '42702':
       return new SnowflakeSqlError('002028', '42601', `SQL compilation error:\nambiguous column name '${name}'`);
+    case '21000':
+      // PostgreSQL's "MERGE command cannot affect row a second time": a target row matched by several source rows.
+      return new SnowflakeSqlError('100090', '42P18', `Duplicate row detected during DML action: ${message}`);
     case '57014':
       return new SnowflakeSqlError('000604', '57014', 'SQL execution canceled');
     case '40001':

@@ -249,6 +249,33 @@ describe('Snowflake test peer (through snowflake-sdk)', function () {
       expect(rows).to.deep.equal([{ COLUMN1: 2, COLUMN2: 'y' }, { COLUMN1: 1, COLUMN2: 'x' }]);
     });
 
+    it('runs an array binding (binds: [[…], […]]) once per row and counts them all', async () => {
+      const insert = await exec(conn, 'INSERT INTO APP.PEOPLE (ID, NAME) VALUES (?, ?)', [
+        [201, 'x'],
+        [202, null],
+      ]);
+      expect(insert.rows).to.deep.equal([{ 'number of rows inserted': 2 }]);
+      expect((await exec(conn, 'SELECT ID, NAME FROM APP.PEOPLE WHERE ID > 200 ORDER BY ID')).rows).to.deep.equal([
+        { ID: 201, NAME: 'x' },
+        { ID: 202, NAME: null },
+      ]);
+      await exec(conn, 'DELETE FROM APP.PEOPLE WHERE ID > 200');
+      const err = await execError(conn, 'INSERT INTO APP.PEOPLE (ID, NAME) VALUES (?, ?)', [
+        [203, 'kept?'],
+        [null, 'no id'],
+      ]);
+      expect(err.code).to.equal('100072');
+      expect((await exec(conn, 'SELECT COUNT(*) AS N FROM APP.PEOPLE WHERE ID > 200')).rows, 'all rows or none').to.deep.equal([{ N: 0 }]);
+    });
+
+    it('refuses a MERGE whose source matches one target row twice with 100090', async () => {
+      const err = await execError(
+        conn,
+        "MERGE INTO APP.PEOPLE T USING (SELECT 1 AS ID UNION ALL SELECT 1) S ON T.ID = S.ID WHEN MATCHED THEN UPDATE SET T.NAME = 'twice'",
+      );
+      expect([err.code, err.sqlState]).to.deep.equal(['100090', '42P18']);
+    });
+
     it('refuses NULL into a NOT NULL column with 100072', async () => {
       const err = await execError(conn, 'INSERT INTO APP.PEOPLE (ID, NAME) VALUES (NULL, ?)', ['x']);
       expect(err.code).to.equal('100072');

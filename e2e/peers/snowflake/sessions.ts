@@ -69,6 +69,7 @@ export class Session {
   private client!: pg.Client;
   private chain: Promise<unknown> = Promise.resolve();
   private inTransaction = false;
+  private ownTransaction = false;
   private closed = false;
   /** (table OID, column number) → the peer domain the column was declared with, if any. */
   private readonly declaredDomains = new Map<string, string | null>();
@@ -226,8 +227,11 @@ export class Session {
     if (t.target) await this.client.query(`LOCK TABLE ${t.target} IN SHARE UPDATE EXCLUSIVE MODE`);
   }
 
+  /** One statement in a transaction of its own (the session is outside BEGIN … COMMIT). */
   private async inOwnTransaction<T>(work: () => Promise<T>): Promise<T> {
+    if (this.ownTransaction) return work();
     await this.client.query('BEGIN');
+    this.ownTransaction = true;
     try {
       const result = await work();
       await this.client.query('COMMIT');
@@ -235,6 +239,8 @@ export class Session {
     } catch (err) {
       await this.client.query('ROLLBACK').catch(() => undefined);
       throw err;
+    } finally {
+      this.ownTransaction = false;
     }
   }
 
@@ -304,10 +310,13 @@ export class Session {
 
   private async runSql(t: Extract<Translated, { kind: 'sql' }>, request: QueryRequest): Promise<Outcome> {
     const rows = this.bindRows(t.paramCount, request.bindings);
-    const results: pg.QueryArrayResult[] = [];
-    for (const values of rows) {
-      results.push(await this.client.query({ text: t.sql, values, rowMode: 'array', types: RAW_TEXT }));
-    }
+    const runAll = async () => {
+      const all: pg.QueryArrayResult[] = [];
+      for (const values of rows) all.push(await this.client.query({ text: t.sql, values, rowMode: 'array', types: RAW_TEXT }));
+      return all;
+    };
+    // An array binding is one statement in Snowflake: all its rows or none.
+    const results = rows.length > 1 && !this.inTransaction ? await this.inOwnTransaction(runAll) : await runAll();
     const count = results.reduce((sum, r) => sum + (r.rowCount ?? 0), 0);
     switch (t.category) {
       case 'insert':
