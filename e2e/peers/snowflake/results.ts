@@ -238,7 +238,7 @@ export const STATEMENT_TYPE = {
   ddl: 0x6000,
 } as const;
 
-export function fixedColumn(name: string): Omit<RowType, 'database' | 'schema'> & { database: string; schema: string } {
+export function fixedColumn(name: string): RowType {
   return { name, database: '', schema: '', table: '', type: 'fixed', nullable: false, precision: 19, scale: 0, length: null, byteLength: null, collation: null };
 }
 

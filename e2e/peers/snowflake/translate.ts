@@ -312,12 +312,11 @@ function translateUse(sql: string, tokens: Token[]): Translated {
 }
 
 function transactionKind(tokens: Token[]): 'begin' | 'commit' | 'rollback' | undefined {
-  const [a, b, c] = tokens;
+  const [a, b] = tokens;
   if (is(a, 'BEGIN') && (tokens.length === 1 || (tokens.length === 2 && is(b, 'TRANSACTION', 'WORK')))) return 'begin';
   if (is(a, 'START') && is(b, 'TRANSACTION') && tokens.length === 2) return 'begin';
   if (is(a, 'COMMIT') && (tokens.length === 1 || (tokens.length === 2 && is(b, 'WORK', 'TRANSACTION')))) return 'commit';
   if (is(a, 'ROLLBACK') && (tokens.length === 1 || (tokens.length === 2 && is(b, 'WORK', 'TRANSACTION')))) return 'rollback';
-  void c;
   return undefined;
 }
 
@@ -491,12 +490,10 @@ function translateStatement(sql: string, tokens: Token[], context: TranslateCont
       if (setDepth !== undefined && stack.length === setDepth && (u === 'WHERE' || u === 'FROM' || u === 'WHEN')) setDepth = undefined;
       if (u === 'WHEN' && category === 'merge' && stack.length === 0) {
         let k = i + 1;
-        const notMatched = is(tokens[k], 'NOT');
         while (k < tokens.length && !is(tokens[k], 'THEN')) k++;
         const action = tokens[k + 1]?.upper;
         const kind: MergeKind | undefined = action === 'INSERT' ? 'inserted' : action === 'UPDATE' ? 'updated' : action === 'DELETE' ? 'deleted' : undefined;
         if (kind && !mergeKinds.includes(kind)) mergeKinds.push(kind);
-        void notMatched;
       }
       // INFORMATION_SCHEMA.X → the peer's views; DB.S.T in the current database → S.T.
       if (u === 'INFORMATION_SCHEMA' && isPunct(next, '.') && !isPunct(prev, '.')) {
