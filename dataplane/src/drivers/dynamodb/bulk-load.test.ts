@@ -9,7 +9,7 @@ import pino from 'pino';
 import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { schemaDefOf } from '../../engine/layout.js';
-import type { LoadChunk, LoadOperation, OpResult, WriteOp } from '../../engine/contract.js';
+import { StoreError, type LoadChunk, type LoadOperation, type OpResult, type WriteOp } from '../../engine/contract.js';
 import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { dynamoDbLocation, dynamoDbSecrets } from '../../../test-support/dynamodb.js';
 import { DynamoDbBulkLoad, emptyProgress, transactionsTable } from './bulk-load.js';
@@ -132,6 +132,14 @@ describe('DynamoDB bulk loads: transactions, leases and chunks on DynamoDB Local
     expect((await driver.bulkLoad.list(dataset, { status: 'PENDING', descending: false, limit: 10 })).map((t) => t.id)).to.deep.equal(['list-b']);
     const b = await driver.bulkLoad.claim(dataset, 'me', 60_000);
     await driver.bulkLoad.finish(dataset, b!.id, 'me', { status: 'SUCCEEDED', progress: b!.progress });
+  });
+
+  it('a transaction over DynamoDB\'s 400 KB item limit is refused (too-large), nothing stored', async () => {
+    const big = { ...spec(), context: { notes: 'x'.repeat(420 * 1024) } };
+    const err = await failure(driver.bulkLoad.create(dataset, { id: 'huge', spec: big }));
+    expect(err).to.be.instanceOf(StoreError);
+    expect((err as StoreError).failure).to.include({ kind: 'too-large', schema: 'Transaction', id: 'huge' });
+    expect(await driver.bulkLoad.get(dataset, 'huge')).to.equal(undefined);
   });
 
   it('a lease is taken over only once it has expired; the old owner can then neither renew, advance nor write', async () => {

@@ -172,6 +172,11 @@ export class DynamoDbBulkLoad implements BulkLoadStore {
       [T.open]: 0,
       [T.order]: `${now} ${tx.id}`,
     };
+    // Refused before anything is stored (a context of megabytes), as an API write of such a record would be.
+    const size = itemSize(item);
+    if (size > MAX_ITEM_BYTES) {
+      throw new StoreError({ kind: 'too-large', schema: 'Transaction', id: tx.id, detail: `it takes ${size} bytes, over DynamoDB's item limit of ${MAX_ITEM_BYTES} bytes (400 KB)` });
+    }
     await this.clientOf(dataset).doc.send(
       new PutCommand({ TableName: transactionsTable(dataset), Item: item, ConditionExpression: 'attribute_not_exists(#id)', ExpressionAttributeNames: { '#id': A.id } }),
     );
@@ -523,7 +528,7 @@ function fromItem(item: Item): StoredTransaction {
     updatedAt: item[T.updatedAt] as string,
     ...(item[T.startedAt] !== undefined ? { startedAt: item[T.startedAt] as string } : {}),
     ...(item[T.finishedAt] !== undefined ? { finishedAt: item[T.finishedAt] as string } : {}),
-    ...(item[T.owner] !== undefined ? { leaseOwner: item[T.owner] as string, leaseExpiresAt: new Date(Number(expires)).toISOString() } : {}),
+    ...(item[T.owner] !== undefined ? { leaseOwner: item[T.owner] as string, ...(typeof expires === 'number' ? { leaseExpiresAt: new Date(expires).toISOString() } : {}) } : {}),
   };
 }
 
