@@ -97,6 +97,8 @@ export function fromPostgresError(err: unknown): SnowflakeSqlError {
     case '42P06':
     case '42710':
       return new SnowflakeSqlError('002002', '42710', `SQL compilation error:\nObject '${name}' already exists.`);
+    case '42701':
+      return new SnowflakeSqlError('002002', '42710', `SQL compilation error:\ncolumn '${name}' already exists`);
     case '42702':
       return new SnowflakeSqlError('002028', '42601', `SQL compilation error:\nambiguous column name '${name}'`);
     case '21000':

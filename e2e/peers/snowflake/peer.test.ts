@@ -172,6 +172,16 @@ describe('Snowflake test peer (through snowflake-sdk)', function () {
       expect(types).to.include({ AT_TZ: 'timestamp_tz', AT_LTZ: 'timestamp_ltz', DOC: 'variant', OBJ: 'object', ARR: 'array' });
     });
 
+    it('truncates, also IF EXISTS of a missing table; a column added twice is 002002', async () => {
+      await exec(conn, 'CREATE TABLE IF NOT EXISTS CAT.TRUNC (A INT)');
+      await exec(conn, 'INSERT INTO CAT.TRUNC (A) VALUES (1)');
+      await exec(conn, 'TRUNCATE TABLE IF EXISTS CAT.TRUNC');
+      expect((await exec(conn, 'SELECT COUNT(*) AS N FROM CAT.TRUNC')).rows).to.deep.equal([{ N: 0 }]);
+      expect((await exec(conn, 'TRUNCATE TABLE IF EXISTS CAT.NEVER_THERE')).rows).to.deep.equal([{ status: 'Statement executed successfully.' }]);
+      expect((await execError(conn, 'TRUNCATE TABLE CAT.NEVER_THERE')).code).to.equal('002003');
+      expect((await execError(conn, 'ALTER TABLE CAT.TRUNC ADD COLUMN A INT')).code).to.equal('002002');
+    });
+
     it('drops tables and schemas', async () => {
       await exec(conn, 'CREATE SCHEMA IF NOT EXISTS DOOMED');
       await exec(conn, 'CREATE TABLE IF NOT EXISTS DOOMED.T (A INT)');

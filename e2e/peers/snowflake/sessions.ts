@@ -192,6 +192,16 @@ export class Session {
       warehouse: this.context.warehouse ?? '',
       role: this.context.role,
     });
+    if (translated.kind === 'sql' && translated.ignoreMissingTable) {
+      return this.runTranslated(translated, request).catch((err: { code?: string }) => {
+        if (err.code === '42P01') return this.status('Statement executed successfully.', STATEMENT_TYPE.ddl);
+        throw err;
+      });
+    }
+    return this.runTranslated(translated, request);
+  }
+
+  private async runTranslated(translated: Translated, request: QueryRequest): Promise<Outcome> {
     switch (translated.kind) {
       case 'begin':
         if (!this.inTransaction) await this.client.query('BEGIN');

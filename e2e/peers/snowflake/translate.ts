@@ -44,6 +44,8 @@ export type Translated =
       mergeKinds?: MergeKind[];
       /** DDL: Snowflake's status line. */
       status?: string;
+      /** TRUNCATE TABLE IF EXISTS (PostgreSQL has no IF EXISTS there): a missing table is success. */
+      ignoreMissingTable?: boolean;
       /** CREATE ICEBERG TABLE: the table (schema may be absent) and its settings. */
       iceberg?: { schema?: string; table: string; settings: IcebergSettings };
       /** UPDATE/DELETE/MERGE: the target table as a PostgreSQL name (the peer locks it: see sessions.ts). */
@@ -355,8 +357,14 @@ export function translate(sql: string, context: TranslateContext): Translated {
         throw SnowflakeSqlError.unsupported('CREATE/DROP DATABASE (databases are created on first use at login)');
       }
       return translateStatement(sql, tokens, context, 'ddl');
-    case 'TRUNCATE':
+    case 'TRUNCATE': {
+      const ifAt = is(tokens[1], 'TABLE') ? 2 : 1;
+      if (is(tokens[ifAt], 'IF') && is(tokens[ifAt + 1], 'EXISTS')) {
+        const t = translateStatement(sql, [...tokens.slice(0, ifAt), ...tokens.slice(ifAt + 2)], context, 'ddl');
+        return { ...t, ignoreMissingTable: true } as Translated;
+      }
       return translateStatement(sql, tokens, context, 'ddl');
+    }
     case 'SHOW':
     case 'DESCRIBE':
     case 'DESC':
