@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { StoreError, type ChangeBatch, type ChangeFeed, type ChangeOp, type RecordChange, type StoredRecord } from '../../engine/contract.js';
-import { changeChannel, headSql, historyRowsSql, parseCursor, pruneSql, sequenceAndReadSql, sequenceSql } from './change-log.js';
+import { changeChannel, headSql, historyRowsSql, parseCursor, pruneSql, numberAndReadSql, numberSql } from './change-log.js';
 import { databaseSchemaOf, type TableLayout } from './sql.js';
 import { recordTypes } from './types.js';
 
@@ -82,7 +82,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     const dbSchema = databaseSchemaOf(dataset);
     try {
       return await this.withConnection(dataset, async (conn) => {
-        const results = (await conn.query(sequenceAndReadSql(dbSchema, from, limit))) as unknown as pg.QueryResult[];
+        const results = (await conn.query(numberAndReadSql(dbSchema, from, limit))) as unknown as pg.QueryResult[];
         const pruned = results.at(-2)!.rows[0] as { through: string } | undefined;
         if (from < BigInt(pruned?.through ?? '0')) return { changes: [], expired: true };
         const changes: RecordChange[] = (results.at(-1)!.rows as ChangeRowOut[]).map((r) => ({
@@ -152,7 +152,7 @@ export class PostgresChangeFeed implements ChangeFeed {
       const client = await this.host.pool(dataset).connect();
       let failure: unknown;
       try {
-        await client.query(sequenceSql(dbSchema));
+        await client.query(numberSql(dbSchema));
         const result = await client.query<{ pruned: number }>(text, values);
         return result.rows[0]?.pruned ?? 0;
       } catch (err) {

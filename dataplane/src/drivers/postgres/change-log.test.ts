@@ -10,7 +10,7 @@ import pino from 'pino';
 import { renderDatasetConfig } from '../../../../model/render.js';
 import { freshDatabase } from '../../../test-support/postgres.js';
 import { StoreError, type RecordChange, type WriteLevel } from '../../engine/contract.js';
-import { appendChanges, changesTable } from './change-log.js';
+import { appendChanges, changeLogDdl, changesTable, numberAndReadSql } from './change-log.js';
 import { PostgresDriver } from './driver.js';
 
 const dataset = renderDatasetConfig({
@@ -158,7 +158,7 @@ describe('postgres change log', function () {
     await Promise.all(writers);
     done = true;
     const seen = await Promise.all(readers);
-    const logged = await db.query<{ k: string }>(`SELECT schema_name || '/' || record_id || '/' || version AS k FROM ${changesTable('feed')} WHERE seq > $1 ORDER BY seq`, [start]);
+    const logged = await db.query<{ k: string }>(`SELECT schema_name || '/' || record_id || '/' || version AS k FROM ${changesTable('feed')} WHERE pos > $1 ORDER BY pos`, [start]);
     for (const one of seen) expect(one).to.deep.equal(logged.rows.map((r) => r.k));
     expect(new Set(seen[0]).size).to.equal(seen[0].length);
     // Every committed version of x0..x2 is in the log, each record's in version order.
@@ -170,12 +170,11 @@ describe('postgres change log', function () {
     }
   });
 
-  it('an ATOMIC batch stays together when sequenced, though another transaction staged a change between its own', async () => {
+  it('a transaction’s changes stay together when numbered, though another staged its own before, between and after them', async () => {
     const start = await driver.changes.head(dataset);
     const other = await driver.pool(dataset).connect();
     try {
-      // A transaction stages a change first and commits last: its staging id lies inside the range
-      // of the batch's ids only by order of drawing, not of commit.
+      // Staging numbers interleave (early < a1 < a2 < late); both commit before anyone numbers.
       await other.query('BEGIN');
       await appendChanges(other, 'feed', [{ schema: 'feed.Person', id: 'early', version: 1, op: 'CREATE' }]);
       await db.query('BEGIN');
@@ -190,8 +189,51 @@ describe('postgres change log', function () {
       other.release();
     }
     const changes = await all(start);
-    expect(changes.map((c) => c.id)).to.deep.equal(['early', 'late', 'a1', 'a2']);
+    // Ordered by each transaction's last staging number: the batch, then the other one.
+    expect(changes.map((c) => c.id)).to.deep.equal(['a1', 'a2', 'early', 'late']);
     expect(changes.map((c) => BigInt(c.cursor) - BigInt(changes[0].cursor))).to.deep.equal([0n, 1n, 2n, 3n]);
+  });
+
+  it('a record’s versions stay in order when a transaction staged changes before and after another committed (a bulk load in chunks)', async () => {
+    const start = await driver.changes.head(dataset);
+    const other = await driver.pool(dataset).connect();
+    try {
+      await db.query('BEGIN');
+      await appendChanges(db, 'feed', [{ schema: 'feed.Person', id: 'q', version: 1, op: 'CREATE' }]);
+      await other.query('BEGIN');
+      await appendChanges(other, 'feed', [{ schema: 'feed.Person', id: 'r', version: 2, op: 'UPDATE' }]);
+      await other.query('COMMIT');
+      // Only now could this transaction have written r (its row lock waited for the other's commit).
+      await appendChanges(db, 'feed', [{ schema: 'feed.Person', id: 'r', version: 3, op: 'UPDATE' }]);
+      await db.query('COMMIT');
+    } finally {
+      other.release();
+    }
+    expect((await all(start)).map((c) => `${c.id}${c.version}`)).to.deep.equal(['r2', 'q1', 'r3']);
+  });
+
+  it('a log from before positions keeps its cursors; new changes are numbered after them', async () => {
+    const url = await freshDatabase();
+    const old = new pg.Client(url);
+    await old.connect();
+    try {
+      // The earlier layout (no tx, no pos) with two changes, as its writers left it.
+      await old.query('CREATE SCHEMA legacy');
+      await old.query(`CREATE TABLE ${changesTable('legacy')} (seq bigserial PRIMARY KEY, schema_name text NOT NULL, record_id text NOT NULL, version integer NOT NULL, op text NOT NULL, committed_at timestamp with time zone NOT NULL DEFAULT clock_timestamp())`);
+      await old.query(`INSERT INTO ${changesTable('legacy')} (seq, schema_name, record_id, version, op) VALUES (7, 'x', 'a', 1, 'CREATE'), (9, 'x', 'b', 1, 'CREATE')`);
+      await old.query(`SELECT setval(pg_get_serial_sequence('${changesTable('legacy')}', 'seq'), 9)`);
+      for (const statement of changeLogDdl('legacy')) await old.query(statement);
+      for (const statement of changeLogDdl('legacy')) await old.query(statement); // idempotent
+      await appendChanges(old, 'legacy', [{ schema: 'x', id: 'c', version: 1, op: 'CREATE' }]);
+      const results = (await old.query(numberAndReadSql('legacy', 0n, 10))) as unknown as pg.QueryResult<{ cursor: string; record_id: string }>[];
+      expect(results.at(-1)!.rows.map((r) => [r.cursor, r.record_id])).to.deep.equal([
+        ['7', 'a'],
+        ['9', 'b'],
+        ['10', 'c'],
+      ]);
+    } finally {
+      await old.end();
+    }
   });
 
   it('wakes a LISTENer on every committed write, not on a rolled-back one', async () => {
@@ -213,9 +255,9 @@ describe('postgres change log', function () {
 
   it('prunes past the retention; a cursor before what was pruned is expired, a later one is not', async () => {
     const head = await driver.changes.head(dataset);
-    await db.query(`UPDATE ${changesTable('feed')} SET committed_at = now() - interval '2 days' WHERE seq <= $1`, [head]);
+    await db.query(`UPDATE ${changesTable('feed')} SET committed_at = now() - interval '2 days' WHERE pos <= $1`, [head]);
     await driver.write(dataset, [{ op: 'create', schema: 'feed.Person', id: 'after-prune', data: {} }], 'QUORUM');
-    const old = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${changesTable('feed')} WHERE seq <= $1`, [head]);
+    const old = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${changesTable('feed')} WHERE pos <= $1`, [head]);
     expect(old.rows[0].n).to.be.greaterThan(10);
     expect(await driver.changes.prune(dataset, 24 * 3600_000)).to.equal(old.rows[0].n);
     expect((await driver.changes.readChanges(dataset, '0', 10)).expired).to.equal(true);

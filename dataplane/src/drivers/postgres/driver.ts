@@ -39,7 +39,7 @@ import {
   type TableLayout,
 } from './sql.js';
 import { PreparedRead } from './prepared-read.js';
-import { appendChanges, changeLogDdl, dropChangeLogSql, PENDING_TABLE, type ChangeRow } from './change-log.js';
+import { appendChanges, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, POSITION_COLUMN, type ChangeRow } from './change-log.js';
 import { PostgresChangeFeed } from './change-feed.js';
 import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
@@ -199,7 +199,7 @@ export class PostgresDriver implements LocationDriver {
         return { applied: [], refused: plan.refused };
       }
       // The change log, once per database schema (its DDL is idempotent).
-      if (layouts[0] && !existing.rows.some((r) => r.table_name === PENDING_TABLE)) plan.statements.push(...changeLogDdl(layouts[0].dbSchema));
+      if (layouts[0] && !existing.rows.some((r) => r.table_name === CHANGES_TABLE && r.column_name === POSITION_COLUMN)) plan.statements.push(...changeLogDdl(layouts[0].dbSchema));
       for (const statement of plan.statements) await client.query(statement);
       await client.query('COMMIT');
       await this.options.readOnly?.prepare?.(dataset, this.pool(dataset));
