@@ -121,16 +121,29 @@ export class PeerCatalog {
     return creating;
   }
 
+  /**
+   * Several peers (test processes) may share one PostgreSQL: a database another one is creating
+   * right now is taken as created, and the bootstrap runs under an advisory lock, once.
+   */
   private async createDatabase(name: string): Promise<void> {
-    const created = await this.admin(this.adminUrl, async (client) => {
+    await this.admin(this.adminUrl, async (client) => {
       const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-      if (exists.rowCount) return false;
-      await client.query(`CREATE DATABASE ${quote(name)} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C'`);
-      return true;
+      if (exists.rowCount) return;
+      await client.query(`CREATE DATABASE ${quote(name)} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C'`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04' && err.code !== '23505') throw err;
+      });
     });
     await this.admin(databaseUrl(this.adminUrl, name), async (client) => {
-      const bootstrapped = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [PEER_SCHEMA]);
-      if (created || !bootstrapped.rowCount) await client.query(BOOTSTRAP_SQL);
+      await client.query('BEGIN');
+      try {
+        await client.query("SELECT pg_advisory_xact_lock(hashtext('sf_peer_bootstrap'))");
+        const bootstrapped = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [PEER_SCHEMA]);
+        if (!bootstrapped.rowCount) await client.query(BOOTSTRAP_SQL);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
     });
   }
 
@@ -148,14 +161,21 @@ export class PeerCatalog {
     const name = pgRoleName(snowflakeRole);
     let creating = this.roles.get(name);
     if (!creating) {
+      // Roles are cluster-wide: peers sharing one PostgreSQL create them one at a time.
       creating = this.admin(this.adminUrl, async (client) => {
-        const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name]);
-        if (!exists.rowCount) {
-          await client.query(`CREATE ROLE ${quote(name)} NOLOGIN`).catch((err: { code?: string }) => {
-            if (err.code !== '23505' && err.code !== '42710') throw err;
-          });
+        await client.query('BEGIN');
+        try {
+          await client.query("SELECT pg_advisory_xact_lock(hashtext('sf_peer_roles'))");
+          const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name]);
+          if (!exists.rowCount) {
+            await client.query(`CREATE ROLE ${quote(name)} NOLOGIN`);
+            await client.query(`GRANT pg_read_all_data TO ${quote(name)}`);
+          }
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
         }
-        await client.query(`GRANT pg_read_all_data TO ${quote(name)}`);
       });
       this.roles.set(name, creating);
       creating.catch(() => this.roles.delete(name));

@@ -129,7 +129,7 @@ export class SnowflakeTestPeer {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
     });
-    await Promise.all([...this.sessions].map((s) => s.close()));
+    await Promise.all([...this.sessions].map((s) => s.close(true)));
     this.sessions.clear();
   }
 

@@ -192,6 +192,23 @@ describe('Snowflake test peer sessions (through snowflake-sdk)', function () {
     });
   });
 
+  describe('stopping', () => {
+    it('stops at once even while a statement waits on a lock; the held transaction dies with it', async () => {
+      const own = await startSnowflakeTestPeer({ adminUrl: await testPostgresAdminUrl() });
+      const holder = await connectSdk(own, { database, schema: 'APP' });
+      const waiter = await connectSdk(own, { database, schema: 'APP' });
+      await exec(holder, 'BEGIN');
+      await exec(holder, "UPDATE ITEMS SET NAME = 'held' WHERE ID = 1");
+      // The SDK retries the lost request for seconds before it reports a network error: not awaited here.
+      void exec(waiter, "UPDATE ITEMS SET NAME = 'waited' WHERE ID = 1").catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 200));
+      const started = Date.now();
+      await own.stop();
+      expect(Date.now() - started).to.be.lessThan(3000);
+      expect((await exec(writer, 'SELECT NAME FROM APP.ITEMS WHERE ID = 1')).rows).to.deep.equal([{ NAME: 'one' }]);
+    });
+  });
+
   describe('Iceberg tables', () => {
     it('creates CREATE ICEBERG TABLE as a plain table and records EXTERNAL_VOLUME, CATALOG and BASE_LOCATION', async () => {
       await exec(

@@ -116,10 +116,11 @@ export class Session {
     return this.serial(async () => (await this.client.query<T>(sql)).rows);
   }
 
-  async close(): Promise<void> {
+  /** Logout lets the running statement finish; the peer's stop (`force`) does not wait for it. */
+  async close(force = false): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.chain.catch(() => undefined);
+    if (!force) await this.chain.catch(() => undefined);
     await this.client?.end().catch(() => undefined);
   }
 
