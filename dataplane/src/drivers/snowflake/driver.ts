@@ -39,7 +39,7 @@ import { Session, SessionPools, type ExecOptions, type SessionPoolOptions, type 
 import type { TableFormat } from './table-format.js';
 import { plannedRowOf, recordOfRow } from './values.js';
 import { currentRowsSql, expectedLiveCounts, historyMergeSql, liveMergeSql, type MergeCounts } from './write-sql.js';
-import { planWrite, type CurrentRows, type TablePlan } from './write-plan.js';
+import { planWrite, type CurrentRows, type PlannedRow, type TablePlan } from './write-plan.js';
 
 export interface SnowflakeDriverOptions {
   logger: Logger;
@@ -68,6 +68,17 @@ const WRITE_ATTEMPTS = 3;
 const MAX_QUERY_TAG = 2000;
 
 type Counts = Partial<MergeCounts>;
+
+/** Whether the row read back is the one planned (timestamps compared as instants: the warehouse answers them in UTC). */
+export function sameRow(layout: WarehouseLayout, planned: PlannedRow, stored: PlannedRow | undefined): boolean {
+  if (!stored || stored.version !== planned.version) return false;
+  const instant = (v: unknown) => (v === null || v === undefined ? null : Date.parse(String(v)));
+  if (instant(stored.updatedAt) !== instant(planned.updatedAt) || instant(stored.createdAt) !== instant(planned.createdAt)) return false;
+  return layout.fields.every((field, i) => {
+    const [a, b] = [planned.values[i] ?? null, stored.values[i] ?? null];
+    return field.type === 'timestamp' ? instant(a) === instant(b) : a === b;
+  });
+}
 
 export class SnowflakeDriver implements LocationDriver {
   readonly kind: TableFormat['kind'];
@@ -363,12 +374,13 @@ export class SnowflakeDriver implements LocationDriver {
     if (table.live.length) {
       const counts = await this.dml(session, liveMergeSql(layout, table.live), ctx);
       if (!SnowflakeDriver.countsMatch(counts, expectedLiveCounts(table.live))) {
-        // Which changes landed: an insert or update shows its version, a delete leaves no row.
+        // Which changes landed: an insert or update left exactly its row (its version, time and
+        // values: another writer's row differs at least in those), a delete left no row.
         const now = await this.currentRows(session, dataset, table.live.map((c) => ({ op: 'delete' as const, schema: layout.schemaName, id: c.kind === 'delete' ? c.id : c.row.id })), ctx);
         const live = now.get(layout.schemaName)?.live ?? new Map();
         for (const change of table.live) {
           const id = change.kind === 'delete' ? change.id : change.row.id;
-          const landed = change.kind === 'delete' ? !live.has(id) : live.get(id)?.version === change.row.version;
+          const landed = change.kind === 'delete' ? !live.has(id) : sameRow(layout, change.row, live.get(id));
           if (!landed) unapplied.add(id);
         }
       }
