@@ -182,6 +182,13 @@ describe('Snowflake test peer (through snowflake-sdk)', function () {
       expect((await execError(conn, 'ALTER TABLE CAT.TRUNC ADD COLUMN A INT')).code).to.equal('002002');
     });
 
+    it('CREATE OR REPLACE TABLE replaces, TRANSIENT is a plain table', async () => {
+      await exec(conn, 'CREATE OR REPLACE TRANSIENT TABLE CAT.REPLACED (A INT)');
+      await exec(conn, 'INSERT INTO CAT.REPLACED (A) VALUES (1)');
+      expect((await exec(conn, 'CREATE OR REPLACE TABLE CAT.REPLACED (B VARCHAR)')).rows).to.deep.equal([{ status: 'Table REPLACED successfully created.' }]);
+      expect((await exec(conn, 'SELECT * FROM CAT.REPLACED')).statement.getColumns().map((c) => c.getName())).to.deep.equal(['B']);
+    });
+
     it('drops tables and schemas', async () => {
       await exec(conn, 'CREATE SCHEMA IF NOT EXISTS DOOMED');
       await exec(conn, 'CREATE TABLE IF NOT EXISTS DOOMED.T (A INT)');

@@ -220,10 +220,15 @@ export class Session {
       case 'use':
         await this.use(translated);
         return this.status('Statement executed successfully.', STATEMENT_TYPE.session);
-      case 'sql':
-        if (this.inTransaction) return this.inSavepoint(() => this.lockTarget(translated).then(() => this.runSql(translated, request)));
-        if (translated.target) return this.inOwnTransaction(() => this.lockTarget(translated).then(() => this.runSql(translated, request)));
+      case 'sql': {
+        const work = async () => {
+          await this.beforeStatement(translated);
+          return this.runSql(translated, request);
+        };
+        if (this.inTransaction) return this.inSavepoint(work);
+        if (translated.target || translated.replaceTable) return this.inOwnTransaction(work);
         return this.runSql(translated, request);
+      }
     }
   }
 
@@ -234,8 +239,10 @@ export class Session {
    * INSERT's lock does not conflict with gives Snowflake's order; the statement after it sees what
    * the lock holder committed.
    */
-  private async lockTarget(t: Extract<Translated, { kind: 'sql' }>): Promise<void> {
+  private async beforeStatement(t: Extract<Translated, { kind: 'sql' }>): Promise<void> {
     if (t.target) await this.client.query(`LOCK TABLE ${t.target} IN SHARE UPDATE EXCLUSIVE MODE`);
+    // CREATE OR REPLACE TABLE: PostgreSQL has no OR REPLACE for tables.
+    if (t.replaceTable) await this.client.query(`DROP TABLE IF EXISTS ${t.replaceTable}`);
   }
 
   /** One statement in a transaction of its own (the session is outside BEGIN … COMMIT). */

@@ -113,6 +113,13 @@ describe('Snowflake test peer: translate (pure)', () => {
       });
     }
 
+    it('turns CREATE OR REPLACE [TRANSIENT] TABLE into a drop and a create', () => {
+      expect(translate('CREATE OR REPLACE TRANSIENT TABLE DB.S."T" (A INT)', ctx)).to.deep.include({
+        sql: 'CREATE TABLE S."t" ( A numeric(38,0) )',
+        replaceTable: 'S."t"',
+      });
+    });
+
     it('maps ALTER TABLE … ADD COLUMN types, several columns too', () => {
       expect(sql('ALTER TABLE S.T ADD COLUMN A VARIANT, B NUMBER(5,1)')).to.equal('ALTER TABLE S.T ADD COLUMN A sf_peer.variant , ADD COLUMN B numeric(5,1)');
     });

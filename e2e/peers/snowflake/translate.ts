@@ -44,6 +44,8 @@ export type Translated =
       mergeKinds?: MergeKind[];
       /** DDL: Snowflake's status line. */
       status?: string;
+      /** CREATE OR REPLACE TABLE: the table (PostgreSQL name) to drop first. */
+      replaceTable?: string;
       /** TRUNCATE TABLE IF EXISTS (PostgreSQL has no IF EXISTS there): a missing table is success. */
       ignoreMissingTable?: boolean;
       /** CREATE ICEBERG TABLE: the table (schema may be absent) and its settings. */
@@ -395,10 +397,20 @@ const NOW_FUNCTIONS: Record<string, string> = {
   GETDATE: 'CURRENT_TIMESTAMP',
 };
 
-function ddlStatus(tokens: Token[]): { status: string; table?: { schema?: string; table: string }; iceberg: boolean; coldefsParen?: number; optionsFrom?: number } {
+interface DdlShape {
+  status: string;
+  table?: { schema?: string; table: string };
+  iceberg: boolean;
+  coldefsParen?: number;
+  /** CREATE OR REPLACE TABLE: the token indexes of OR REPLACE (dropped) and the table's PostgreSQL name. */
+  replace?: { at: number; table: string };
+}
+
+function ddlStatus(tokens: Token[], context: TranslateContext): DdlShape {
   let k = 1;
   const verb = tokens[0].upper;
-  if (is(tokens[k], 'OR') && is(tokens[k + 1], 'REPLACE')) k += 2;
+  const orReplaceAt = is(tokens[k], 'OR') && is(tokens[k + 1], 'REPLACE') ? k : undefined;
+  if (orReplaceAt !== undefined) k += 2;
   while (is(tokens[k], 'TRANSIENT', 'TEMPORARY', 'TEMP', 'LOCAL', 'GLOBAL', 'VOLATILE')) k++;
   let iceberg = false;
   if (is(tokens[k], 'ICEBERG')) {
@@ -417,7 +429,14 @@ function ddlStatus(tokens: Token[]): { status: string; table?: { schema?: string
   if (verb === 'CREATE') status = `${kind} ${name} successfully created.`;
   else if (verb === 'DROP') status = `${name} successfully dropped.`;
   const coldefsParen = verb === 'CREATE' && objectType === 'TABLE' && isPunct(tokens[next], '(') ? next : undefined;
-  return { status, table, iceberg, coldefsParen };
+  let replace: DdlShape['replace'];
+  if (orReplaceAt !== undefined && objectType === 'TABLE') {
+    const nameTokens = tokens.slice(next - (parts.length * 2 - 1), next);
+    const rendered = nameTokens.filter((t) => !isPunct(t, '.')).map((t) => (t.kind === 'qident' ? pgIdent(t.text) : t.text));
+    if (rendered.length === 3 && parts[0] === context.database) rendered.shift();
+    replace = { at: orReplaceAt, table: rendered.join('.') };
+  }
+  return { status, table, iceberg, coldefsParen, ...(replace ? { replace } : {}) };
 }
 
 function translateStatement(sql: string, tokens: Token[], context: TranslateContext, category: Category): Translated {
@@ -425,7 +444,7 @@ function translateStatement(sql: string, tokens: Token[], context: TranslateCont
   const stack: Paren[] = [];
   let bindCounter = 0;
   let maxParam = 0;
-  const ddl = category === 'ddl' ? ddlStatus(tokens) : undefined;
+  const ddl = category === 'ddl' ? ddlStatus(tokens, context) : undefined;
   const mergeKinds: MergeKind[] = [];
   const icebergSettings: IcebergSettings = {};
   // State for column definitions (CREATE TABLE) and ALTER TABLE … ADD COLUMN.
@@ -487,6 +506,10 @@ function translateStatement(sql: string, tokens: Token[], context: TranslateCont
 
     if (t.kind === 'ident') {
       const u = t.upper;
+      // CREATE OR REPLACE TABLE: the session drops the table first (PostgreSQL has no OR REPLACE for tables).
+      if (ddl?.replace && (i === ddl.replace.at || i === ddl.replace.at + 1)) continue;
+      // TRANSIENT / VOLATILE tables (no Fail-safe): plain tables here.
+      if (category === 'ddl' && tokens[0].upper === 'CREATE' && (u === 'TRANSIENT' || u === 'VOLATILE') && i < 4) continue;
       // ICEBERG in CREATE/ALTER/DROP ICEBERG TABLE: a plain table here.
       if (u === 'ICEBERG' && category === 'ddl' && is(next, 'TABLE')) continue;
       if (u === 'SET' && (category === 'update' || category === 'merge')) {
@@ -657,6 +680,7 @@ function translateStatement(sql: string, tokens: Token[], context: TranslateCont
   if (category === 'merge') result.mergeKinds = (['inserted', 'updated', 'deleted'] as const).filter((k) => mergeKinds.includes(k));
   if (ddl) {
     result.status = ddl.status;
+    if (ddl.replace) result.replaceTable = ddl.replace.table;
     if (ddl.iceberg && tokens[0].upper === 'CREATE' && ddl.table) result.iceberg = { ...ddl.table, settings: icebergSettings };
   }
   return result;
