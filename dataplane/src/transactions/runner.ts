@@ -7,11 +7,26 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../model/types.js';
-import type { ActionProgress, BulkLoadStore, LoadCursor, LocationDriver, StoredTransaction } from '../engine/contract.js';
+import type { ActionProgress, BulkLoadStore, LoadChunk, LoadCursor, LocationDriver, StoredTransaction } from '../engine/contract.js';
 import { isUnavailable } from '../engine/store-outcomes.js';
-import { FormatError, readChunks, type Format } from './readers.js';
+import { pipelined, yieldToIo } from './pipeline.js';
+import { FormatError, readChunks, type Format, type RawChunk } from './readers.js';
 import { rowMapper } from './rows.js';
 import { openLocation, SourceError, type SourceSettings } from './sources.js';
+
+/** Rows mapped between two looks at pending I/O (so the chunk being written is not held up). */
+const MAP_SLICE = 1000;
+
+/** A chunk ready to write: its records, and what it adds to the action's progress before its writes. */
+interface PreparedChunk {
+  records: LoadChunk['records'];
+  rowsRead: number;
+  bytesRead: number;
+  /** Rows refused in mapping, and the first of them (at most maxErrors). */
+  rejected: number;
+  refused: ActionProgress['errors'];
+  end: number;
+}
 
 export interface RunnerOptions {
   logger: Logger;
@@ -38,7 +53,7 @@ export function runnerSettings(env: NodeJS.ProcessEnv): Pick<RunnerOptions, 'chu
     const value = Number(env[name]);
     return Number.isInteger(value) && value > 0 ? value : fallback;
   };
-  return { chunkRows: num('DAS_BULK_CHUNK_ROWS', 5000), leaseMs: num('DAS_BULK_LEASE_MS', 30_000), pollMs: num('DAS_BULK_POLL_MS', 2000), concurrency: num('DAS_BULK_CONCURRENCY', 2) };
+  return { chunkRows: num('DAS_BULK_CHUNK_ROWS', 20_000), leaseMs: num('DAS_BULK_LEASE_MS', 30_000), pollMs: num('DAS_BULK_POLL_MS', 2000), concurrency: num('DAS_BULK_CONCURRENCY', 2) };
 }
 
 export class TransactionRunner {
@@ -135,59 +150,63 @@ export class TransactionRunner {
         const map = rowMapper(dataset, action.schema, action.operation);
         for (let f = a === tx.cursor.action ? tx.cursor.file : 0; f < files.length; f++) {
           let row = a === tx.cursor.action && f === tx.cursor.file ? tx.cursor.row : 0;
-          const chunks = readChunks(files[f], action.format as Format, row, this.options.chunkRows ?? 5000);
-          // One chunk is read (and its row group decoded) while the previous one is written.
-          let ahead = chunks.next();
-          ahead.catch(() => undefined); // handled where it is awaited; never an unhandled rejection meanwhile
-          try {
-            for (;;) {
-              const next = await ahead;
-              if (next.done) break;
-              const chunk = next.value;
-              ahead = chunks.next();
-              ahead.catch(() => undefined);
-              if (this.stopping) return await giveBack('shutting down');
-              if (this.options.paused?.(dataset.id)) return await giveBack('dataset paused');
-              if (lost) return log.warn('lease lost: another replica runs the transaction');
-              const before: ActionProgress = structuredClone(progress[a]);
-              before.rowsRead += chunk.rows.length;
-              before.bytesRead += chunk.bytes;
-              const records: { id: string; data: Record<string, unknown>; row: number }[] = [];
-              for (const raw of chunk.rows) {
-                const mapped = raw.value ? map(raw.value) : { problem: raw.problem ?? 'unreadable row' };
-                if ('id' in mapped) records.push({ ...mapped, row: raw.row });
-                else {
-                  before.rowsRejected += 1;
-                  if (before.errors.length < (this.options.maxErrors ?? 10)) {
-                    before.errors.push({ row: raw.row, source: files[f].name, message: mapped.problem, ...(mapped.path ? { path: mapped.path } : {}) });
-                  }
-                }
+          const chunks = readChunks(files[f], action.format as Format, row, this.options.chunkRows ?? 20_000);
+          // Each chunk is read, decoded and mapped while the previous one is written (pipeline.ts):
+          // mapping yields what the chunk adds to the progress, applied when the chunk is written.
+          const maxErrors = this.options.maxErrors ?? 10;
+          const prepare = async (chunk: RawChunk): Promise<PreparedChunk> => {
+            const refused: PreparedChunk['refused'] = [];
+            let rejected = 0;
+            const records: LoadChunk['records'] = [];
+            for (let i = 0; i < chunk.rows.length; i++) {
+              if (i > 0 && i % MAP_SLICE === 0) await yieldToIo();
+              const raw = chunk.rows[i];
+              const mapped = raw.value ? map(raw.value) : { problem: raw.problem ?? 'unreadable row' };
+              if ('id' in mapped) records.push({ id: mapped.id, data: mapped.data, row: raw.row });
+              else {
+                rejected += 1;
+                if (refused.length < maxErrors) refused.push({ row: raw.row, source: files[f].name, message: mapped.problem, ...(mapped.path ? { path: mapped.path } : {}) });
               }
-              const from: LoadCursor = { action: a, file: f, row };
-              const to: LoadCursor = { action: a, file: f, row: chunk.end };
-              const outcome = await store.loadChunk(dataset, {
-                transaction: tx.id,
-                owner: this.owner,
-                leaseMs: this.leaseMs,
-                schema: action.schema,
-                operation: action.operation,
-                records,
-                from,
-                to,
-                progress: before,
-                maxErrors: this.options.maxErrors ?? 10,
-              });
-              if (outcome.kind !== 'committed') {
-                lost = true;
-                return log.warn({ outcome: outcome.kind }, 'chunk not written: another replica holds the transaction');
-              }
-              progress[a] = outcome.progress;
-              row = chunk.end;
             }
-          } finally {
-            // Closes the file once the read ahead settles (a generator cannot be closed mid-step).
-            void ahead.then(() => chunks.return(undefined), () => undefined).catch(() => undefined);
-          }
+            return { records, rowsRead: chunk.rows.length, bytesRead: chunk.bytes, rejected, refused, end: chunk.end };
+          };
+          let stopped: (() => Promise<void>) | undefined;
+          const stop = (then: () => Promise<void>) => {
+            stopped = then;
+            return false;
+          };
+          await pipelined(chunks, prepare, async ({ records, rowsRead, bytesRead, rejected, refused, end }) => {
+            if (this.stopping) return stop(() => giveBack('shutting down'));
+            if (this.options.paused?.(dataset.id)) return stop(() => giveBack('dataset paused'));
+            if (lost) return stop(async () => log.warn('lease lost: another replica runs the transaction'));
+            const before: ActionProgress = structuredClone(progress[a]);
+            before.rowsRead += rowsRead;
+            before.bytesRead += bytesRead;
+            before.rowsRejected += rejected;
+            before.errors.push(...refused.slice(0, Math.max(0, maxErrors - before.errors.length)));
+            const from: LoadCursor = { action: a, file: f, row };
+            const to: LoadCursor = { action: a, file: f, row: end };
+            const outcome = await store.loadChunk(dataset, {
+              transaction: tx.id,
+              owner: this.owner,
+              leaseMs: this.leaseMs,
+              schema: action.schema,
+              operation: action.operation,
+              records,
+              from,
+              to,
+              progress: before,
+              maxErrors,
+            });
+            if (outcome.kind !== 'committed') {
+              lost = true;
+              return stop(async () => log.warn({ outcome: outcome.kind }, 'chunk not written: another replica holds the transaction'));
+            }
+            progress[a] = outcome.progress;
+            row = end;
+            return true;
+          });
+          if (stopped) return await stopped();
           const last = a === actions.length - 1 && f === files.length - 1;
           if (!last) {
             const next: LoadCursor = f + 1 < files.length ? { action: a, file: f + 1, row: 0 } : { action: a + 1, file: 0, row: 0 };

@@ -13,7 +13,7 @@ import type { DatasetConfig } from '../../../../model/types.js';
 import { valueAt } from '../../engine/layout.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StoredTransaction } from '../../engine/contract.js';
 import { quoteIdent as q, postgresNaming as naming } from '../sql-naming.js';
-import { appendChanges, type ChangeRow } from './change-log.js';
+import { changeChannel, changeLockKey, changesTable } from './change-log.js';
 import { holdConnection } from './checkout.js';
 import { outageOf } from './outage.js';
 import { databaseSchemaOf, type TableLayout } from './sql.js';
@@ -183,42 +183,39 @@ export class PostgresBulkLoad implements BulkLoadStore {
   }
 
   async loadChunk(dataset: DatasetConfig, chunk: LoadChunk): Promise<ChunkOutcome> {
-    const pool = await this.pool(dataset);
     const layout = this.layoutOf(dataset, chunk.schema);
-    {
-      return await withTransaction(pool, async (client) => {
-        const current = await client.query(`SELECT "cursor", lease_owner FROM ${this.table(dataset)} WHERE id = $1 FOR UPDATE`, [chunk.transaction]);
-        const row = current.rows[0];
-        if (!row || row.lease_owner !== chunk.owner) return { kind: 'lease-lost' as const };
-        if (!sameCursor(row.cursor, chunk.from)) return { kind: 'already-committed' as const };
-        const progress = structuredClone(chunk.progress);
-        let changes: ChangeRow[] = [];
-        const { records, duplicates } = dedupe(chunk.records, chunk.operation);
-        for (const d of duplicates) reject(progress, chunk.maxErrors, d.row, `id "${d.id}" appears earlier in the same chunk; INSERT keeps the first`);
-        if (records.length) {
-          await stage(client, layout, records, chunk.operation === 'DELETE');
-          const outcome = await client.query(applySql(layout, chunk.operation, chunk.maxErrors));
-          const { written, rejected, samples, ids, versions, created } = outcome.rows[0] as ApplyResult;
-          changes = (ids ?? []).map((id, i) => ({
-            schema: chunk.schema,
-            id,
-            version: versions![i],
-            op: chunk.operation === 'DELETE' ? ('DELETE' as const) : created![i] ? ('CREATE' as const) : ('UPDATE' as const),
-          }));
-          progress.rowsWritten += Number(written);
-          progress.rowsRejected += Number(rejected) - (samples?.length ?? 0);
-          for (const s of samples ?? []) reject(progress, chunk.maxErrors, s.row, chunk.operation === 'INSERT' ? `a record with id "${s.id}" exists` : `no record with id "${s.id}"`);
-        }
-        await client.query(
-          `UPDATE ${this.table(dataset)} SET progress = jsonb_set(progress, $2, $3), "cursor" = $4, updated_at = clock_timestamp(), ` +
-            `lease_expires_at = clock_timestamp() + $5 * interval '1 millisecond' WHERE id = $1`,
-          [chunk.transaction, `{${chunk.from.action}}`, JSON.stringify(progress), JSON.stringify(chunk.to), chunk.leaseMs],
-        );
-        // The chunk's changes for subscriptions go last: their ordering lock is held from here to the commit (change-log.ts).
-        await appendChanges(client, layout.dbSchema, changes);
-        return { kind: 'committed' as const, progress };
-      });
-    }
+    const progress = structuredClone(chunk.progress);
+    const { records, duplicates } = dedupe(chunk.records, chunk.operation);
+    for (const d of duplicates) reject(progress, chunk.maxErrors, d.row, `id "${d.id}" appears earlier in the same chunk; INSERT keeps the first`);
+    // The COPY text is built before a connection is taken: no JS work while the transaction is open.
+    const staged = records.length ? stageCopy(layout, records, chunk.operation === 'DELETE') : undefined;
+    const pool = await this.pool(dataset);
+    return await withTransaction(pool, async (client) => {
+      const current = await client.query(`SELECT "cursor", lease_owner FROM ${this.table(dataset)} WHERE id = $1 FOR UPDATE`, [chunk.transaction]);
+      const row = current.rows[0];
+      if (!row || row.lease_owner !== chunk.owner) return { kind: 'lease-lost' as const };
+      if (!sameCursor(row.cursor, chunk.from)) return { kind: 'already-committed' as const };
+      if (staged) {
+        await client.query(staged.create);
+        await pipeline(Readable.from(staged.text), client.query(copyStreams.from(staged.copy)));
+        // One statement writes the records, their history and their change-log rows (see applySql).
+        const apply = applySql(layout, chunk.operation, chunk.maxErrors);
+        const outcome = await client.query(apply.text, apply.values);
+        const { written, rejected, samples } = outcome.rows[0] as ApplyResult;
+        progress.rowsWritten += Number(written);
+        progress.rowsRejected += Number(rejected) - (samples?.length ?? 0);
+        for (const s of samples ?? []) reject(progress, chunk.maxErrors, s.row, chunk.operation === 'INSERT' ? `a record with id "${s.id}" exists` : `no record with id "${s.id}"`);
+      }
+      // After the change-log lock (taken at the end of the apply): this row is locked by us since
+      // the SELECT ... FOR UPDATE above, so this statement waits for no lock and the change-log lock
+      // stays the last one the transaction takes.
+      await client.query(
+        `UPDATE ${this.table(dataset)} SET progress = jsonb_set(progress, $2, $3), "cursor" = $4, updated_at = clock_timestamp(), ` +
+          `lease_expires_at = clock_timestamp() + $5 * interval '1 millisecond' WHERE id = $1`,
+        [chunk.transaction, `{${chunk.from.action}}`, JSON.stringify(progress), JSON.stringify(chunk.to), chunk.leaseMs],
+      );
+      return { kind: 'committed' as const, progress };
+    });
   }
 }
 
@@ -274,49 +271,64 @@ async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) =
   }
 }
 
-/** COPY the chunk into a temporary table shaped like the live one (dropped at commit). */
-async function stage(client: pg.PoolClient, layout: TableLayout, records: LoadChunk['records'], idsOnly: boolean): Promise<void> {
+/**
+ * The staging of a chunk: a temporary table shaped like the live one (no indexes, dropped at
+ * commit) and the COPY text of its rows, built in one pass over the records in pieces of ~64 KB.
+ */
+export function stageCopy(layout: TableLayout, records: LoadChunk['records'], idsOnly: boolean): { create: string; copy: string; text: string[] } {
   const fields = idsOnly ? [] : layout.columns.filter((c) => c.field);
   const cols = ['das_row integer', `${q(naming.system.id)} text`, ...fields.map((c) => `${q(c.name)} ${c.sqlType}`)];
-  await client.query(`CREATE TEMP TABLE das_stage (${cols.join(', ')}) ON COMMIT DROP`);
-  const lines = function* () {
-    let batch = '';
-    for (const r of records) {
-      batch += [String(r.row), csvValue(r.id), ...fields.map((c) => csvValue(valueAt(r.data, c.field!)))].join(',') + '\n';
-      if (batch.length > 64 * 1024) {
-        yield batch;
-        batch = '';
-      }
+  const text: string[] = [];
+  let batch = '';
+  for (const r of records) {
+    batch += String(r.row) + ',' + csvValue(r.id);
+    for (const c of fields) batch += ',' + csvValue(valueAt(r.data, c.field!));
+    batch += '\n';
+    if (batch.length > 64 * 1024) {
+      text.push(batch);
+      batch = '';
     }
-    if (batch) yield batch;
-  };
+  }
+  if (batch) text.push(batch);
   const names = ['das_row', naming.system.id, ...fields.map((c) => c.name)].map(q).join(', ');
-  const copy = client.query(copyStreams.from(`COPY das_stage (${names}) FROM STDIN WITH (FORMAT csv)`));
-  await pipeline(Readable.from(lines()), copy);
+  return {
+    create: `CREATE TEMP TABLE das_stage (${cols.join(', ')}) ON COMMIT DROP`,
+    copy: `COPY das_stage (${names}) FROM STDIN WITH (FORMAT csv)`,
+    text,
+  };
 }
 
 /** CSV for COPY: null is an empty unquoted field, every value is quoted (quotes doubled). */
 function csvValue(value: unknown): string {
   if (value === null || value === undefined) return '';
   const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return `"${text.replace(/"/g, '""')}"`;
+  return text.includes('"') ? `"${text.replace(/"/g, '""')}"` : `"${text}"`;
 }
 
 /**
- * The set-based write of the staged rows, with history rows in the same statement. Answers how
- * many were written, how many refused (INSERT: the id exists; DELETE: no such record) and the
- * first refused ones with their row.
+ * The set-based write of the staged rows in one statement: the records (w), their history rows
+ * (h) and their change-log rows (c, in w's order, which is row order), with the wake-up (n).
+ * Answers how many were written, how many refused (INSERT: the id exists; DELETE: no such record)
+ * and the first refused ones with their row.
+ *
+ * The change log's ordering lock (change-log.ts: held from drawing sequences to the commit, and
+ * the last lock a transaction takes) is taken in `l`, whose input counts every row of w and h:
+ * the lock call runs only once every record and history row is written (with their row locks),
+ * so it cannot close a deadlock cycle with a concurrent single write of the same records.
+ * Params: $1 the lock key, $2 the record schema's name, $3 the NOTIFY channel.
  */
-function applySql(layout: TableLayout, operation: LoadChunk['operation'], maxErrors: number): string {
+export function applySql(layout: TableLayout, operation: LoadChunk['operation'], maxErrors: number): { text: string; values: unknown[] } {
   const s = naming.system;
   const [id, version, created, updated, deleted] = [s.id, s.version, s.createdAt, s.updatedAt, s.deletedAt].map(q);
   const fields = layout.columns.filter((c) => c.field).map((c) => q(c.name));
   const all = layout.columns.map((c) => q(c.name)).join(', ');
   let write: string;
   let history: string;
+  let op: string;
   if (operation === 'DELETE') {
-    write = `DELETE FROM ${layout.table} t USING das_stage st WHERE t.${id} = st.${id} RETURNING t.${id}, t.${version} + 1 AS ${version}, t.${created}, false AS das_created`;
-    history = `INSERT INTO ${layout.history} (${id}, ${version}, ${created}, ${updated}, ${deleted}) SELECT ${id}, ${version}, ${created}, now(), now() FROM w`;
+    write = `DELETE FROM ${layout.table} t USING das_stage st WHERE t.${id} = st.${id} RETURNING t.${id}, t.${version} + 1 AS ${version}, t.${created}`;
+    history = `INSERT INTO ${layout.history} (${id}, ${version}, ${created}, ${updated}, ${deleted}) SELECT ${id}, ${version}, ${created}, now(), now() FROM w RETURNING 1`;
+    op = `'DELETE'`;
   } else {
     const nextVersion = `COALESCE((SELECT max(h.${version}) FROM ${layout.history} h WHERE h.${id} = st.${id}), 0) + 1`;
     const insert =
@@ -326,26 +338,31 @@ function applySql(layout: TableLayout, operation: LoadChunk['operation'], maxErr
       operation === 'UPSERT'
         ? `${insert}ON CONFLICT (${id}) DO UPDATE SET ${[`${version} = t.${version} + 1`, `${updated} = now()`, ...fields.map((f) => `${f} = EXCLUDED.${f}`)].join(', ')} RETURNING ${all}, (t.xmax = 0) AS das_created`
         : `${insert}ON CONFLICT (${id}) DO NOTHING RETURNING ${all}, true AS das_created`;
-    history = `INSERT INTO ${layout.history} (${all}) SELECT ${all} FROM w`;
+    history = `INSERT INTO ${layout.history} (${all}) SELECT ${all} FROM w RETURNING 1`;
+    op = `CASE WHEN w.das_created THEN 'CREATE' ELSE 'UPDATE' END`;
   }
-  // What was written, for the change log: ids, versions and whether each was created.
-  const written = `(SELECT count(*) FROM w)::int AS written, (SELECT array_agg(${id}) FROM w) AS ids, (SELECT array_agg(${version}) FROM w) AS versions, (SELECT array_agg(das_created) FROM w) AS created`;
+  const changes =
+    `l AS (SELECT pg_advisory_xact_lock(hashtext($1::text)) FROM (SELECT count(*) FROM w) a, (SELECT count(*) FROM h) b), ` +
+    `c AS (INSERT INTO ${changesTable(layout.dbSchema)} (schema_name, record_id, version, op) SELECT $2::text, w.${id}, w.${version}, ${op} FROM l, w RETURNING seq), ` +
+    `n AS (SELECT pg_notify($3::text, max(seq)::text) FROM c HAVING count(*) > 0)`;
+  const values = [changeLockKey(layout.dbSchema), layout.schemaName, changeChannel(layout.dbSchema)];
+  // The count of c makes the change-log CTEs run; n runs through the count of it.
+  const written = `(SELECT count(*) FROM c)::int AS written, (SELECT count(*) FROM n) AS notified`;
   // An UPSERT writes every staged row: nothing to count as refused.
-  if (operation === 'UPSERT') return `WITH w AS (${write}), h AS (${history}) SELECT ${written}, 0 AS rejected, NULL::json AS samples`;
+  if (operation === 'UPSERT') return { text: `WITH w AS (${write}), h AS (${history}), ${changes} SELECT ${written}, 0 AS rejected, NULL::json AS samples`, values };
   const refused = `FROM das_stage st WHERE NOT EXISTS (SELECT 1 FROM w WHERE w.${id} = st.${id})`;
-  return (
-    `WITH w AS (${write}), h AS (${history}) SELECT ${written}, (SELECT count(*) ${refused})::int AS rejected, ` +
-    `(SELECT json_agg(json_build_object('row', x.das_row, 'id', x.${id})) FROM (SELECT st.das_row, st.${id} ${refused} ORDER BY st.das_row LIMIT ${Number(maxErrors)}) x) AS samples`
-  );
+  return {
+    text:
+      `WITH w AS (${write}), h AS (${history}), ${changes} SELECT ${written}, (SELECT count(*) ${refused})::int AS rejected, ` +
+      `(SELECT json_agg(json_build_object('row', x.das_row, 'id', x.${id})) FROM (SELECT st.das_row, st.${id} ${refused} ORDER BY st.das_row LIMIT ${Number(maxErrors)}) x) AS samples`,
+    values,
+  };
 }
 
 interface ApplyResult {
   written: number;
   rejected: number;
   samples: { row: number; id: string }[] | null;
-  ids: string[] | null;
-  versions: number[] | null;
-  created: boolean[] | null;
 }
 
 function fromRow(row: Row): StoredTransaction {
