@@ -50,6 +50,16 @@ function quotedName(message: string): string {
   return m ? m[1].split('.').map(swapCase).join('.') : '?';
 }
 
+/** A value that does not read as its type: Snowflake's code depends on the type. */
+function badValue(message: string): SnowflakeSqlError {
+  const value = /: "(.*)"$/.exec(message)?.[1] ?? '?';
+  if (/type boolean/.test(message)) return new SnowflakeSqlError('100037', '22018', `Boolean value '${value}' is not recognized`);
+  if (/type date\b|date\/time field value out of range/.test(message) && !/timestamp/.test(message)) return new SnowflakeSqlError('100040', '22007', `Date '${value}' is not recognized`);
+  if (/timestamp|time zone|date\/time/.test(message)) return new SnowflakeSqlError('100035', '22007', `Timestamp '${value}' is not recognized`);
+  if (/type json/.test(message)) return new SnowflakeSqlError('100069', '22P02', `Error parsing JSON: ${message}`);
+  return new SnowflakeSqlError('100038', '22018', `Numeric value '${value}' is not recognized`);
+}
+
 /** Maps an error of the PostgreSQL behind the peer to the error Snowflake reports in that case. */
 export function fromPostgresError(err: unknown): SnowflakeSqlError {
   if (err instanceof SnowflakeSqlError) return err;
@@ -78,10 +88,9 @@ export function fromPostgresError(err: unknown): SnowflakeSqlError {
     case '23514':
       return new SnowflakeSqlError('100132', '23000', `Constraint violation: ${message}`);
     case '22P02':
-      return new SnowflakeSqlError('100038', '22018', `Numeric value is not recognized: ${message}`);
     case '22007':
     case '22008':
-      return new SnowflakeSqlError('100040', '22007', `Date or timestamp is not recognized: ${message}`);
+      return badValue(message);
     case '22003':
       return new SnowflakeSqlError('100039', '22003', `Numeric value out of range: ${message}`);
     case '22001':

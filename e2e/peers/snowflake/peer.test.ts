@@ -293,6 +293,18 @@ describe('Snowflake test peer (through snowflake-sdk)', function () {
       expect([err.code, err.sqlState]).to.deep.equal(['100090', '42P18']);
     });
 
+    it('refuses values that do not read as their type with the code Snowflake uses for the type', async () => {
+      const cases: [string, string][] = [
+        ["SELECT 'abc'::NUMBER AS V", '100038'],
+        ["SELECT 'maybe'::BOOLEAN AS V", '100037'],
+        ["SELECT '2024-13-45'::DATE AS V", '100040'],
+        ["SELECT 'soon'::TIMESTAMP_TZ AS V", '100035'],
+        ["SELECT PARSE_JSON('{nope') AS V", '100069'],
+      ];
+      for (const [sql, code] of cases) expect((await execError(conn, sql)).code, sql).to.equal(code);
+      expect((await execError(conn, "SELECT 'abc'::NUMBER AS V")).message).to.equal("Numeric value 'abc' is not recognized");
+    });
+
     it('refuses NULL into a NOT NULL column with 100072', async () => {
       const err = await execError(conn, 'INSERT INTO APP.PEOPLE (ID, NAME) VALUES (NULL, ?)', ['x']);
       expect(err.code).to.equal('100072');
