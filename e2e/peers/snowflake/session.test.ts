@@ -95,6 +95,16 @@ describe('Snowflake test peer sessions (through snowflake-sdk)', function () {
       expect(peer.warehouses()).to.include.members(['LOAD_WH', 'OTHER_WH']);
     });
 
+    it('records how each statement ended', async () => {
+      peer.clearQueries();
+      await exec(writer, 'SELECT 1 AS A');
+      await execError(writer, 'SELECT * FROM APP.NOT_HERE');
+      expect(peer.queries().map((q) => [q.status, q.errorCode])).to.deep.equal([
+        ['succeeded', null],
+        ['failed', '002003'],
+      ]);
+    });
+
     it('records whether a statement ran inside a transaction', async () => {
       peer.clearQueries();
       await exec(writer, 'BEGIN');

@@ -23,6 +23,10 @@ export interface QueryLogEntry {
   async: boolean;
   inTransaction: boolean;
   startedAt: Date;
+  /** Filled in when the statement ends: 'running' until then. */
+  status: 'running' | 'succeeded' | 'failed';
+  /** Snowflake's error code when it failed. */
+  errorCode: string | null;
 }
 
 export interface QueryRequest {
@@ -134,7 +138,7 @@ export class Session {
   /** Records the query and starts it; the promise settles with the response body (never rejects). */
   submit(request: QueryRequest, queryId = randomUUID()): { queryId: string; done: Promise<ResponseBody> } {
     const tag = request.parameters?.QUERY_TAG;
-    this.log({
+    const entry: QueryLogEntry = {
       queryId,
       sessionId: this.id,
       sqlText: request.sqlText,
@@ -146,12 +150,21 @@ export class Session {
       async: request.asyncExec === true,
       inTransaction: this.inTransaction,
       startedAt: new Date(),
-    });
+      status: 'running',
+      errorCode: null,
+    };
+    this.log(entry);
     const done = this.serial(async () => {
       if (this.closed) throw new SnowflakeSqlError('390111', '08003', 'Session no longer exists.');
       const outcome = await this.run(request);
       return this.successBody(queryId, outcome);
-    }).catch((err: unknown) => errorBody(fromPostgresError(err), queryId));
+    })
+      .catch((err: unknown) => errorBody(fromPostgresError(err), queryId))
+      .then((body) => {
+        entry.status = body.success ? 'succeeded' : 'failed';
+        entry.errorCode = body.success ? null : body.code;
+        return body;
+      });
     return { queryId, done };
   }
 
