@@ -39,6 +39,8 @@ describe('transactions on DynamoDB: a data plane killed mid-load, the load finis
   let dataDir: string;
   let manifests: string;
   let secretsDir: string;
+  /** The dataset's location, as the driver's table names and client need it. */
+  let config: DatasetConfig;
   let first: MainProcess | undefined;
   let second: TestDataPlane | undefined;
   const bulkEnv = { DAS_BULK_CHUNK_ROWS: '200', DAS_BULK_LEASE_MS: '1500', DAS_BULK_POLL_MS: '100' };
@@ -64,6 +66,7 @@ describe('transactions on DynamoDB: a data plane killed mid-load, the load finis
     const file = join(manifests, 'dataset-demo.yaml');
     const doc = parse(readFileSync(file, 'utf8'));
     doc.spec.location = { kind: 'dynamodb', ...(await dynamoDbLocation(secrets.name)) };
+    config = { id: 'demo', location: doc.spec.location } as DatasetConfig;
     delete doc.spec.queries['demo.HeadcountByEmployer'];
     delete doc.spec.auth.iam.rawSqlEndpointEnabled;
     writeFileSync(file, stringify(doc));
@@ -104,13 +107,14 @@ describe('transactions on DynamoDB: a data plane killed mid-load, the load finis
     first.child.kill('SIGKILL');
     await first.exited;
 
-    second = await startTestDataPlane({ manifests, databaseUrl, dataDir, env: { ...bulkEnv, DAS_SECRETS_DIR: secretsDir } });
-    const config: DatasetConfig = second.dataPlane.store.dataset('demo')!.config;
     const doc = createClient(config, { DAS_SECRETS_DIR: secretsDir }).doc;
     try {
       const { Item: atKill } = await doc.send(new GetCommand({ TableName: transactionsTable(config), Key: { id: created.json.id }, ConsistentRead: true }));
+      expect(atKill).to.include({ status: 'RUNNING', leaseOwner: running.lease.owner });
       const writtenAtKill = JSON.parse(String(atKill!.progress))[0].rowsWritten;
       expect(writtenAtKill, 'killed before the end').to.be.lessThan(ROWS);
+
+      second = await startTestDataPlane({ manifests, databaseUrl, dataDir, env: { ...bulkEnv, DAS_SECRETS_DIR: secretsDir } });
 
       const api2 = adminClient(second);
       const done = await waitForTransaction(api2, created.json.id, undefined, 90_000);
