@@ -20,11 +20,26 @@ export interface PeerRoutes {
   monitoring(authorization: string | undefined, queryId: string): Promise<ResponseBody>;
 }
 
-class BadRequest extends Error {}
+class BadRequest extends Error {
+  constructor(
+    message: string,
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
+
+/** Far above any statement a driver sends; a bound so that a runaway client cannot fill memory. */
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new BadRequest(`request body: larger than ${MAX_BODY_BYTES} bytes`, 413);
+    chunks.push(chunk as Buffer);
+  }
   let raw = Buffer.concat(chunks);
   if (raw.length === 0) return {};
   if ((req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip' || (raw[0] === 0x1f && raw[1] === 0x8b)) {
@@ -73,7 +88,10 @@ export function createPeerServer(routes: PeerRoutes): Server {
         if (req.method === 'GET' && monitoring) return send(res, 200, await routes.monitoring(auth, decodeURIComponent(monitoring[1])));
         return send(res, 404, { success: false, code: '404', message: `The Snowflake test peer has no route ${req.method} ${path}`, data: null });
       } catch (err) {
-        if (err instanceof BadRequest) return send(res, 400, { success: false, code: '400', message: err.message, data: null });
+        if (err instanceof BadRequest) {
+          res.setHeader('connection', 'close');
+          return send(res, err.status, { success: false, code: String(err.status), message: err.message, data: null });
+        }
         return send(res, 500, { success: false, code: '000603', message: `Snowflake test peer internal error: ${(err as Error).message}`, data: null });
       }
     })();
