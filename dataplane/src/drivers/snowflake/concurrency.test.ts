@@ -50,3 +50,25 @@ for (const [format, levels] of [
     }
   });
 }
+
+describe('replicas preparing at once (against the test peer)', function () {
+  this.timeout(60_000);
+
+  it('a new property prepared by four replicas at once: each reports success, the column is added once', async () => {
+    const first = await warehouseDriverUnderTest(SNOWFLAKE_FORMAT);
+    const drivers = [first.driver, ...Array.from({ length: 3 }, () => new SnowflakeDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: first.secrets.dir }, format: SNOWFLAKE_FORMAT }))];
+    try {
+      const v1 = suiteDataset('snowflake', first.location);
+      await first.driver.prepare(v1);
+      // Every replica logged in already, so their v2 statements meet at the warehouse.
+      await Promise.all(drivers.map((d) => d.prepare(v1)));
+      const v2 = { ...v1, generation: 2, schemas: { ...v1.schemas, 'suite.Company': { properties: { name: { type: 'string' as const }, founded: { type: 'date' as const } } } } };
+      const reports = await Promise.all(drivers.map((d) => d.prepare(v2)));
+      for (const report of reports) expect(report.refused).to.deep.equal([]);
+      expect((await first.driver.write(v2, [{ op: 'create', schema: 'suite.Company', id: 'c', data: { name: 'C', founded: '1999-12-31' } }], 'ATOMIC'))[0]).to.deep.include({ ok: true });
+      expect((await first.driver.read(v2, { schema: 'suite.Company', id: 'c' }))?.data).to.deep.equal({ name: 'C', founded: '1999-12-31' });
+    } finally {
+      await Promise.all(drivers.map((d) => d.close()));
+    }
+  });
+});

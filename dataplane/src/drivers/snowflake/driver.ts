@@ -149,12 +149,20 @@ export class SnowflakeDriver implements LocationDriver {
       return await this.withSession(dataset, undefined, async (session) => {
         const dbSchema = layouts[0].dbSchema;
         await session.exec(`CREATE SCHEMA IF NOT EXISTS ${q(dbSchema)}`);
-        const { rows } = await session.exec(CATALOG_SQL, { binds: [dbSchema], rowMode: 'object' });
-        const plan = planSchemaChanges(dataset, layouts, (rows as Record<string, unknown>[]).map(existingColumn));
-        if (plan.refused.length) return { applied: [], refused: plan.refused };
-        // The schema exists by now; the rest in order (tables, then columns).
-        for (const statement of plan.statements.slice(1)) await session.exec(statement);
-        return { applied: plan.statements, refused: [] };
+        for (let attempt = 1; ; attempt++) {
+          const { rows } = await session.exec(CATALOG_SQL, { binds: [dbSchema], rowMode: 'object' });
+          const plan = planSchemaChanges(dataset, layouts, (rows as Record<string, unknown>[]).map(existingColumn));
+          if (plan.refused.length) return { applied: [], refused: plan.refused };
+          try {
+            // The schema exists by now; the rest in order (tables, then columns).
+            for (const statement of plan.statements.slice(1)) await session.exec(statement);
+            return { applied: plan.statements, refused: [] };
+          } catch (err) {
+            // Another replica preparing at once may have added the column first (the warehouse has
+            // no advisory locks): read the catalog again and plan again (a few times).
+            if (attempt >= 3 || outageOf(err)) throw err;
+          }
+        }
       });
     } catch (err) {
       throw outageOf(err) ?? err;
