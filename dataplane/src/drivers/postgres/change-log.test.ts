@@ -212,6 +212,24 @@ describe('postgres change log', function () {
     expect((await all(start)).map((c) => `${c.id}${c.version}`)).to.deep.equal(['r2', 'q1', 'r3']);
   });
 
+  it('after a server start, numbering resumes above the durable reservation: a lost numbering is repeated higher, never reused', async () => {
+    for (const id of ['crash1', 'crash2', 'crash3']) await driver.write(dataset, [{ op: 'create', schema: 'feed.Person', id, data: {} }], 'QUORUM');
+    const head = BigInt(await driver.changes.head(dataset));
+    const mark = async () => (await db.query<{ reserved: string }>(`SELECT reserved::text FROM feed."das$changes_pruned"`)).rows[0].reserved;
+    const reserved = BigInt(await mark());
+    expect(reserved >= head).to.equal(true);
+    // As if the server crashed after readers saw the last two positions but before their numbering was flushed.
+    await db.query(`UPDATE ${changesTable('feed')} SET pos = NULL WHERE pos > $1`, [String(head - 2n)]);
+    await db.query(`UPDATE feed."das$changes_pruned" SET boot = '2000-01-01'`);
+    const again = await all(String(head - 2n));
+    expect(again.map((c) => c.id)).to.deep.equal(['crash2', 'crash3']);
+    expect(again.map((c) => BigInt(c.cursor) - reserved)).to.deep.equal([1n, 2n]);
+    expect(BigInt(await mark()) >= reserved + 2n).to.equal(true);
+    // Without a restart, numbering continues from the highest position.
+    await driver.write(dataset, [{ op: 'create', schema: 'feed.Person', id: 'crash4', data: {} }], 'QUORUM');
+    expect((await all(again[1].cursor)).map((c) => BigInt(c.cursor) - reserved)).to.deep.equal([3n]);
+  });
+
   it('a log from before positions keeps its cursors; new changes are numbered after them', async () => {
     const url = await freshDatabase();
     const old = new pg.Client(url);

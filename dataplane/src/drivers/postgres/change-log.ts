@@ -53,6 +53,9 @@ export function changeLogDdl(dbSchema: string): string[] {
     // The highest position pruned away: a cursor below it has lost changes (CURSOR_EXPIRED).
     `CREATE TABLE IF NOT EXISTS ${prunedTable(dbSchema)} (one boolean PRIMARY KEY DEFAULT true CHECK (one), through bigint NOT NULL)`,
     `INSERT INTO ${prunedTable(dbSchema)} (through) VALUES (0) ON CONFLICT DO NOTHING`,
+    // Positions reserved durably, and the server start they were reserved under (numberSql).
+    `ALTER TABLE ${prunedTable(dbSchema)} ADD COLUMN IF NOT EXISTS reserved bigint NOT NULL DEFAULT 0`,
+    `ALTER TABLE ${prunedTable(dbSchema)} ADD COLUMN IF NOT EXISTS boot timestamp with time zone`,
     `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS tx bigint`,
     `ALTER TABLE ${t} ALTER COLUMN tx SET DEFAULT txid_current()`,
     `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS ${POSITION_COLUMN} bigint`,
@@ -121,24 +124,38 @@ export async function appendChanges(client: { query(text: string, values: unknow
 
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
+/** Positions reserved ahead by one synchronous commit (see numberSql). */
+export const RESERVE_POSITIONS = 100_000;
+
 /**
  * Numbers the committed changes that have no position yet (module comment): a transaction, as
  * statements for one simple-protocol round trip. Positions continue after the highest given or
  * pruned. After an error the connection is in a failed transaction: ROLLBACK.
+ *
+ * The numbering commits without waiting for its WAL flush (synchronous_commit off): a flush per
+ * read would queue behind, and lengthen, the writers' serialised commits. A crash may then lose the
+ * last numberings after readers saw them, so positions must never be given twice: `reserved`
+ * (durable: raised, RESERVE_POSITIONS ahead, only by a commit that does wait for its flush) bounds
+ * every position given, and after a server start (`boot` differs) numbering resumes above it. The
+ * rows whose numbering was lost are numbered again, higher: delivered again, never skipped.
  */
 export function numberSql(dbSchema: string): string {
   const t = changesTable(dbSchema);
+  const p = prunedTable(dbSchema);
   const pos = POSITION_COLUMN;
   return (
     `BEGIN; SELECT pg_advisory_xact_lock(hashtext(${literal(changeLockKey(dbSchema))})); ` +
     `WITH g AS (SELECT seq, max(seq) OVER (PARTITION BY tx) AS last FROM ${t} WHERE ${pos} IS NULL), ` +
     `o AS (SELECT seq, row_number() OVER (ORDER BY last, seq) AS k FROM g), ` +
-    `b AS (SELECT greatest((SELECT max(${pos}) FROM ${t}), (SELECT through FROM ${prunedTable(dbSchema)}), 0) AS base) ` +
-    `UPDATE ${t} c SET ${pos} = b.base + o.k FROM o, b WHERE c.seq = o.seq; COMMIT`
+    `b AS (SELECT greatest((SELECT max(${pos}) FROM ${t}), through, CASE WHEN boot IS DISTINCT FROM pg_postmaster_start_time() THEN reserved END, 0) AS base FROM ${p}), ` +
+    `u AS (UPDATE ${t} c SET ${pos} = b.base + o.k FROM o, b WHERE c.seq = o.seq RETURNING c.${pos}), ` +
+    `r AS (UPDATE ${p} SET reserved = m.top + ${RESERVE_POSITIONS}, boot = pg_postmaster_start_time() FROM (SELECT max(${pos}) AS top FROM u) m ` +
+    `WHERE m.top IS NOT NULL AND (m.top > reserved OR boot IS DISTINCT FROM pg_postmaster_start_time()) RETURNING 1) ` +
+    `SELECT set_config('synchronous_commit', CASE WHEN EXISTS (SELECT 1 FROM r) THEN 'on' ELSE 'off' END, true); COMMIT`
   );
 }
 
-/** A cursor is the change's sequence number, in decimal. */
+/** A cursor is the change's position, in decimal. */
 export function parseCursor(cursor: string): bigint | undefined {
   return /^(0|[1-9][0-9]{0,18})$/.test(cursor) ? BigInt(cursor) : undefined;
 }
