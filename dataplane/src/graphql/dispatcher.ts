@@ -62,6 +62,20 @@ interface DatasetFeed {
   closed: boolean;
 }
 
+/**
+ * One event object per change, shared by every subscription it goes to: its GraphQL result is then
+ * computed once per query (shared-execution.ts), not once per subscriber.
+ */
+const events = new WeakMap<RecordChange, ChangeEvent>();
+function eventOf(change: RecordChange): ChangeEvent {
+  let event = events.get(change);
+  if (!event) {
+    const record: ApiRecord | null = change.record ? ({ id: change.record.id, version: change.record.version, ...(change.op === 'DELETE' ? {} : change.record.data) } as ApiRecord) : null;
+    events.set(change, (event = { op: change.op, cursor: change.cursor, record }));
+  }
+  return event;
+}
+
 export class ChangeDispatcher {
   private readonly feeds = new Map<string, DatasetFeed>();
   private readonly options: Required<DispatcherOptions>;
@@ -265,8 +279,7 @@ export class ChangeDispatcher {
     if (sub.ids && !sub.ids.has(change.id)) return;
     const image = change.op === 'DELETE' ? change.previous : change.record;
     if (sub.filter && !(image && matchesFilter(sub.filter, image))) return;
-    const record: ApiRecord | null = change.record ? ({ id: change.record.id, version: change.record.version, ...(change.op === 'DELETE' ? {} : change.record.data) } as ApiRecord) : null;
-    if (sub.queue.push({ op: change.op, cursor: change.cursor, record })) this.delivered++;
+    if (sub.queue.push(eventOf(change))) this.delivered++;
     else this.slow(sub);
   }
 

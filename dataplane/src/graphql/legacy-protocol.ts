@@ -12,11 +12,12 @@
  * credentials refused, 4408 no connection_init in time, 4409 an id already in use, 4429 a second
  * connection_init. Keep-alive: `ka` right after the ack, then every keepAliveMs.
  */
-import { getOperationAST, GraphQLError, parse, subscribe, execute, type DocumentNode, type ExecutionResult } from 'graphql';
+import { getOperationAST, GraphQLError, parse, execute, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { WebSocket } from 'ws';
 import { ApiError } from '../engine/errors.js';
 import type { Connection, Session, SubscriptionLimits } from './websocket.js';
 import { validateOperation } from './limits.js';
+import { subscribeShared } from './shared-execution.js';
 
 export type LegacyClientMessage =
   | { type: 'connection_init'; payload?: Record<string, unknown> }
@@ -163,7 +164,7 @@ export function serveLegacyProtocol(ws: WebSocket, connection: Connection, sessi
       await send({ type: 'complete', id });
       return;
     }
-    const result = await subscribe(args);
+    const result = await subscribeShared(args);
     if (!(Symbol.asyncIterator in result)) return fail(result.errors ?? [new GraphQLError('subscription failed')]);
     const iterator = result[Symbol.asyncIterator]();
     if (!operations.has(id)) return void iterator.return?.(); // stopped meanwhile

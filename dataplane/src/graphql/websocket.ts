@@ -25,6 +25,7 @@ import { AddressingError, resolveGateway, type Authkind } from '../http/gateway.
 import { toApiError } from '../http/errors.js';
 import type { ChangeDispatcher } from './dispatcher.js';
 import { serveLegacyProtocol } from './legacy-protocol.js';
+import { subscribeShared } from './shared-execution.js';
 import { validateOperation } from './limits.js';
 import { datasetSchema, graphqlErrorOf, type GraphQLContext, type SubscriptionRequest } from './schema.js';
 
@@ -182,6 +183,7 @@ export class SubscriptionServer {
       context: () => session.context() as unknown as Record<string, unknown>,
       connectionInitWaitTimeout: this.limits.initTimeoutMs,
       validate: (schema, document) => validateOperation(schema, document),
+      subscribe: (args) => subscribeShared(args),
       onConnect: async (ctx) => {
         try {
           await session.init(ctx.connectionParams);
