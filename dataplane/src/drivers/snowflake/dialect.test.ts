@@ -4,7 +4,7 @@ import { planSchemaChanges, existingColumn } from './ddl.js';
 import { catalogSpelling, sameWarehouseType, warehouseSqlDialect } from './dialect.js';
 import { warehouseLayout } from './layout.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT } from './table-format.js';
-import { warehouseDataset } from './fixtures.test-support.js';
+import { ICEBERG_SETTINGS, warehouseDataset } from './fixtures.test-support.js';
 
 describe('warehouse dialect and DDL (drivers/snowflake): names, types, the catalog\'s spelling', () => {
   it('names tables and columns upper case, in the schema the location names', () => {
@@ -21,7 +21,7 @@ describe('warehouse dialect and DDL (drivers/snowflake): names, types, the catal
   });
 
   it('uses Iceberg\'s types where they differ (no TIMESTAMP_TZ, STRING, long)', () => {
-    const dataset = warehouseDataset('iceberg');
+    const dataset = warehouseDataset('iceberg', ICEBERG_SETTINGS);
     const shape = tableShape(dataset, 'shop.Order', dataset.schemas['shop.Order'], warehouseSqlDialect(ICEBERG_FORMAT));
     expect(Object.fromEntries(shape.columns.map((c) => [c.name, c.sqlType]))).to.include({ ID: 'STRING', VERSION: 'NUMBER(10,0)', CREATED_AT: 'TIMESTAMP_LTZ(6)', COUNT: 'NUMBER(19,0)', PLACED_AT: 'TIMESTAMP_LTZ(6)', ADDRESS_CITY: 'STRING' });
   });
@@ -50,7 +50,7 @@ describe('warehouse dialect and DDL (drivers/snowflake): names, types, the catal
       'CREATE TABLE IF NOT EXISTS "SHOP"."SHOP_CUSTOMER" ("ID" VARCHAR NOT NULL, "VERSION" NUMBER(38,0) NOT NULL, "CREATED_AT" TIMESTAMP_TZ, "UPDATED_AT" TIMESTAMP_TZ, "NAME" VARCHAR, PRIMARY KEY ("ID"))',
       'CREATE TABLE IF NOT EXISTS "SHOP"."SHOP_CUSTOMER_HISTORY" ("ID" VARCHAR NOT NULL, "VERSION" NUMBER(38,0) NOT NULL, "CREATED_AT" TIMESTAMP_TZ, "UPDATED_AT" TIMESTAMP_TZ, "NAME" VARCHAR, "DELETED_AT" TIMESTAMP_TZ, PRIMARY KEY ("ID", "VERSION"))',
     ]);
-    const ice = warehouseDataset('iceberg', { catalog: 'SNOWFLAKE' });
+    const ice = warehouseDataset('iceberg', { ...ICEBERG_SETTINGS, catalog: 'SNOWFLAKE' });
     const layout = warehouseLayout(ice, 'shop.Customer', ice.schemas['shop.Customer'], ICEBERG_FORMAT);
     const icePlan = planSchemaChanges(ice, [layout], []);
     expect(icePlan.statements[1]).to.equal(

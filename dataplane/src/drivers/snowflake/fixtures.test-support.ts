@@ -9,7 +9,7 @@ export function warehouseDataset(kind: Extract<LocationKind, 'snowflake' | 'iceb
     metadata: { name: 'shop', generation: 1 },
     spec: {
       environment: 'local',
-      location: { kind, database: 'DB', schema: 'SHOP', warehouse: 'WH', ...(kind === 'iceberg' ? { externalVolume: 'VOL', baseLocation: 'lake/shop' } : {}), ...extra },
+      location: { kind, database: 'DB', schema: 'SHOP', warehouse: 'WH', ...extra },
       schemas: {
         'shop.Order': {
           properties: {
@@ -27,3 +27,6 @@ export function warehouseDataset(kind: Extract<LocationKind, 'snowflake' | 'iceb
     },
   });
 }
+
+/** The Iceberg settings the pure tests use. */
+export const ICEBERG_SETTINGS = { externalVolume: 'VOL', baseLocation: 'lake/shop' };

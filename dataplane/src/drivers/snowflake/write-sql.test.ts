@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { warehouseLayout } from './layout.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT } from './table-format.js';
-import { warehouseDataset } from './fixtures.test-support.js';
+import { ICEBERG_SETTINGS, warehouseDataset } from './fixtures.test-support.js';
 import { currentRowsSql, expectedLiveCounts, historyMergeSql, liveMergeSql } from './write-sql.js';
 import type { PlannedRow } from './write-plan.js';
 
@@ -54,7 +54,7 @@ describe('warehouse write statements (pure): MERGE without RETURNING, binds cast
   });
 
   it('Iceberg tables cast to Iceberg\'s types', () => {
-    const ice = warehouseDataset('iceberg');
+    const ice = warehouseDataset('iceberg', ICEBERG_SETTINGS);
     const iceLayout = warehouseLayout(ice, 'shop.Customer', ice.schemas['shop.Customer'], ICEBERG_FORMAT);
     expect(liveMergeSql(iceLayout, [{ kind: 'insert', row: row('a', 1, 'A') }]).text).to.contain('(?::STRING, ?::NUMBER(10,0), ?::TIMESTAMP_LTZ(6), ?::TIMESTAMP_LTZ(6), ?::STRING, ?::STRING, ?::NUMBER(10,0))');
   });
