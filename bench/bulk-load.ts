@@ -7,10 +7,14 @@
  * (sampled from /proc every 50 ms) for the full file and for a quarter of it: with row-group
  * streaming the peak does not grow with the file. Not a test: read the figures.
  *
+ * Beside the wall-clock times it reports the CPU seconds PostgreSQL (all its processes) and the
+ * data plane spent on each, from /proc, and the load average before and after: on a shared
+ * machine the wall-clock ratio moves with what else runs, the CPU seconds much less.
+ *
  * BENCH_ROWS (1000000), BENCH_ROW_GROUP (50000), BENCH_CHUNK_ROWS (the data plane's default).
  */
-import { chmodSync, createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, createReadStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { pipeline } from 'node:stream/promises';
@@ -29,6 +33,29 @@ function rss(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
 }
+
+/** CPU seconds of a process (utime + stime), with its reaped children's (cutime + cstime) if asked. */
+function cpuSeconds(pid: number, children = false): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]) + (children ? Number(fields[13]) + Number(fields[14]) : 0);
+  return ticks / 100; // USER_HZ
+}
+
+/** CPU seconds of the whole PostgreSQL server: the postmaster, its live processes and the ones it reaped. */
+function postgresCpu(postmaster: number): number {
+  let total = cpuSeconds(postmaster, true);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      if (Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]) === postmaster) total += cpuSeconds(Number(entry), true);
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return total;
+}
+
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 function fixtures(dir: string, rows: number, name: string): { parquet: string; csv: string } {
   const ids = Array.from({ length: rows }, (_, i) => `p${i}`);
@@ -74,9 +101,12 @@ async function main(): Promise<void> {
     ...(process.env.BENCH_CHUNK_ROWS ? { DAS_BULK_CHUNK_ROWS: process.env.BENCH_CHUNK_ROWS } : {}),
   });
   const url = `http://127.0.0.1:${port}`;
+  const postmaster = Number(readFileSync(join(work, 'pg', 'pgdata', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const loadBefore = load();
   try {
     await waitReady(url, child);
-    const load = async (file: string) => {
+    const transaction = async (file: string) => {
+      const [pgCpu, planeCpu] = [postgresCpu(postmaster), cpuSeconds(child.child.pid!)];
       const before = rss(child.child.pid!);
       let peak = before;
       const sampler = setInterval(() => (peak = Math.max(peak, rss(child.child.pid!))), 50);
@@ -92,20 +122,23 @@ async function main(): Promise<void> {
         if (tx.status === 'SUCCEEDED' || tx.status === 'FAILED') {
           clearInterval(sampler);
           if (tx.status === 'FAILED') throw new Error(JSON.stringify(tx));
-          return { seconds: (Date.now() - started) / 1000, before, peak, tx };
+          const cpu = { postgres: postgresCpu(postmaster) - pgCpu, dataPlane: cpuSeconds(child.child.pid!) - planeCpu };
+          return { seconds: (Date.now() - started) / 1000, before, peak, tx, cpu };
         }
         await new Promise((r) => setTimeout(r, 100));
       }
     };
-    const small = await load(quarter.parquet);
-    const big = await load(full.parquet);
+    const small = await transaction(quarter.parquet);
+    const big = await transaction(full.parquet);
 
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     await client.query('CREATE TABLE bench_copy (id text PRIMARY KEY, name text, email text, age bigint)');
     const copyStarted = Date.now();
+    let pgCpu = postgresCpu(postmaster);
     await pipeline(createReadStream(full.csv), client.query(copyStreams.from('COPY bench_copy (id, name, email, age) FROM STDIN WITH (FORMAT csv)')));
     const copySeconds = (Date.now() - copyStarted) / 1000;
+    const copyCpu = postgresCpu(postmaster) - pgCpu;
     // The same work as the data plane's, as COPY: the live table and the history table with the same indexes.
     await client.query('CREATE TABLE bench_live (LIKE demo.demo_person INCLUDING ALL)');
     await client.query('CREATE TABLE bench_history (LIKE demo.demo_person_history INCLUDING ALL)');
@@ -115,10 +148,12 @@ async function main(): Promise<void> {
     writeFileSync(csvWithSystem, lines.join('\n') + '\n');
     lines.length = 0;
     const shapedStarted = Date.now();
+    pgCpu = postgresCpu(postmaster);
     for (const table of ['bench_live', 'bench_history']) {
       await pipeline(createReadStream(csvWithSystem), client.query(copyStreams.from(`COPY ${table} (id, version, created_at, updated_at, name, email, age) FROM STDIN WITH (FORMAT csv)`)));
     }
     const shapedSeconds = (Date.now() - shapedStarted) / 1000;
+    const shapedCpu = postgresCpu(postmaster) - pgCpu;
     await client.end();
 
     const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
@@ -128,6 +163,10 @@ async function main(): Promise<void> {
     console.log(`ratio (COPY time / transaction time): ${(copySeconds / big.seconds).toFixed(2)}`);
     console.log(`PostgreSQL COPY into a live and a history table with the data plane's indexes: ${shapedSeconds.toFixed(1)} s; ratio ${(shapedSeconds / big.seconds).toFixed(2)}`);
     console.log(`data plane RSS: before ${mb(small.before)}, peak ${mb(small.peak)} loading ${ROWS / 4} rows; before ${mb(big.before)}, peak ${mb(big.peak)} loading ${ROWS} rows`);
+    const s = (n: number) => `${n.toFixed(1)} s`;
+    console.log(`CPU: transaction PostgreSQL ${s(big.cpu.postgres)} + data plane ${s(big.cpu.dataPlane)}; COPY plain table PostgreSQL ${s(copyCpu)}; COPY live + history PostgreSQL ${s(shapedCpu)}`);
+    console.log(`PostgreSQL CPU ratio (COPY / transaction): plain table ${(copyCpu / big.cpu.postgres).toFixed(2)}, live + history ${(shapedCpu / big.cpu.postgres).toFixed(2)}`);
+    console.log(`load average (1, 5, 15 min): before ${loadBefore}, after ${load()} (${cpus().length} CPUs)`);
   } finally {
     child.child.kill('SIGTERM');
     await child.exited;

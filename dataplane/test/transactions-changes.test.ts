@@ -1,0 +1,152 @@
+/**
+ * A bulk load and single writes to the same records at once: each chunk writes its records, their
+ * history and their change-log rows in one statement that takes the change log's ordering lock
+ * only after every record row is written (bulk-load.ts). Neither side deadlocks or fails, and the
+ * change log holds every version once, in commit order: per record, sequence order is version
+ * order, and every history version has its change.
+ */
+import { expect } from 'chai';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import pino from 'pino';
+import { emptyProgress } from '../src/drivers/postgres/bulk-load.js';
+import { changeLockKey } from '../src/drivers/postgres/change-log.js';
+import { PostgresDriver } from '../src/drivers/postgres/driver.js';
+import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
+import { parquetFile, transactionManifests, waitForTransaction, type Api } from '../test-support/transactions.js';
+
+describe('transactions: a bulk load beside single writes to the same records', function () {
+  this.timeout(120_000);
+  const ROWS = 4000;
+  const HOT = 100; // records both the load and the single writers write
+  let dp: TestDataPlane;
+  let api: Api;
+  let db: pg.Client;
+
+  before(async () => {
+    dp = await startTestDataPlane({ manifests: transactionManifests(), env: { DAS_BULK_CHUNK_ROWS: '250', DAS_BULK_POLL_MS: '50' } });
+    api = adminClient(dp);
+    mkdirSync(join(dp.dataDir, 'imports'), { recursive: true });
+    db = new pg.Client({ connectionString: dp.databaseUrl });
+    await db.connect();
+    // The hot records are spread over the file, so every chunk meets single writes.
+    const ids = Array.from({ length: ROWS }, (_, i) => (i % (ROWS / HOT) === 0 ? `hot${i / (ROWS / HOT)}` : `c${i}`));
+    writeFileSync(
+      join(dp.dataDir, 'imports', 'people.parquet'),
+      parquetFile(
+        [
+          { name: 'id', data: ids, type: 'STRING' },
+          { name: 'name', data: ids.map((id) => `loaded ${id}`), type: 'STRING' },
+          { name: 'age', data: ids.map((_, i) => i % 90), type: 'INT32' },
+        ],
+        { rowGroupSize: 1000 },
+      ),
+    );
+    for (let h = 0; h < HOT; h++) {
+      const res = await api({ path: '/demo', body: { create: { schema: 'demo.Person', id: `hot${h}`, data: { name: 'before', age: 1 } } } });
+      expect(res.status, res.text).to.be.oneOf([200, 201]);
+    }
+  });
+  after(async () => {
+    await db?.end();
+    await dp?.stop();
+  });
+
+  it('both finish; every version is in the change log once, in commit order', async () => {
+    const res = await api({
+      path: '/demo',
+      body: { create: { schema: 'Transaction', data: { actions: [{ locationUri: pathToFileURL(join(dp.dataDir, 'imports', 'people.parquet')).href, operation: 'UPSERT', format: 'PARQUET', schema: 'demo.Person' }] } } },
+    });
+    expect(res.status, res.text).to.equal(202);
+    let loading = true;
+    const done = waitForTransaction(api, res.json.id, undefined, 90_000).finally(() => (loading = false));
+    // Four writers update the hot records (and create new ones) until the load is over.
+    let singleWrites = 0;
+    const writer = async (w: number) => {
+      for (let n = 0; loading; n++) {
+        const hot = (n * 7 + w) % HOT;
+        const updated = await api({ path: '/demo', body: { update: { schema: 'demo.Person', id: `hot${hot}`, data: { name: `single ${w}.${n}`, age: 2 } } } });
+        expect(updated.status, updated.text).to.equal(200);
+        const created = await api({ path: '/demo', body: { create: { schema: 'demo.Person', id: `single-${w}-${n}`, data: { name: 'single', age: 3 } } } });
+        expect(created.status, created.text).to.be.oneOf([200, 201]);
+        singleWrites += 2;
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(writer));
+    const tx = await done;
+    expect(tx.status, JSON.stringify(tx)).to.equal('SUCCEEDED');
+    expect(tx.actions[0]).to.deep.include({ rowsRead: ROWS, rowsWritten: ROWS, rowsRejected: 0 });
+    expect(singleWrites).to.be.greaterThan(10);
+
+    const changes = (await db.query(`SELECT seq::int, record_id, version, op FROM demo."das$changes" WHERE schema_name = 'demo.Person' ORDER BY seq`)).rows;
+    const history = (await db.query(`SELECT id, version FROM demo.demo_person_history ORDER BY id, version`)).rows;
+    // Every history version has exactly one change, and nothing else does.
+    expect(changes.map((c) => `${c.record_id}@${c.version}`).sort()).to.deep.equal(history.map((h) => `${h.id}@${h.version}`).sort());
+    // Per record, the versions follow one another in sequence order (commit order): 1, 2, 3, ...
+    const seen = new Map<string, number>();
+    for (const c of changes) {
+      expect(c.version, `${c.record_id} at seq ${c.seq}`).to.equal((seen.get(c.record_id) ?? 0) + 1);
+      seen.set(c.record_id, c.version);
+    }
+    // The hot records were written by both sides; the live version is the last change's.
+    const live = (await db.query(`SELECT id, version FROM demo.demo_person WHERE id LIKE 'hot%'`)).rows;
+    expect(live).to.have.length(HOT);
+    for (const r of live) expect(r.version).to.equal(seen.get(r.id));
+    expect(Math.max(...live.map((r) => r.version))).to.be.greaterThan(2);
+  });
+
+  it('a chunk waiting for a row a single write holds does not hold the change-log lock meanwhile, so the single write finishes (no deadlock)', async () => {
+    await dp.dataPlane.runner.stop(); // this test claims its transaction itself
+    const config = dp.dataPlane.store.dataset('demo')!.config;
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: dp.databaseUrl } });
+    const single = new pg.Client({ connectionString: dp.databaseUrl });
+    await single.connect();
+    try {
+      const store = driver.bulkLoad!;
+      const spec = { actions: [{ locationUri: 'file:///x', operation: 'UPSERT' as const, format: 'NDJSON', schema: 'demo.Person' }], context: {} };
+      await store.create(config, { id: 'beside-a-single-write', spec });
+      expect((await store.claim(config, 'me', 60_000))?.id).to.equal('beside-a-single-write');
+      // A single write in progress: it has written hot1 (holding its row lock) and takes the change-log lock next.
+      await single.query('BEGIN');
+      await single.query(`UPDATE demo.demo_person SET age = 77 WHERE id = 'hot1'`);
+      const loading = store.loadChunk(config, {
+        transaction: 'beside-a-single-write',
+        owner: 'me',
+        leaseMs: 60_000,
+        schema: 'demo.Person',
+        operation: 'UPSERT',
+        records: [
+          { id: 'fresh-1', data: { name: 'bulk' }, row: 1 },
+          { id: 'hot1', data: { name: 'bulk' }, row: 2 },
+        ],
+        from: { action: 0, file: 0, row: 0 },
+        to: { action: 0, file: 0, row: 2 },
+        progress: { ...emptyProgress(), rowsRead: 2 },
+        maxErrors: 10,
+      });
+      // The chunk now waits for hot1's row lock.
+      for (let i = 0; ; i++) {
+        const waiting = await single.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
+        if (waiting.rows[0].n > 0) break;
+        expect(i, 'the chunk never waited for the row lock').to.be.lessThan(200);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // Had the chunk taken the change-log lock before writing its rows, this would wait for it and
+      // PostgreSQL would break the cycle (deadlock detected) after deadlock_timeout.
+      await single.query(`SET LOCAL lock_timeout = '3s'`);
+      const started = Date.now();
+      await single.query('SELECT pg_advisory_xact_lock(hashtext($1::text))', [changeLockKey('demo')]);
+      expect(Date.now() - started).to.be.lessThan(500);
+      await single.query('COMMIT');
+      expect((await loading).kind).to.equal('committed');
+      const hot = await db.query(`SELECT name, age FROM demo.demo_person WHERE id = 'hot1'`);
+      expect(hot.rows[0], 'an UPSERT replaces the record, after the single write').to.deep.equal({ name: 'bulk', age: null });
+    } finally {
+      await single.query('ROLLBACK').catch(() => undefined);
+      await single.end();
+      await driver.close();
+    }
+  });
+});
