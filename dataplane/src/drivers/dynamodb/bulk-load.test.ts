@@ -240,6 +240,21 @@ describe('DynamoDB bulk loads: transactions, leases and chunks on DynamoDB Local
     });
   }
 
+  it('a chunk that crashed between its history and live items never wedges a record: API writes step over the orphan version', async () => {
+    ok((await driver.write(dataset, [{ op: 'create', schema: Company, id: 'wedge', data: { name: 'v1' } }], 'QUORUM'))[0]);
+    const tx = await claimed('UPSERT');
+    const chunk = chunkOf(tx, 'UPSERT', ['wedge'], 'loaded');
+    expect((await failure(crashing(writes(schemaTables(dataset, Company).records)).loadChunk(dataset, chunk))).message).to.match(/simulated crash/);
+    expect(await versions('wedge'), 'the history item of version 2 is there, the live item still at 1').to.deep.equal([1, 2]);
+    expect((await driver.read(dataset, { schema: Company, id: 'wedge' }))?.version).to.equal(1);
+    // The load is never re-run (its transaction failed): the record still takes writes.
+    await driver.bulkLoad.finish(dataset, tx, 'me', { status: 'FAILED', error: 'gave up', progress: [emptyProgress()] });
+    const updated = ok((await driver.write(dataset, [{ op: 'update', schema: Company, id: 'wedge', data: { name: 'v3' }, merge: true }], 'QUORUM'))[0]);
+    expect(updated.version).to.equal(3);
+    expect(await versions('wedge')).to.deep.equal([1, 2, 3]);
+    expect((await driver.read(dataset, { schema: Company, id: 'wedge' }))?.data).to.deep.equal({ name: 'v3' });
+  });
+
   it('a DELETE chunk re-run after a crash before its cursor moved: one tombstone each, every row counted once', async () => {
     const ids = Array.from({ length: 30 }, (_, i) => `del-crash-${i}`);
     for (const r of await driver.write(dataset, ids.map((id) => ({ op: 'create' as const, schema: Company, id, data: { name: 'x' } })), 'EVENTUAL')) ok(r);

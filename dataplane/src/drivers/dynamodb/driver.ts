@@ -555,7 +555,7 @@ export class DynamoDbDriver implements LocationDriver {
   private async writeWithRetry(dataset: DatasetConfig, ops: WriteOp[]): Promise<OpResult[]> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.writeOnce(dataset, ops, attempt === 1);
+        return await this.writeOnce(dataset, ops, attempt);
       } catch (err) {
         if (!(err instanceof LostRace)) throw err;
         if (attempt >= WRITE_TRIES) throw new StoreError({ kind: 'unavailable', detail: `the records were written by others ${WRITE_TRIES} times while this write was tried` });
@@ -565,7 +565,8 @@ export class DynamoDbDriver implements LocationDriver {
     }
   }
 
-  private async writeOnce(dataset: DatasetConfig, ops: WriteOp[], optimistic: boolean): Promise<OpResult[]> {
+  private async writeOnce(dataset: DatasetConfig, ops: WriteOp[], attempt: number): Promise<OpResult[]> {
+    const optimistic = attempt === 1;
     const { doc } = this.client(dataset);
     const states = new Map<string, KeyState>();
     const toLoad: KeyState[] = [];
@@ -576,7 +577,7 @@ export class DynamoDbDriver implements LocationDriver {
       states.set(key, state);
       if (!(optimistic && op.op === 'create')) toLoad.push(state);
     }
-    await Promise.all(toLoad.map((state) => this.load(doc, state)));
+    await Promise.all(toLoad.map((state) => this.load(doc, state, attempt > 1)));
 
     const now = new Date().toISOString();
     const results: OpResult[] = [];
@@ -604,13 +605,18 @@ export class DynamoDbDriver implements LocationDriver {
     return results;
   }
 
-  /** The record's live item and, when it has none, its last history version (ids continue after a delete). */
-  private async load(doc: DynamoDBDocumentClient, state: KeyState): Promise<void> {
+  /**
+   * The record's live item and, when it has none, its last history version (ids continue after a
+   * delete). `thorough` (a retry) reads the last history version even past a live item: a bulk-load
+   * chunk that crashed between its history and live items leaves a history version above the live
+   * one (bulk-load.ts), which a write must step over instead of colliding with it every time.
+   */
+  private async load(doc: DynamoDBDocumentClient, state: KeyState, thorough = false): Promise<void> {
     const { Item } = await doc.send(new GetCommand({ TableName: state.tables.records, Key: { [A.id]: state.id }, ConsistentRead: true }));
     if (Item) {
       state.initial = state.current = Item as Head;
       state.last = state.initial.version;
-      return;
+      if (!thorough) return;
     }
     const { Items } = await doc.send(
       new QueryCommand({
@@ -624,7 +630,7 @@ export class DynamoDbDriver implements LocationDriver {
         ProjectionExpression: '#v',
       }),
     );
-    state.last = (Items?.[0]?.[A.version] as number | undefined) ?? 0;
+    state.last = Math.max(state.last, (Items?.[0]?.[A.version] as number | undefined) ?? 0);
   }
 
   async close(): Promise<void> {
