@@ -350,6 +350,20 @@ describe('Snowflake test peer (through snowflake-sdk)', function () {
       expect(Math.abs((rows[0].T as Date).getTime() - Date.now())).to.be.lessThan(60000);
     });
 
+    it('answers the Snowflake functions and VARIANT paths the peer spells for PostgreSQL', async () => {
+      await exec(conn, 'CREATE TABLE IF NOT EXISTS APP.DOCS (ID NUMBER(38,0), DOC VARIANT)');
+      await exec(conn, 'INSERT INTO APP.DOCS (ID, DOC) SELECT 1, PARSE_JSON(?)', ['{"name":"Ann","tags":["a","b"],"n":7,"Nested":{"k":true}}']);
+      const { rows } = await exec(
+        conn,
+        `SELECT DOC:name::VARCHAR AS NAME, DOC:tags[1]::VARCHAR AS SECOND, DOC:n::NUMBER + 1 AS N, DOC:Nested.k AS K, ARRAY_SIZE(DOC:tags) AS TAGS,
+                IFF(DOC:n::NUMBER > 5, 'big', 'small') AS SIZE, NVL(DOC:missing::VARCHAR, 'none') AS MISSING,
+                OBJECT_CONSTRUCT('id', ID, 'gone', NULL) AS OBJ, ARRAY_CONSTRUCT(1, 2) AS ARR, TO_VARCHAR(ID) AS TEXT_ID
+         FROM APP.DOCS D WHERE D.DOC:name::VARCHAR = ?`,
+        ['Ann'],
+      );
+      expect(rows).to.deep.equal([{ NAME: 'Ann', SECOND: 'b', N: 8, K: true, TAGS: 2, SIZE: 'big', MISSING: 'none', OBJ: { id: 1 }, ARR: [1, 2], TEXT_ID: '1' }]);
+    });
+
     it('lists schemas in INFORMATION_SCHEMA.SCHEMATA', async () => {
       const { rows } = await exec(conn, "SELECT SCHEMA_NAME FROM INFORMATION_SCHEMA.SCHEMATA WHERE SCHEMA_NAME IN ('APP', 'PUBLIC') ORDER BY 1");
       expect(rows).to.deep.equal([{ SCHEMA_NAME: 'APP' }, { SCHEMA_NAME: 'PUBLIC' }]);

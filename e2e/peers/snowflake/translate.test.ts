@@ -76,6 +76,22 @@ describe('Snowflake test peer: translate (pure)', () => {
       );
     });
 
+    it('spells IFF, NVL, IFNULL, ZEROIFNULL, TO_VARCHAR(x) and the JSON constructors in PostgreSQL', () => {
+      expect(sql('SELECT IFF(A > 1, NVL(B, 0), IFNULL(C, ?)), ZEROIFNULL(D), TO_VARCHAR(E), TO_CHAR(F, \'YYYY\')')).to.equal(
+        "SELECT (CASE WHEN A > 1 THEN COALESCE( B , 0 ) ELSE COALESCE( C , $1 ) END) , COALESCE( D , 0) , ( E )::text , TO_CHAR ( F , 'YYYY' )",
+      );
+      expect(sql("SELECT OBJECT_CONSTRUCT('a', 1), ARRAY_CONSTRUCT(1, 2), ARRAY_SIZE(X)")).to.equal(
+        "SELECT jsonb_strip_nulls(jsonb_build_object( 'a' , 1 )) , jsonb_build_array( 1 , 2 ) , jsonb_array_length( X )",
+      );
+    });
+
+    it('reads VARIANT paths: DOC:a.b[0], T.DOC["k"], and the text at a path when a cast follows', () => {
+      expect(sql('SELECT DOC:a.b[0], T.DOC:"Mixed Key", DOC:n::NUMBER FROM T')).to.equal(
+        `SELECT ( DOC #> '{"a","b","0"}' ) , ( T.DOC #> '{"Mixed Key"}' ) , ( DOC #>> '{"n"}' )::numeric(38,0) FROM T`,
+      );
+      expect(sql("SELECT DOC['k'] FROM T")).to.equal(`SELECT ( DOC #> '{"k"}' ) FROM T`);
+    });
+
     it('turns FROM VALUES into a derived table with columns column1…n', () => {
       expect(sql("SELECT COLUMN1 FROM VALUES (1, 'a'), (2, 'b') WHERE COLUMN1 > 1")).to.equal(
         "SELECT COLUMN1 FROM ( VALUES ( 1 , 'a' ) , ( 2 , 'b' ) ) AS sf_values(column1, column2) WHERE COLUMN1 > 1",

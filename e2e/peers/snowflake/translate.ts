@@ -384,7 +384,69 @@ export function translate(sql: string, context: TranslateContext): Translated {
 }
 
 interface Paren {
-  kind: 'plain' | 'cast' | 'coldefs' | 'parse_json';
+  kind: 'plain' | 'cast' | 'coldefs' | 'function';
+  /** A rewritten function call: what its closing parenthesis becomes, and its top-level commas. */
+  close?: string;
+  commas?: string[];
+}
+
+/**
+ * Snowflake functions with a PostgreSQL spelling: what the name and its opening parenthesis
+ * become, what its closing one becomes, and (IFF) what its commas become. `args` limits a rewrite
+ * to one arity (TO_VARCHAR(x) only: with a format the two dialects' formats differ).
+ */
+const FUNCTION_REWRITES: Record<string, { open: string; close: string; commas?: string[]; args?: number }> = {
+  PARSE_JSON: { open: '(', close: ')::jsonb' },
+  NVL: { open: 'COALESCE(', close: ')' },
+  IFNULL: { open: 'COALESCE(', close: ')' },
+  ZEROIFNULL: { open: 'COALESCE(', close: ', 0)' },
+  IFF: { open: '(CASE WHEN', close: 'END)', commas: ['THEN', 'ELSE'], args: 3 },
+  TO_VARCHAR: { open: '(', close: ')::text', args: 1 },
+  TO_CHAR: { open: '(', close: ')::text', args: 1 },
+  ARRAY_SIZE: { open: 'jsonb_array_length(', close: ')' },
+  ARRAY_CONSTRUCT: { open: 'jsonb_build_array(', close: ')' },
+  OBJECT_CONSTRUCT: { open: 'jsonb_strip_nulls(jsonb_build_object(', close: '))' },
+};
+
+/** The number of top-level arguments of the call whose '(' is tokens[open]. */
+function argumentCount(tokens: Token[], open: number): number {
+  let depth = 0;
+  let args = 0;
+  for (let k = open; k < tokens.length; k++) {
+    if (isPunct(tokens[k], '(')) depth++;
+    else if (isPunct(tokens[k], ')')) {
+      depth--;
+      if (depth === 0) return k === open + 1 ? 0 : args + 1;
+    } else if (isPunct(tokens[k], ',') && depth === 1) args++;
+  }
+  return args + 1;
+}
+
+/**
+ * A VARIANT path after a column (`DOC:a.b[0]`, `DOC['k']`): its keys (as written: Snowflake path
+ * keys are case-sensitive) and the index after it; undefined when tokens[j] starts none.
+ */
+function variantPath(tokens: Token[], j: number): { keys: string[]; next: number } | undefined {
+  const keys: string[] = [];
+  let k = j;
+  if (tokens[k]?.kind === 'op' && tokens[k].text === ':' && isName(tokens[k + 1])) {
+    keys.push(tokens[k + 1].text);
+    k += 2;
+  } else if (!isPunct(tokens[k], '[')) return undefined;
+  for (;;) {
+    if (isPunct(tokens[k], '.') && isName(tokens[k + 1])) {
+      keys.push(tokens[k + 1].text);
+      k += 2;
+    } else if (isPunct(tokens[k], '[') && (tokens[k + 1]?.kind === 'number' || tokens[k + 1]?.kind === 'string') && isPunct(tokens[k + 2], ']')) {
+      keys.push(tokens[k + 1].text);
+      k += 3;
+    } else break;
+  }
+  return keys.length > 0 ? { keys, next: k } : undefined;
+}
+
+function textArrayLiteral(items: string[]): string {
+  return pgLiteral(`{${items.map((item) => `"${item.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`);
 }
 
 const NOW_FUNCTIONS: Record<string, string> = {
@@ -457,6 +519,8 @@ function translateStatement(sql: string, tokens: Token[], context: TranslateCont
   const valuesCloses = new Map<number, number>();
   let aliasColumnsAfter: { index: number; columns: number } | undefined;
   let nameRestartsAt = -1;
+  // Where the current (possibly qualified) name began in `out`, for a VARIANT path after it.
+  let lastNameStart = 0;
 
   const emitName = (t: Token) => out.push(t.kind === 'qident' ? pgIdent(t.text) : t.text);
 
@@ -537,9 +601,10 @@ function translateStatement(sql: string, tokens: Token[], context: TranslateCont
         continue;
       }
       if (!isPunct(prev, '.') && isPunct(next, '(')) {
-        if (u === 'PARSE_JSON') {
-          out.push('(');
-          stack.push({ kind: 'parse_json' });
+        const rewrite = FUNCTION_REWRITES[u];
+        if (rewrite && (rewrite.args === undefined || argumentCount(tokens, i + 1) === rewrite.args)) {
+          out.push(rewrite.open);
+          stack.push({ kind: 'function', close: rewrite.close, ...(rewrite.commas ? { commas: [...rewrite.commas] } : {}) });
           i++;
           continue;
         }
@@ -611,7 +676,19 @@ function translateStatement(sql: string, tokens: Token[], context: TranslateCont
           aliasColumnsAfter = undefined;
           break;
         }
-        emitName(t);
+        {
+          const nameStart = isPunct(prev, '.') ? undefined : out.length;
+          emitName(t);
+          if (nameStart !== undefined) lastNameStart = nameStart;
+          // A VARIANT path: DOC:a.b → (DOC #> '{a,b}'); with a cast after it, the text at the path.
+          const path = variantPath(tokens, i + 1);
+          if (path && !isPunct(next, '.')) {
+            const asText = tokens[path.next]?.kind === 'op' && tokens[path.next].text === '::';
+            out.splice(lastNameStart, 0, '(');
+            out.push(asText ? '#>>' : '#>', textArrayLiteral(path.keys), ')');
+            i = path.next - 1;
+          }
+        }
         break;
       case 'string':
         out.push(pgLiteral(t.text));
@@ -648,11 +725,12 @@ function translateStatement(sql: string, tokens: Token[], context: TranslateCont
         }
         if (t.text === ')') {
           const top = stack.pop();
-          out.push(top?.kind === 'parse_json' ? ')::jsonb' : ')');
+          out.push(top?.close ?? ')');
           break;
         }
         if (t.text === ',') {
-          out.push(',');
+          const replacement = stack[stack.length - 1]?.commas?.shift();
+          out.push(replacement ?? ',');
           if (stack[stack.length - 1]?.kind === 'coldefs') expectColumn = true;
           if (addColumns && stack.length === 0) {
             out.push('ADD', 'COLUMN');
