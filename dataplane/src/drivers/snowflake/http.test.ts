@@ -156,6 +156,30 @@ describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk agains
     });
   }
 
+  it('list, inverse link and a query schema page through the warehouse (keyset, sorted, filtered)', async () => {
+    const orders = Object.fromEntries(
+      Array.from({ length: 7 }, (_, i) => [`o${i}`, { create: { schema: 'sales.Order', id: `o${i}`, data: { placed: `2024-05-0${i + 1}T09:00:00Z`, total: i * 10, status: i % 2 ? 'open' : 'shipped', customer: { id: 'buyer' } } } }]),
+    );
+    const created = await sales()({ method: 'POST', path: '/sales', body: { batch: { actions: { buyer: { create: { schema: 'sales.Customer', id: 'buyer', data: { name: 'Buyer' } } }, ...orders } } } });
+    expect(created.status, created.text).to.equal(200);
+    const ids = async (request: (token?: string) => Promise<{ json: { items: { id: string }[]; nextToken?: string } }>) => {
+      const out: string[] = [];
+      let token: string | undefined;
+      do {
+        const page = (await request(token)).json;
+        out.push(...page.items.map((r) => r.id));
+        token = page.nextToken;
+      } while (token);
+      return out;
+    };
+    const listed = await ids((token) => sales()({ path: `/sales/sales.Order?sort=total:desc&limit=3${token ? `&nextToken=${encodeURIComponent(token)}` : ''}` }) as never);
+    expect(listed).to.deep.equal(['o6', 'o5', 'o4', 'o3', 'o2', 'o1', 'o0']);
+    const linked = await ids((token) => sales()({ path: `/sales/sales.Customer/buyer/orders?filter=${encodeURIComponent("status == 'open'")}&sort=placed&limit=2${token ? `&nextToken=${encodeURIComponent(token)}` : ''}` }) as never);
+    expect(linked).to.deep.equal(['o1', 'o3', 'o5']);
+    const queried = await ids((token) => sales()({ method: 'POST', path: '/sales', body: { query: { schema: 'sales.OrdersByStatus', arguments: { status: 'shipped' }, limit: 3, ...(token ? { nextToken: token } : {}) } } }) as never);
+    expect(queried).to.deep.equal(['o6', 'o4', 'o2', 'o0']);
+  });
+
   it('ASYNC: 202 at once, then the write submitted asynchronously (asyncExec) and completed', async () => {
     peer.clearQueries();
     const res = await sales()({ method: 'POST', path: '/sales', body: { create: { schema: 'sales.Customer', id: 'later', data: { name: 'Later' }, consistency: 'ASYNC' } } });
