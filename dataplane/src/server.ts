@@ -139,6 +139,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     paused: (id) => Boolean(store.dataset(id)?.config.paused),
     driverFor: (d) => drivers.for(d),
     sources: { importRoot, env: options.env ?? process.env, s3: () => store.environment?.bulkLoad?.s3 },
+    executors: () => store.environment?.executors ?? [],
     ...runnerSettings(options.env ?? process.env),
     ...options.transactions?.runner,
   });

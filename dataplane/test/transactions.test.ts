@@ -256,6 +256,10 @@ describe('transactions (bulk loads) on PostgreSQL', function () {
       const got = await invoke({ operation: 'get', schema: 'Transaction', id: started.data.id });
       expect(got.data).to.include({ id: started.data.id, status: 'SUCCEEDED' });
       expect(got.data.context).to.deep.equal({ job: 7 });
+      // The executor is injected into the transaction and shown in its record; a create without one has none.
+      expect(got.data.executor).to.deep.equal({ id: 'default' });
+      expect(started.data.executor).to.deep.equal({ id: 'default' });
+      expect((await invoke({ operation: 'get', schema: 'Transaction', id: viaCreate.data.id })).data).to.not.have.property('executor');
       const listed = await invoke({ operation: 'list', schema: 'Transaction', filter: "status == 'SUCCEEDED'", sort: 'createdAt:desc', limit: 1 });
       expect(listed.data.items[0].id).to.equal(viaCreate.data.id);
       const bad = await invoke({ operation: 'transaction', data: { actions: [{ ...action, format: 'XML' }] } });

@@ -223,7 +223,12 @@ export interface LoadCursor {
 export interface StoredTransaction {
   id: string;
   status: 'PENDING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
-  spec: { actions: { locationUri: string; operation: LoadOperation; format: string; schema: string }[]; context: Record<string, unknown> };
+  spec: {
+    actions: { locationUri: string; operation: LoadOperation; format: string; schema: string }[];
+    context: Record<string, unknown>;
+    /** The executor named at creation (`executor-name`, the function gateway's `executor.id`): the load runs on its warehouse. */
+    executor?: string;
+  };
   progress: ActionProgress[];
   cursor: LoadCursor;
   error?: string;
@@ -250,6 +255,8 @@ export interface LoadChunk {
   /** The action's progress before this chunk's writes (the store adds what it wrote or refused). */
   progress: ActionProgress;
   maxErrors: number;
+  /** The transaction's executor (and its warehouse, on the warehouse kinds) the chunk's statements run on. */
+  ctx?: StatementContext;
 }
 
 export type ChunkOutcome = { kind: 'committed'; progress: ActionProgress } | { kind: 'already-committed' } | { kind: 'lease-lost' };

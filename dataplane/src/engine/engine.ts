@@ -32,7 +32,7 @@ export const TRANSACTION_SCHEMA = 'Transaction';
 
 /** Transactions (bulk loads) as records of `Transaction`; wired in by the process (bootstrap.ts). */
 export interface TransactionFront {
-  create(dataset: DatasetConfig, data: Record<string, unknown>, id: string | undefined, path: string): Promise<EngineResult>;
+  create(dataset: DatasetConfig, data: Record<string, unknown>, id: string | undefined, path: string, ctx?: StatementContext): Promise<EngineResult>;
   read(dataset: DatasetConfig, id: string): Promise<Record<string, unknown> & { id: string }>;
   list(dataset: DatasetConfig, request: { filter?: string; sort?: string; limit?: number; nextToken?: string }, at: FieldPath): Promise<Page<Record<string, unknown>>>;
 }
@@ -131,7 +131,7 @@ export class RecordEngine {
     if (action.kind === 'link') return { status: 200, body: await this.link(dataset, action, ctx) };
     if (action.kind === 'query') return { status: 200, body: await this.query(dataset, action, ctx) };
     if (action.kind === 'batch') return this.batch(dataset, action, ctx);
-    if (action.kind === 'create' && action.schema === TRANSACTION_SCHEMA) return this.transactionFront().create(dataset, action.data, action.id, '$.create');
+    if (action.kind === 'create' && action.schema === TRANSACTION_SCHEMA) return this.transactionFront().create(dataset, action.data, action.id, '$.create', ctx);
     const path = `$.${action.kind}`;
     const op = this.toOp(dataset, action, path);
     const consistency = effectiveConsistency(dataset, [{ level: action.consistency, path: `${path}.consistency` }]);

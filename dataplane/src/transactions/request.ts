@@ -71,6 +71,7 @@ export function transactionRecord(dataset: DatasetConfig, tx: StoredTransaction)
     dataset: { id: dataset.id },
     actions: tx.spec.actions.map((action, i) => ({ ...action, ...tx.progress[i] })),
     context: tx.spec.context,
+    ...(tx.spec.executor ? { executor: { id: tx.spec.executor } } : {}),
     ...(tx.error ? { error: tx.error } : {}),
     createdAt: tx.createdAt,
     updatedAt: tx.updatedAt,

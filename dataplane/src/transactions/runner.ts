@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../model/types.js';
-import type { ActionProgress, BulkLoadStore, LoadChunk, LoadCursor, LocationDriver, StoredTransaction } from '../engine/contract.js';
+import type { ActionProgress, BulkLoadStore, LoadChunk, LoadCursor, LocationDriver, StatementContext, StoredTransaction } from '../engine/contract.js';
 import { isUnavailable } from '../engine/store-outcomes.js';
 import { pipelined, yieldToIo } from './pipeline.js';
 import { FormatError, readChunks, type Format, type RawChunk } from './readers.js';
@@ -45,6 +45,8 @@ export interface RunnerOptions {
   concurrency?: number;
   /** The first errors kept per action. */
   maxErrors?: number;
+  /** The environment's executors now: a transaction created with one runs its statements on its warehouse. */
+  executors?: () => readonly { name: string; warehouse?: string }[];
 }
 
 /** Runner settings from the environment (DAS_BULK_*). */
@@ -124,6 +126,15 @@ export class TransactionRunner {
     await Promise.all([...this.running]);
   }
 
+  /** The executor the transaction was created with, resolved now (one removed from the environment since fails the load). */
+  private executorContext(tx: StoredTransaction): StatementContext | undefined {
+    const name = tx.spec.executor;
+    if (!name) return undefined;
+    const executor = this.options.executors?.().find((e) => e.name === name);
+    if (!executor) throw new SourceError('SOURCE_UNREADABLE', `the executor "${name}" the transaction was created with is no longer in the environment`);
+    return { executor: name, ...(executor.warehouse ? { warehouse: executor.warehouse } : {}) };
+  }
+
   private async run(dataset: DatasetConfig, store: BulkLoadStore, tx: StoredTransaction): Promise<void> {
     const log = this.options.logger.child({ dataset: dataset.id, transaction: tx.id });
     log.info({ cursor: tx.cursor }, 'transaction claimed');
@@ -142,6 +153,7 @@ export class TransactionRunner {
       if (!lost) await store.finish(dataset, tx.id, this.owner, undefined).catch(() => undefined);
     };
     try {
+      const ctx = this.executorContext(tx);
       const { actions } = tx.spec;
       for (let a = tx.cursor.action; a < actions.length; a++) {
         const action = actions[a];
@@ -197,6 +209,7 @@ export class TransactionRunner {
               to,
               progress: before,
               maxErrors,
+              ...(ctx ? { ctx } : {}),
             });
             if (outcome.kind !== 'committed') {
               lost = true;

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { DatasetConfig, RecordSchemaDef } from '../../../model/types.js';
 import { compileFilter, FilterError, type TypedFilter } from '../../../model/filter.js';
 import { compileSort } from '../../../model/sort.js';
-import type { BulkLoadStore, LocationDriver } from '../engine/contract.js';
+import type { BulkLoadStore, LocationDriver, StatementContext } from '../engine/contract.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import { apiErrorOf, StoreError } from '../engine/store-outcomes.js';
 import { parseTransaction, transactionRecord } from './request.js';
@@ -40,9 +40,11 @@ export class TransactionService {
     return driver.bulkLoad;
   }
 
-  async create(dataset: DatasetConfig, data: Record<string, unknown>, id: string | undefined, path: string) {
+  async create(dataset: DatasetConfig, data: Record<string, unknown>, id: string | undefined, path: string, ctx?: StatementContext) {
     const store = this.store(dataset);
     const spec = await parseTransaction(dataset, data, `${path}.data`, this.importRoot);
+    // The executor (already checked against the environment's) goes with the load: the runner uses its warehouse.
+    if (ctx?.executor) spec.executor = ctx.executor;
     const tx = await storeCall(() => store.create(dataset, { id: id ?? randomUUID(), spec }));
     this.onCreated();
     return { status: 202, body: transactionRecord(dataset, tx) };
