@@ -6,22 +6,28 @@
  * Subscribers: BENCH_FULL (10) take every change (`demo_Person` without a filter); the others
  * filter on `age == k` (k = 0..99, a write's age is random), so each write fans out to about
  * 1/100 of them — 1,000 subscribers each receiving all 200 writes/s would be 200,000 messages/s
- * into this one benchmark process on a 2-core machine, which would measure the benchmark, not the
- * data plane.
+ * into the benchmark's clients on a 2-core machine, which would measure the clients, not the data
+ * plane.
  *
- * Subscribers are bare `ws` clients speaking graphql-transport-ws (BENCH_CLIENT=graphql-ws: the
- * graphql-ws client instead, which costs this process far more).
+ * The subscribers live in BENCH_CLIENT_PROCESSES (2) client processes, not in this one: a thousand
+ * sockets in one process on a busy 2-core machine had event-loop delays (p99 60–110 ms, peaks of
+ * seconds) that became part of the measured delivery. Each client process reports its own
+ * event-loop delay, so the figures show whether the clients kept up. Subscribers are bare `ws`
+ * clients speaking graphql-transport-ws (BENCH_CLIENT=graphql-ws: the graphql-ws client instead,
+ * which costs the clients far more).
  *
  * Reports: delivery latency p50/p99 from the write's request to the client (an upper bound of
  * commit-to-client: the commit happens inside that request), changes lost (every subscriber must
- * get exactly the writes it matches: must be 0), duplicates, write latency p50/p99 and the writes
- * per second achieved in both runs (their ratio is the feed's cost on writes), and the data
- * planes' RSS.
+ * get exactly the successful writes it matches: must be 0), duplicates, write latency p50/p99 and
+ * the writes per second achieved in both runs (their ratio is the feed's cost on writes), CPU and
+ * the data planes' RSS, and the load average before and after.
  */
+import { fork, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
@@ -32,6 +38,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const RATE = Number(process.env.BENCH_WRITES_PER_SECOND ?? 200);
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const FULL = Number(process.env.BENCH_FULL ?? 10);
+const CLIENT_PROCESSES = Math.max(1, Number(process.env.BENCH_CLIENT_PROCESSES ?? 2));
 const AGES = 100;
 
 const percentile = (xs: number[], p: number) => {
@@ -43,21 +50,92 @@ const rssMb = (pid: number | undefined) => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 };
+const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
 
-interface Sub {
+/** One subscriber, as the main process hands it to a client process. */
+interface SubSpec {
+  index: number;
+  url: string;
   age?: number;
-  seen: Set<string>;
+}
+/** What a client process saw of one subscriber: [id, received at, cursor] per event. */
+interface SubReport {
+  index: number;
+  seen: Array<[string, number, string]>;
   duplicates: number;
-  latencies: number[];
+}
+type ToClients = { kind: 'open'; specs: SubSpec[] } | { kind: 'measure' } | { kind: 'report' };
+type FromClients = { kind: 'ready'; n: number } | { kind: 'count'; n: number } | { kind: 'report'; subs: SubReport[]; loop: { p50: number; p99: number; max: number } };
+
+/** A client process: opens the subscribers it is given, counts what arrives, reports at the end. */
+function clientProcess(): void {
+  const subs = new Map<number, { seen: Map<string, [number, string]>; duplicates: number }>();
+  const sockets: WebSocket[] = [];
+  const clients: Client[] = [];
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  let ready = 0;
+  let counter: NodeJS.Timeout | undefined;
+  const send = (m: FromClients) => process.send!(m);
+  const open = (spec: SubSpec) => {
+    const sub = { seen: new Map<string, [number, string]>(), duplicates: 0 };
+    subs.set(spec.index, sub);
+    // BENCH_NO_MATCH=1: filters no write matches (what subscriptions cost when nothing is delivered).
+    const filter = spec.age === undefined ? undefined : `age == ${process.env.BENCH_NO_MATCH ? -1 : spec.age}`;
+    const payload = { query: 'subscription($f: String) { demo_Person(filter: $f) { op cursor record { id } } }', variables: { f: filter } };
+    const onNext = (result: { data?: unknown }) => {
+      const event = (result.data as { demo_Person: { cursor: string; record: { id: string } } }).demo_Person;
+      if (sub.seen.has(event.record.id)) sub.duplicates++;
+      else sub.seen.set(event.record.id, [Date.now(), event.cursor]);
+    };
+    const url = spec.url.replace('http', 'ws') + '/demo/graphql';
+    const acked = () => send({ kind: 'ready', n: ++ready });
+    if (process.env.BENCH_CLIENT !== 'graphql-ws') {
+      const ws = new WebSocket(url, 'graphql-transport-ws');
+      sockets.push(ws);
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: HEADERS.authorization } })));
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data)) as { type: string; payload: { data?: unknown } };
+        if (m.type === 'connection_ack') {
+          acked();
+          ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload }));
+        } else if (m.type === 'next') onNext(m.payload);
+        else if (m.type === 'error') console.error('subscription error', m.payload);
+      });
+      return;
+    }
+    const client = createClient({ url, webSocketImpl: WebSocket, connectionParams: { Authorization: HEADERS.authorization }, retryAttempts: 0, lazy: false, onNonLazyError: () => undefined });
+    clients.push(client);
+    client.subscribe(payload, { next: onNext, error: (err) => console.error('subscription error', err), complete: () => undefined });
+    client.on('connected', acked);
+  };
+  process.on('message', (m: ToClients) => {
+    if (m.kind === 'open') m.specs.forEach(open);
+    else if (m.kind === 'measure') {
+      loop.reset();
+      loop.enable();
+      counter = setInterval(() => send({ kind: 'count', n: [...subs.values()].reduce((n, s) => n + s.seen.size, 0) }), 250);
+    } else if (m.kind === 'report') {
+      loop.disable();
+      clearInterval(counter);
+      const subsOut = [...subs].map(([index, s]) => ({ index, seen: [...s.seen].map(([id, [t, c]]) => [id, t, c] as [string, number, string]), duplicates: s.duplicates }));
+      send({ kind: 'report', subs: subsOut, loop: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } });
+    }
+  });
+  process.on('disconnect', () => {
+    void Promise.all(clients.map((c) => c.dispose())).finally(() => {
+      for (const ws of sockets) ws.terminate();
+      process.exit(0);
+    });
+  });
 }
 
 async function main(): Promise<void> {
+  const loadAtStart = load();
   const dir = mkdtempSync(join(tmpdir(), 'das-bench-subs-'));
   chmodSync(dir, 0o755); // the embedded server runs as "postgres" when we are root
   const db = await startEmbeddedPostgres({ dir: join(dir, 'pg') });
   const replicas: { url: string; child: ChildProcess }[] = [];
-  const clients: Client[] = [];
-  const sockets: WebSocket[] = [];
+  const clientProcs: ChildProcess[] = [];
   try {
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
@@ -67,9 +145,10 @@ async function main(): Promise<void> {
       replicas.push({ url, child });
     }
 
-    /** Issues RATE writes a second for SECONDS, alternating replicas; `sentAt` per id. */
+    /** Issues RATE writes a second for SECONDS, alternating replicas; `sentAt` per id, `ok` the ids written. */
     const writeLoad = async (prefix: string, sentAt = new Map<string, number>()) => {
       const ages = new Map<string, number>();
+      const ok = new Set<string>();
       const latencies: number[] = [];
       let failed = 0;
       const total = RATE * SECONDS;
@@ -87,8 +166,10 @@ async function main(): Promise<void> {
         inflight.push(
           call(replicas[n % 2].url, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: { create: { schema: 'demo.Person', id, data: { name: id, age } } } }).then(
             (r) => {
-              if (r.status === 201 || r.status === 200) latencies.push(Date.now() - t0);
-              else failed++;
+              if (r.status === 201 || r.status === 200) {
+                latencies.push(Date.now() - t0);
+                ok.add(id);
+              } else failed++;
             },
             () => void failed++,
           ),
@@ -96,102 +177,98 @@ async function main(): Promise<void> {
       }
       await Promise.all(inflight);
       const seconds = (Date.now() - begin) / 1000;
-      return { sentAt, ages, latencies, failed, perSecond: (total - failed) / seconds };
+      return { sentAt, ages, ok, latencies, failed, perSecond: (total - failed) / seconds };
     };
 
     const baseline = await writeLoad('base');
     const rssBefore = replicas.map((r) => rssMb(r.child.pid));
 
-    const subs: Sub[] = [];
-    const sentAt = new Map<string, number>();
-    let ready = 0;
-    for (let i = 0; i < SUBSCRIBERS; i++) {
-      const replica = replicas[i % 2];
-      const sub: Sub = { age: i < FULL ? undefined : i % AGES, seen: new Set(), duplicates: 0, latencies: [] };
-      subs.push(sub);
-      // BENCH_NO_MATCH=1: filters no write matches (what subscriptions cost when nothing is delivered).
-      const filter = sub.age === undefined ? undefined : `age == ${process.env.BENCH_NO_MATCH ? -1 : sub.age}`;
-      const payload = { query: 'subscription($f: String) { demo_Person(filter: $f) { op record { id } } }', variables: { f: filter } };
-      const onNext = (result: { data?: unknown }) => {
-        const id = (result.data as { demo_Person: { record: { id: string } } }).demo_Person.record.id;
-        if (sub.seen.has(id)) sub.duplicates++;
-        sub.seen.add(id);
-        const t0 = sentAt.get(id);
-        if (t0 !== undefined) sub.latencies.push(Date.now() - t0);
-      };
-      const url = replica.url.replace('http', 'ws') + '/demo/graphql';
-      if (process.env.BENCH_CLIENT !== 'graphql-ws') {
-        // Bare ws clients speaking graphql-transport-ws: a thousand graphql-ws client instances in
-        // this one process were the bottleneck (delivery p50 of seconds with the data planes at a
-        // quarter of a core); BENCH_CLIENT=graphql-ws uses them anyway.
-        const ws = new WebSocket(url, 'graphql-transport-ws');
-        sockets.push(ws);
-        ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: HEADERS.authorization } })));
-        ws.on('message', (data) => {
-          const m = JSON.parse(String(data)) as { type: string; payload: { data?: unknown } };
-          if (m.type === 'connection_ack') {
-            ready++;
-            ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload }));
-          } else if (m.type === 'next') onNext(m.payload);
-          else if (m.type === 'error') console.error('subscription error', m.payload);
-        });
-        continue;
-      }
-      const client = createClient({ url, webSocketImpl: WebSocket, connectionParams: { Authorization: HEADERS.authorization }, retryAttempts: 0, lazy: false, onNonLazyError: () => undefined });
-      clients.push(client);
-      client.subscribe(payload, { next: onNext, error: (err) => console.error('subscription error', err), complete: () => undefined });
-      client.on('connected', () => void ready++);
+    // The client processes, each with its share of the subscribers.
+    const ready = new Array<number>(CLIENT_PROCESSES).fill(0);
+    const counts = new Array<number>(CLIENT_PROCESSES).fill(0);
+    const reports: Array<Extract<FromClients, { kind: 'report' }> | undefined> = new Array(CLIENT_PROCESSES).fill(undefined);
+    const specs: SubSpec[] = Array.from({ length: SUBSCRIBERS }, (_, i) => ({ index: i, url: replicas[i % 2].url, age: i < FULL ? undefined : i % AGES }));
+    for (let p = 0; p < CLIENT_PROCESSES; p++) {
+      const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, BENCH_ROLE: 'clients' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      clientProcs.push(child);
+      child.on('message', (m: FromClients) => {
+        if (m.kind === 'ready') ready[p] = m.n;
+        else if (m.kind === 'count') counts[p] = m.n;
+        else reports[p] = m;
+      });
+      child.send({ kind: 'open', specs: specs.filter((s) => s.index % CLIENT_PROCESSES === p) } satisfies ToClients);
     }
-    while (ready < SUBSCRIBERS) await new Promise((r) => setTimeout(r, 100));
-    // Subscriptions are registered once their subscribe message is handled: give them a moment.
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    for (let waited = 0; sum(ready) < SUBSCRIBERS; waited += 100) {
+      if (waited > 120_000) throw new Error(`only ${sum(ready)} of ${SUBSCRIBERS} subscribers connected`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // Subscriptions are registered once their subscribe message is handled: wait until both replicas count them.
     for (;;) {
-      const counts = await Promise.all(replicas.map((r) => call(r.url, { path: '/metrics' }).then((m) => Number(/^das_subscriptions (\d+)/m.exec(m.text)?.[1] ?? 0))));
-      if (counts[0] + counts[1] >= SUBSCRIBERS) break;
+      const open = await Promise.all(replicas.map((r) => call(r.url, { path: '/metrics' }).then((m) => Number(/^das_subscriptions (\d+)/m.exec(m.text)?.[1] ?? 0))));
+      if (open[0] + open[1] >= SUBSCRIBERS) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     const rssIdle = replicas.map((r) => rssMb(r.child.pid));
-    const cpuStart = { planes: replicas.map((r) => cpuMs(r.child.pid) ?? 0), bench: process.cpuUsage() };
-    const pending = writeLoad('load', sentAt);
+    const loadBefore = load();
+    const cpuStart = { planes: replicas.map((r) => cpuMs(r.child.pid) ?? 0), clients: clientProcs.map((c) => cpuMs(c.pid) ?? 0) };
+    for (const c of clientProcs) c.send({ kind: 'measure' } satisfies ToClients);
+    const pending = writeLoad('load', new Map());
     const rssPeak = [0, 0];
     const sampler = setInterval(() => replicas.forEach((r, i) => (rssPeak[i] = Math.max(rssPeak[i], rssMb(r.child.pid)))), 500);
     const loaded = await pending;
     const loadEnd = Date.now();
     const cpu = {
       planes: replicas.map((r, i) => ((cpuMs(r.child.pid) ?? 0) - cpuStart.planes[i]) / SECONDS),
-      bench: ((u) => (u.user + u.system) / 1000 / SECONDS)(process.cpuUsage(cpuStart.bench)),
+      clients: clientProcs.map((c, i) => ((cpuMs(c.pid) ?? 0) - cpuStart.clients[i]) / SECONDS),
     };
+    const loadAfter = load();
     // Let the last changes arrive: until nothing new came for 3 s (at most 2 minutes).
-    const delivered = () => subs.reduce((n, sub) => n + sub.seen.size, 0);
     for (let last = -1, since = Date.now(), end = Date.now() + 120_000; Date.now() < end && Date.now() - since < 3000; ) {
       await new Promise((r) => setTimeout(r, 250));
-      const now = delivered();
+      const now = sum(counts);
       if (now !== last) [last, since] = [now, Date.now()];
     }
     const drainedAfterMs = Date.now() - loadEnd - 3000;
     clearInterval(sampler);
+    for (const c of clientProcs) c.send({ kind: 'report' } satisfies ToClients);
+    for (let waited = 0; reports.some((r) => !r); waited += 100) {
+      if (waited > 60_000) throw new Error('a client process did not report');
+      await new Promise((r) => setTimeout(r, 100));
+    }
 
-    const written = [...loaded.sentAt.keys()];
+    // Every subscriber must have received each successful write it matches, once.
+    const written = [...loaded.ok];
+    const seenBy = new Map<number, SubReport>();
+    for (const report of reports) for (const sub of report!.subs) seenBy.set(sub.index, sub);
     let lost = 0;
     let duplicates = 0;
     const latencies: number[] = [];
-    for (const sub of subs) {
-      const expected = sub.age !== undefined && process.env.BENCH_NO_MATCH ? [] : written.filter((id) => sub.age === undefined || loaded.ages.get(id) === sub.age);
-      lost += expected.filter((id) => !sub.seen.has(id)).length;
-      duplicates += sub.duplicates;
-      latencies.push(...sub.latencies);
+    for (const spec of specs) {
+      const sub = seenBy.get(spec.index);
+      const seen = new Map((sub?.seen ?? []).map(([id, t]) => [id, t]));
+      const expected = spec.age !== undefined && process.env.BENCH_NO_MATCH ? [] : written.filter((id) => spec.age === undefined || loaded.ages.get(id) === spec.age);
+      lost += expected.filter((id) => !seen.has(id)).length;
+      duplicates += sub?.duplicates ?? 0;
+      for (const [id, t] of seen) {
+        const t0 = loaded.sentAt.get(id);
+        if (t0 !== undefined) latencies.push(t - t0);
+      }
     }
     const ms = (x: number) => `${x.toFixed(0)} ms`;
-    console.log(`two replicas, ${RATE} writes/s for ${SECONDS} s, ${SUBSCRIBERS} subscribers (${FULL} unfiltered, the rest age == k)`);
+    console.log(`two replicas, ${RATE} writes/s for ${SECONDS} s, ${SUBSCRIBERS} subscribers (${FULL} unfiltered, the rest age == k) in ${CLIENT_PROCESSES} client processes`);
     console.log(`delivery (write request → client): p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}, ${latencies.length} events`);
     console.log(`lost ${lost}, duplicates ${duplicates}; the last event arrived about ${Math.max(0, drainedAfterMs)} ms after the last write returned`);
     console.log(`writes without subscribers: ${baseline.perSecond.toFixed(1)}/s, p50 ${ms(percentile(baseline.latencies, 50))}, p99 ${ms(percentile(baseline.latencies, 99))}, failed ${baseline.failed}`);
     console.log(`writes with subscribers:    ${loaded.perSecond.toFixed(1)}/s, p50 ${ms(percentile(loaded.latencies, 50))}, p99 ${ms(percentile(loaded.latencies, 99))}, failed ${loaded.failed}`);
     console.log(`write throughput ratio ${(loaded.perSecond / baseline.perSecond).toFixed(3)}, p99 write latency ratio ${(percentile(loaded.latencies, 99) / percentile(baseline.latencies, 99)).toFixed(2)}`);
-    console.log(`CPU under load (ms per s): data planes ${cpu.planes.map((x) => x.toFixed(0)).join(' / ')}, this benchmark process (the clients) ${cpu.bench.toFixed(0)}`);
+    console.log(`CPU under load (ms per s): data planes ${cpu.planes.map((x) => x.toFixed(0)).join(' / ')}, client processes ${cpu.clients.map((x) => x.toFixed(0)).join(' / ')}`);
+    console.log(`client event-loop delay under load (ms, per process): ${reports.map((r) => `p50 ${r!.loop.p50.toFixed(1)} p99 ${r!.loop.p99.toFixed(1)} max ${r!.loop.max.toFixed(0)}`).join('; ')}`);
     console.log(`data-plane RSS (MB): after the baseline ${rssBefore.join(' / ')}, with subscribers idle ${rssIdle.join(' / ')}, peak under load ${rssPeak.join(' / ')}`);
+    console.log(`load average (1/5/15 min): at start ${loadAtStart}; under load, before ${loadBefore}, after ${loadAfter}`);
   } finally {
-    await Promise.all(clients.map((c) => c.dispose()));
-    for (const ws of sockets) ws.terminate();
+    for (const c of clientProcs) if (c.connected) c.disconnect();
+    await Promise.all(clientProcs.map((c) => new Promise((res) => (c.exitCode !== null ? res(null) : c.once('exit', res)))));
     for (const r of replicas) r.child.kill('SIGTERM');
     await Promise.all(replicas.map((r) => new Promise((res) => (r.child.exitCode !== null ? res(null) : r.child.once('exit', res)))));
     await db.stop();
@@ -199,7 +276,9 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+if (process.env.BENCH_ROLE === 'clients') clientProcess();
+else
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
