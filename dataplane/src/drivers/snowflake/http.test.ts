@@ -195,5 +195,8 @@ describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk agains
     for (let i = 0; i < 100 && merges().length < 2; i++) await new Promise((r) => setTimeout(r, 20));
     expect(merges().map((q) => q.sqlText.split(' ')[2])).to.deep.equal(['"SALES"."SALES_CUSTOMER"', '"SALES"."SALES_CUSTOMER_HISTORY"']);
     expect(merges().every((q) => q.async && !q.inTransaction)).to.equal(true);
+    // The async MERGEs' counts came back through getResultsFromQueryId: no re-read after them.
+    const writes = peer.queries().filter((q) => q.database === SALES && !/"ID" = \?/.test(q.sqlText));
+    expect(writes.map((q) => q.sqlText.split(' ')[0])).to.deep.equal(['SELECT', 'MERGE', 'MERGE']);
   });
 });
