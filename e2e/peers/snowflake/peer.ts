@@ -100,10 +100,13 @@ export class SnowflakeTestPeer {
   }
 
   clearQueries(): void {
+    this.warehouses(); // keep the warehouse names the cleared entries held
     this.log.length = 0;
   }
 
+  /** Every warehouse named at login or in force for a statement (USE WAREHOUSE included). */
   warehouses(): string[] {
+    for (const entry of this.log) if (entry.warehouse) this.warehouseNames.add(entry.warehouse);
     return [...this.warehouseNames];
   }
 
@@ -282,7 +285,6 @@ export class SnowflakeTestPeer {
 
   private record(entry: QueryLogEntry): void {
     this.log.push(entry);
-    if (entry.warehouse) this.warehouseNames.add(entry.warehouse);
   }
 }
 

@@ -138,23 +138,28 @@ export class Session {
   /** Records the query and starts it; the promise settles with the response body (never rejects). */
   submit(request: QueryRequest, queryId = randomUUID()): { queryId: string; done: Promise<ResponseBody> } {
     const tag = request.parameters?.QUERY_TAG;
-    const entry: QueryLogEntry = {
-      queryId,
-      sessionId: this.id,
-      sqlText: request.sqlText,
+    const inForce = () => ({
       warehouse: this.context.warehouse,
       role: this.context.role,
       database: this.context.database,
       schema: this.context.schema,
       queryTag: tag !== undefined && tag !== null ? String(tag) : (this.params.QUERY_TAG ?? null),
-      async: request.asyncExec === true,
       inTransaction: this.inTransaction,
+    });
+    const entry: QueryLogEntry = {
+      queryId,
+      sessionId: this.id,
+      sqlText: request.sqlText,
+      ...inForce(),
+      async: request.asyncExec === true,
       startedAt: new Date(),
       status: 'running',
       errorCode: null,
     };
     this.log(entry);
     const done = this.serial(async () => {
+      // Statements queued behind others (asynchronous submissions) run in the context those leave.
+      Object.assign(entry, inForce(), { startedAt: new Date() });
       if (this.closed) throw new SnowflakeSqlError('390111', '08003', 'Session no longer exists.');
       const outcome = await this.run(request);
       return this.successBody(queryId, outcome);
