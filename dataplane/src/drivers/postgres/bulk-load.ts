@@ -187,7 +187,6 @@ export class PostgresBulkLoad implements BulkLoadStore {
     const progress = structuredClone(chunk.progress);
     const { records, duplicates } = dedupe(chunk.records, chunk.operation);
     for (const d of duplicates) reject(progress, chunk.maxErrors, d.row, `id "${d.id}" appears earlier in the same chunk; INSERT keeps the first`);
-    // The COPY text is built before a connection is taken: no JS work while the transaction is open.
     const staged = records.length ? stageCopy(layout, records, chunk.operation === 'DELETE') : undefined;
     const pool = await this.pool(dataset);
     return await withTransaction(pool, async (client) => {
@@ -197,7 +196,7 @@ export class PostgresBulkLoad implements BulkLoadStore {
       if (!sameCursor(row.cursor, chunk.from)) return { kind: 'already-committed' as const };
       if (staged) {
         await client.query(staged.create);
-        await pipeline(Readable.from(staged.text), client.query(copyStreams.from(staged.copy)));
+        await pipeline(Readable.from(staged.text()), client.query(copyStreams.from(staged.copy)));
         // One statement writes the records, their history and their change-log rows (see applySql).
         const apply = applySql(layout, chunk.operation, chunk.maxErrors);
         const outcome = await client.query(apply.text, apply.values);
@@ -273,23 +272,25 @@ async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) =
 
 /**
  * The staging of a chunk: a temporary table shaped like the live one (no indexes, dropped at
- * commit) and the COPY text of its rows, built in one pass over the records in pieces of ~64 KB.
+ * commit) and the COPY text of its rows, built lazily in pieces of ~64 KB as COPY takes them, so
+ * PostgreSQL parses one piece while the next is built.
  */
-export function stageCopy(layout: TableLayout, records: LoadChunk['records'], idsOnly: boolean): { create: string; copy: string; text: string[] } {
+export function stageCopy(layout: TableLayout, records: LoadChunk['records'], idsOnly: boolean): { create: string; copy: string; text: () => Generator<string> } {
   const fields = idsOnly ? [] : layout.columns.filter((c) => c.field);
   const cols = ['das_row integer', `${q(naming.system.id)} text`, ...fields.map((c) => `${q(c.name)} ${c.sqlType}`)];
-  const text: string[] = [];
-  let batch = '';
-  for (const r of records) {
-    batch += String(r.row) + ',' + csvValue(r.id);
-    for (const c of fields) batch += ',' + csvValue(valueAt(r.data, c.field!));
-    batch += '\n';
-    if (batch.length > 64 * 1024) {
-      text.push(batch);
-      batch = '';
+  const text = function* () {
+    let batch = '';
+    for (const r of records) {
+      batch += String(r.row) + ',' + csvValue(r.id);
+      for (const c of fields) batch += ',' + csvValue(valueAt(r.data, c.field!));
+      batch += '\n';
+      if (batch.length > 64 * 1024) {
+        yield batch;
+        batch = '';
+      }
     }
-  }
-  if (batch) text.push(batch);
+    if (batch) yield batch;
+  };
   const names = ['das_row', naming.system.id, ...fields.map((c) => c.name)].map(q).join(', ');
   return {
     create: `CREATE TEMP TABLE das_stage (${cols.join(', ')}) ON COMMIT DROP`,
