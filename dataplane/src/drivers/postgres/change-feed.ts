@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { StoreError, type ChangeBatch, type ChangeFeed, type ChangeOp, type RecordChange, type StoredRecord } from '../../engine/contract.js';
-import { changeChannel, headSql, historyRowsSql, parseCursor, pruneSql, numberAndReadSql, numberSql } from './change-log.js';
+import { changeChannel, headSql, imagesAfterSql, numberAndReadSql, numberSql, parseCursor, pruneSql } from './change-log.js';
 import { databaseSchemaOf, type TableLayout } from './sql.js';
 import { recordTypes } from './types.js';
 
@@ -26,15 +26,6 @@ const RELISTEN_MS = 1000;
 
 /** What a read needs of a connection: the LISTEN connection or one checked out of the pool. */
 type Queryable = Pick<pg.ClientBase, 'query'>;
-
-interface ChangeRowOut {
-  cursor: string;
-  schema_name: string;
-  record_id: string;
-  version: number;
-  op: ChangeOp;
-  committed_at: Date | string;
-}
 
 export class PostgresChangeFeed implements ChangeFeed {
   /**
@@ -80,58 +71,43 @@ export class PostgresChangeFeed implements ChangeFeed {
     const from = parseCursor(after);
     if (from === undefined) throw new StoreError({ kind: 'invalid-query', detail: `"${after.slice(0, 40)}" is not a cursor of this dataset's changes` });
     const dbSchema = databaseSchemaOf(dataset);
+    // Numbering, the page, the pruned mark and every schema's record images: one round trip.
+    const layouts = Object.keys(dataset.schemas).flatMap((name) => {
+      const layout = this.host.layoutOf(dataset, name);
+      return layout ? [layout] : [];
+    });
+    const text = [numberAndReadSql(dbSchema, from, limit), ...layouts.map((layout) => imagesAfterSql(layout, from, limit))].join('; ');
     try {
       return await this.withConnection(dataset, async (conn) => {
-        const results = (await conn.query(numberAndReadSql(dbSchema, from, limit))) as unknown as pg.QueryResult[];
-        const pruned = results.at(-2)!.rows[0] as { through: string } | undefined;
-        if (from < BigInt(pruned?.through ?? '0')) return { changes: [], expired: true };
-        const changes: RecordChange[] = (results.at(-1)!.rows as ChangeRowOut[]).map((r) => ({
-          cursor: r.cursor,
-          schema: r.schema_name,
-          id: r.record_id,
-          version: r.version,
-          op: r.op,
-          committedAt: r.committed_at instanceof Date ? r.committed_at.toISOString() : String(r.committed_at),
+        const results = (await conn.query({ text, rowMode: 'array' })) as unknown as pg.QueryResult<unknown[]>[];
+        const first = results.length - layouts.length;
+        const pruned = results[first - 2].rows[0] as [string] | undefined;
+        if (from < BigInt(pruned?.[0] ?? '0')) return { changes: [], expired: true };
+        const changes: RecordChange[] = (results[first - 1].rows as [string, string, string, number, ChangeOp, Date | string][]).map(([cursor, schema, id, version, op, committedAt]) => ({
+          cursor,
+          schema,
+          id,
+          version,
+          op,
+          committedAt: committedAt instanceof Date ? committedAt.toISOString() : String(committedAt),
         }));
-        await this.attachImages(dataset, conn, changes);
+        const images = new Map<string, StoredRecord>();
+        layouts.forEach((layout, i) => {
+          for (const row of results[first + i].rows) {
+            const record = this.host.toRecord(layout, row);
+            images.set(`${layout.schemaName}:${record.version}:${record.id}`, record);
+          }
+        });
+        for (const c of changes) {
+          if (c.op === 'DELETE') {
+            c.previous = images.get(`${c.schema}:${c.version - 1}:${c.id}`);
+            c.record = { id: c.id, version: c.version, data: {}, updatedAt: c.committedAt, deleted: true };
+          } else c.record = images.get(`${c.schema}:${c.version}:${c.id}`);
+        }
         return { changes, expired: false };
       });
     } catch (err) {
       throw this.host.failure(err);
-    }
-  }
-
-  /** Joins each change's version (and a delete's previous version) from its schema's history. */
-  private async attachImages(dataset: DatasetConfig, pool: Queryable, changes: RecordChange[]): Promise<void> {
-    const bySchema = new Map<string, RecordChange[]>();
-    for (const change of changes) {
-      const list = bySchema.get(change.schema) ?? [];
-      list.push(change);
-      bySchema.set(change.schema, list);
-    }
-    for (const [schema, list] of bySchema) {
-      const layout = this.host.layoutOf(dataset, schema);
-      if (!layout) continue;
-      const wanted: Array<[string, number]> = [];
-      for (const c of list) {
-        if (c.op === 'DELETE') {
-          if (c.version > 1) wanted.push([c.id, c.version - 1]);
-        } else wanted.push([c.id, c.version]);
-      }
-      const images = new Map<string, StoredRecord>();
-      if (wanted.length) {
-        const rows = await pool.query({ text: historyRowsSql(layout), values: [wanted.map((w) => w[0]), wanted.map((w) => w[1])], rowMode: 'array' });
-        for (const row of rows.rows) {
-          const record = this.host.toRecord(layout, row);
-          images.set(`${record.version}:${record.id}`, record);
-        }
-      }
-      for (const c of list) {
-        if (c.op === 'DELETE') {
-          c.previous = images.get(`${c.version - 1}:${c.id}`);
-          c.record = { id: c.id, version: c.version, data: {}, updatedAt: c.committedAt, deleted: true };
-        } else c.record = images.get(`${c.version}:${c.id}`);
-      }
     }
   }
 

@@ -174,6 +174,22 @@ export function numberAndReadSql(dbSchema: string, from: bigint, limit: number):
   );
 }
 
+/**
+ * The history rows (in the layout's columns) of the changes of one record schema among the first
+ * `limit` after `from`: the version a change names, a delete's previous one. Appended to
+ * numberAndReadSql's round trip; it reads the same window (positions only ever grow).
+ */
+export function imagesAfterSql(layout: TableLayout, from: bigint, limit: number): string {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`not a page size: ${limit}`);
+  const s = naming.system;
+  const cols = layout.columns.map((c) => `h.${q(c.name)}`).join(', ');
+  const window = `SELECT record_id, op, version, schema_name FROM ${changesTable(layout.dbSchema)} WHERE ${POSITION_COLUMN} > ${from.toString()} ORDER BY ${POSITION_COLUMN} LIMIT ${limit}`;
+  return (
+    `SELECT ${cols} FROM (${window}) c JOIN ${layout.history} h ON h.${q(s.id)} = c.record_id ` +
+    `AND h.${q(s.version)} = CASE WHEN c.op = 'DELETE' THEN c.version - 1 ELSE c.version END WHERE c.schema_name = ${literal(layout.schemaName)}`
+  );
+}
+
 /** Numbers, then the highest position. */
 export const headSql = (dbSchema: string) => `${numberSql(dbSchema)}; SELECT coalesce(max(${POSITION_COLUMN}), 0)::text AS head FROM ${changesTable(dbSchema)}`;
 
@@ -185,11 +201,4 @@ export function pruneSql(dbSchema: string, retentionMs: number): Statement {
       `UPDATE ${prunedTable(dbSchema)} SET through = greatest(through, (SELECT coalesce(max(p), 0) FROM d)) RETURNING (SELECT count(*)::int FROM d) AS pruned`,
     values: [retentionMs],
   };
-}
-
-/** The history rows of (id, version) pairs of one schema, in the layout's columns. */
-export function historyRowsSql(layout: TableLayout): string {
-  const s = naming.system;
-  const cols = layout.columns.map((c) => `h.${q(c.name)}`).join(', ');
-  return `SELECT ${cols} FROM ${layout.history} h JOIN unnest($1::text[], $2::int[]) AS u(i, v) ON h.${q(s.id)} = u.i AND h.${q(s.version)} = u.v`;
 }
