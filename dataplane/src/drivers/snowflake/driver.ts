@@ -27,6 +27,7 @@ import {
 import { schemaDefOf } from '../../engine/layout.js';
 import { quoteIdent as q } from '../sql-naming.js';
 import { databaseSchemaFor } from '../sql/table-shape.js';
+import { WarehouseBulkLoad } from './bulk-load.js';
 import { CredentialFiles } from './credentials.js';
 import { CATALOG_SQL, existingColumn, planSchemaChanges } from './ddl.js';
 import { warehouseSqlDialect } from './dialect.js';
@@ -58,7 +59,7 @@ export function warehouseCapabilities(format: TableFormat): DriverCapabilities {
     orderedWithoutSort: false, // the spec: unordered without a sort (pages still go by id internally)
     rawSql: true,
     changeFeed: false,
-    bulkLoad: false,
+    bulkLoad: true, // bulk-load.ts
   };
 }
 
@@ -89,6 +90,8 @@ export class SnowflakeDriver implements LocationDriver {
   readonly sessions: SessionPools;
   private readonly readOnly: WarehouseReadOnly;
   private readonly layouts = new Map<string, { generation: number; layouts: Map<string, WarehouseLayout> }>();
+  /** Bulk loads (transactions): the transactions table and the chunk writer, on this driver's sessions. */
+  readonly bulkLoad = new WarehouseBulkLoad({ format: () => this.format, layout: (d, s) => this.layout(d, s), withSession: (d, ctx, fn) => this.withSession(d, ctx, fn), env: () => this.options.env });
 
   constructor(private readonly options: SnowflakeDriverOptions) {
     this.format = options.format;

@@ -1,0 +1,296 @@
+/**
+ * Pure statements of bulk loads on the warehouse (bulk-load.ts runs them): the transactions table
+ * and its conditional UPDATEs (no RETURNING: a row count of 1 says a claim, renewal or cursor move
+ * won), and a chunk's set-based write — the chunk staged in a session's temporary table (one
+ * INSERT with the SDK's array binds), then one insert-only MERGE into the history table that gives
+ * each staged id its next version, one MERGE of those history rows into the record table, and for
+ * INSERT and DELETE one SELECT of what was refused. The number of statements per chunk is fixed.
+ *
+ * A chunk's rows are told apart by the chunk's time `at` (their updated time, with a microsecond
+ * part that no other write uses: writes elsewhere carry milliseconds): a history row of the chunk's
+ * id with that time is the chunk's own, so a re-run finds what an interrupted run wrote.
+ */
+import type { ActionProgress, LoadChunk, LoadCursor, LoadOperation, StoredTransaction } from '../../engine/contract.js';
+import { valueAt } from '../../engine/layout.js';
+import { quoteIdent as q, warehouseNaming as naming } from '../sql-naming.js';
+import type { Column } from '../sql/table-shape.js';
+import type { Statement, WarehouseLayout } from './layout.js';
+
+export const TRANSACTIONS_TABLE = 'DAS_TRANSACTIONS';
+/** The chunk's staging table: TEMPORARY, so each session has its own and it goes with the session. */
+export const STAGE_TABLE = 'DAS_LOAD_STAGE';
+export const ROW_COLUMN = 'DAS_ROW';
+
+const sys = naming.system;
+const [ID, VERSION, CREATED, UPDATED, DELETED] = [sys.id, sys.version, sys.createdAt, sys.updatedAt, sys.deletedAt].map(q);
+const TIME = 'TIMESTAMP_TZ';
+
+/** The transactions table's columns: state, spec, progress and cursor as JSON text; the lease; the chunk under way (Iceberg). */
+export const TX_COLUMNS = [
+  ['ID', 'VARCHAR NOT NULL'],
+  ['STATUS', 'VARCHAR NOT NULL'],
+  ['SPEC', 'VARCHAR NOT NULL'],
+  ['PROGRESS', 'VARCHAR NOT NULL'],
+  ['LOAD_CURSOR', 'VARCHAR NOT NULL'],
+  ['ERROR', 'VARCHAR'],
+  ['CREATED_AT', `${TIME} NOT NULL`],
+  ['UPDATED_AT', `${TIME} NOT NULL`],
+  ['STARTED_AT', TIME],
+  ['FINISHED_AT', TIME],
+  ['LEASE_OWNER', 'VARCHAR'],
+  ['LEASE_EXPIRES_AT', TIME],
+  // The first attempt of the chunk starting at CHUNK_FROM chose CHUNK_AT (ISO text: microseconds kept) as its time.
+  ['CHUNK_FROM', 'VARCHAR'],
+  ['CHUNK_AT', 'VARCHAR'],
+] as const;
+
+const TX_LIST = TX_COLUMNS.map(([name]) => q(name)).join(', ');
+
+/** A cursor as stored: fixed key order, so stored and expected cursors compare as text. */
+export function cursorText(cursor: LoadCursor): string {
+  return JSON.stringify({ action: cursor.action, file: cursor.file, row: cursor.row });
+}
+
+/** The time of a chunk's writes: now, with a microsecond part 1–999 (never 0, which is what millisecond writes carry). */
+export function chunkTime(now = new Date(), micros = 1 + Math.floor(Math.random() * 999)): string {
+  return now.toISOString().replace('Z', `${String(micros).padStart(3, '0')}Z`);
+}
+
+export function transactionsTable(dbSchema: string): string {
+  return `${q(dbSchema)}.${q(TRANSACTIONS_TABLE)}`;
+}
+
+/** An ordinary table on both kinds: it is the loads' bookkeeping, not data (so not on the external volume). */
+export function createTransactionsTableSql(dbSchema: string): string[] {
+  return [
+    `CREATE SCHEMA IF NOT EXISTS ${q(dbSchema)}`,
+    `CREATE TABLE IF NOT EXISTS ${transactionsTable(dbSchema)} (${TX_COLUMNS.map(([name, type]) => `${q(name)} ${type}`).join(', ')}, PRIMARY KEY (${q('ID')}))`,
+  ];
+}
+
+/**
+ * A new PENDING transaction. A MERGE on the id (the warehouse enforces no primary key, and MERGEs
+ * on one table run one at a time): it inserts nothing when the id is taken.
+ */
+export function insertTransactionSql(dbSchema: string, tx: Pick<StoredTransaction, 'id' | 'spec'>, progress: ActionProgress[], now: string): Statement {
+  return {
+    text:
+      `MERGE INTO ${transactionsTable(dbSchema)} AS TGT USING (SELECT ?::VARCHAR AS ${q('ID')}) AS SRC ON TGT.${q('ID')} = SRC.${q('ID')} ` +
+      `WHEN NOT MATCHED THEN INSERT (${['ID', 'STATUS', 'SPEC', 'PROGRESS', 'LOAD_CURSOR', 'CREATED_AT', 'UPDATED_AT'].map(q).join(', ')}) ` +
+      `VALUES (SRC.${q('ID')}, 'PENDING', ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::${TIME}, ?::${TIME})`,
+    binds: [tx.id, JSON.stringify(tx.spec), JSON.stringify(progress), cursorText({ action: 0, file: 0, row: 0 }), now, now],
+  };
+}
+
+export function selectTransactionSql(dbSchema: string, id: string): Statement {
+  return { text: `SELECT ${TX_LIST} FROM ${transactionsTable(dbSchema)} WHERE ${q('ID')} = ?::VARCHAR`, binds: [id] };
+}
+
+/** A page by creation (createdAt, then id), after the previous page's last. */
+export function listTransactionsSql(dbSchema: string, query: { status?: string; descending: boolean; limit: number; after?: [string, string] }): Statement {
+  const where: string[] = [];
+  const binds: unknown[] = [];
+  if (query.status !== undefined) {
+    where.push(`${q('STATUS')} = ?::VARCHAR`);
+    binds.push(query.status);
+  }
+  const op = query.descending ? '<' : '>';
+  if (query.after) {
+    // No row-value comparison on the warehouse: spelled out.
+    where.push(`(${q('CREATED_AT')} ${op} ?::${TIME} OR (${q('CREATED_AT')} = ?::${TIME} AND ${q('ID')} ${op} ?::VARCHAR))`);
+    binds.push(query.after[0], query.after[0], query.after[1]);
+  }
+  const dir = query.descending ? 'DESC' : 'ASC';
+  return {
+    text: `SELECT ${TX_LIST} FROM ${transactionsTable(dbSchema)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${q('CREATED_AT')} ${dir}, ${q('ID')} ${dir} LIMIT ${Math.max(1, Math.floor(query.limit))}`,
+    binds,
+  };
+}
+
+const CLAIMABLE = `(${q('STATUS')} = 'PENDING' OR (${q('STATUS')} = 'RUNNING' AND ${q('LEASE_EXPIRES_AT')} < ?::${TIME}))`;
+
+/** Claimable transactions, oldest first: PENDING ones and RUNNING ones whose lease ran out. */
+export function claimCandidatesSql(dbSchema: string, now: string, limit: number): Statement {
+  return { text: `SELECT ${q('ID')} FROM ${transactionsTable(dbSchema)} WHERE ${CLAIMABLE} ORDER BY ${q('CREATED_AT')}, ${q('ID')} LIMIT ${limit}`, binds: [now] };
+}
+
+/** Takes one if it is still claimable: the warehouse re-checks the condition under its lock, so one claimer wins (1 row). */
+export function claimSql(dbSchema: string, id: string, owner: string, now: string, expires: string): Statement {
+  return {
+    text:
+      `UPDATE ${transactionsTable(dbSchema)} SET ${q('STATUS')} = 'RUNNING', ${q('LEASE_OWNER')} = ?::VARCHAR, ${q('LEASE_EXPIRES_AT')} = ?::${TIME}, ` +
+      `${q('STARTED_AT')} = COALESCE(${q('STARTED_AT')}, ?::${TIME}), ${q('UPDATED_AT')} = ?::${TIME} WHERE ${q('ID')} = ?::VARCHAR AND ${CLAIMABLE}`,
+    binds: [owner, expires, now, now, id, now],
+  };
+}
+
+const HELD = `${q('ID')} = ?::VARCHAR AND ${q('LEASE_OWNER')} = ?::VARCHAR AND ${q('STATUS')} = 'RUNNING'`;
+
+export function renewSql(dbSchema: string, id: string, owner: string, expires: string): Statement {
+  return { text: `UPDATE ${transactionsTable(dbSchema)} SET ${q('LEASE_EXPIRES_AT')} = ?::${TIME} WHERE ${HELD}`, binds: [expires, id, owner] };
+}
+
+export function advanceSql(dbSchema: string, id: string, owner: string, cursor: LoadCursor, progress: ActionProgress[], now: string): Statement {
+  return {
+    text: `UPDATE ${transactionsTable(dbSchema)} SET ${q('LOAD_CURSOR')} = ?::VARCHAR, ${q('PROGRESS')} = ?::VARCHAR, ${q('UPDATED_AT')} = ?::${TIME} WHERE ${HELD}`,
+    binds: [cursorText(cursor), JSON.stringify(progress), now, id, owner],
+  };
+}
+
+export function giveBackSql(dbSchema: string, id: string, owner: string, now: string): Statement {
+  return {
+    text:
+      `UPDATE ${transactionsTable(dbSchema)} SET ${q('STATUS')} = 'PENDING', ${q('LEASE_OWNER')} = NULL, ${q('LEASE_EXPIRES_AT')} = NULL, ${q('UPDATED_AT')} = ?::${TIME} ` +
+      `WHERE ${q('ID')} = ?::VARCHAR AND ${q('LEASE_OWNER')} = ?::VARCHAR`,
+    binds: [now, id, owner],
+  };
+}
+
+export function finishSql(dbSchema: string, id: string, owner: string, outcome: { status: 'SUCCEEDED' | 'FAILED'; error?: string; progress: ActionProgress[] }, now: string): Statement {
+  return {
+    text:
+      `UPDATE ${transactionsTable(dbSchema)} SET ${q('STATUS')} = ?::VARCHAR, ${q('ERROR')} = ?::VARCHAR, ${q('PROGRESS')} = ?::VARCHAR, ${q('FINISHED_AT')} = ?::${TIME}, ` +
+      `${q('UPDATED_AT')} = ?::${TIME}, ${q('LEASE_OWNER')} = NULL, ${q('LEASE_EXPIRES_AT')} = NULL WHERE ${q('ID')} = ?::VARCHAR AND ${q('LEASE_OWNER')} = ?::VARCHAR`,
+    binds: [outcome.status, outcome.error ?? null, JSON.stringify(outcome.progress), now, now, id, owner],
+  };
+}
+
+/** The chunk's state: where the cursor is, who holds the lease, the progress, and the time an earlier attempt chose. */
+export function chunkStateSql(dbSchema: string, id: string): Statement {
+  return {
+    text: `SELECT ${['LOAD_CURSOR', 'LEASE_OWNER', 'STATUS', 'PROGRESS', 'CHUNK_FROM', 'CHUNK_AT'].map(q).join(', ')} FROM ${transactionsTable(dbSchema)} WHERE ${q('ID')} = ?::VARCHAR`,
+    binds: [id],
+  };
+}
+
+/** Records the time of the chunk starting at `from` (Iceberg: before any of its writes), while the lease and cursor are as expected. */
+export function markChunkSql(dbSchema: string, id: string, owner: string, from: LoadCursor, at: string): Statement {
+  return {
+    text: `UPDATE ${transactionsTable(dbSchema)} SET ${q('CHUNK_FROM')} = ?::VARCHAR, ${q('CHUNK_AT')} = ?::VARCHAR WHERE ${HELD} AND ${q('LOAD_CURSOR')} = ?::VARCHAR`,
+    binds: [cursorText(from), at, id, owner, cursorText(from)],
+  };
+}
+
+/** The chunk's commit point: cursor and progress move only from `from`, under the lease (1 row, or the chunk is not this runner's). */
+export function moveCursorSql(dbSchema: string, chunk: Pick<LoadChunk, 'transaction' | 'owner' | 'from' | 'to'>, progress: ActionProgress[], now: string, expires: string): Statement {
+  return {
+    text:
+      `UPDATE ${transactionsTable(dbSchema)} SET ${q('LOAD_CURSOR')} = ?::VARCHAR, ${q('PROGRESS')} = ?::VARCHAR, ${q('UPDATED_AT')} = ?::${TIME}, ${q('LEASE_EXPIRES_AT')} = ?::${TIME} ` +
+      `WHERE ${HELD} AND ${q('LOAD_CURSOR')} = ?::VARCHAR`,
+    binds: [cursorText(chunk.to), JSON.stringify(progress), now, expires, chunk.transaction, chunk.owner, cursorText(chunk.from)],
+  };
+}
+
+// ---- the chunk's write ----
+
+/** The staging table's columns: the row number, the id, and (but for DELETE) the record table's field columns. */
+export function stageColumns(layout: WarehouseLayout, operation: LoadOperation): Column[] {
+  const fields = operation === 'DELETE' ? [] : layout.columns.filter((c) => c.field);
+  return [{ name: ROW_COLUMN, sqlType: 'NUMBER(38,0)' }, layout.columns[0], ...fields];
+}
+
+/** DDL, so outside BEGIN … COMMIT (Snowflake commits an open transaction before DDL). Unqualified: a temporary table lives in the session's schema. */
+export function createStageSql(layout: WarehouseLayout, operation: LoadOperation): string {
+  return `CREATE OR REPLACE TEMPORARY TABLE ${q(STAGE_TABLE)} (${stageColumns(layout, operation)
+    .map((c) => `${q(c.name)} ${c.sqlType}`)
+    .join(', ')})`;
+}
+
+/**
+ * The chunk's rows into the staging table: one INSERT with array binds (one bind per column, an
+ * array of the rows' values each; the SDK sends them as one statement that runs all rows or none).
+ * Typed staging columns take the values as they are (no casts needed in VALUES of an INSERT).
+ */
+export function fillStageSql(layout: WarehouseLayout, operation: LoadOperation, records: LoadChunk['records']): { text: string; binds: unknown[][] } {
+  const columns = stageColumns(layout, operation);
+  const fields = columns.slice(2).map((c) => c.field!);
+  return {
+    text: `INSERT INTO ${q(STAGE_TABLE)} (${columns.map((c) => q(c.name)).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+    binds: records.map((r) => [r.row, r.id, ...fields.map((f) => bindValue(valueAt(r.data, f)))]),
+  };
+}
+
+/** A value as a bind: objects (none reach here: fields are leaves) as JSON, undefined as null. */
+function bindValue(value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  return typeof value === 'object' ? JSON.stringify(value) : value;
+}
+
+const timeCast = (layout: WarehouseLayout) => layout.cast(layout.columns[SYS_CREATED].sqlType);
+const SYS_CREATED = 2;
+
+/** `EXISTS` a history row of the id written by this chunk (its time is the chunk's). */
+const chunkRowOf = (layout: WarehouseLayout, alias: string) => `EXISTS (SELECT 1 FROM ${layout.history} C WHERE C.${ID} = ${alias}.${ID} AND C.${UPDATED} = ${timeCast(layout)})`;
+
+/** Per staged id, its highest version in the history (a deleted id's tombstone is there). */
+const maxVersions = (layout: WarehouseLayout) => `(SELECT H.${ID} AS ${ID}, MAX(H.${VERSION}) AS V FROM ${layout.history} H JOIN ${q(STAGE_TABLE)} S2 ON S2.${ID} = H.${ID} GROUP BY H.${ID})`;
+
+/**
+ * The history table's insert-only MERGE: per staged id that has no row of this chunk yet, its next
+ * version (after the history's highest and the live row's) — for UPSERT every id, for INSERT the
+ * ids with no live record, for DELETE the ids with one (a tombstone). Keyed by (id, version).
+ * Binds: the chunk's time, as many times as `?` appears.
+ */
+export function historyMergeSql(layout: WarehouseLayout, operation: LoadOperation, at: string): Statement {
+  const next = `GREATEST(COALESCE(M.V, 0), COALESCE(L.${VERSION}, 0)) + 1`;
+  const time = timeCast(layout);
+  const fields = layout.columns.filter((c) => c.field).map((c) => q(c.name));
+  let select: string;
+  let columns: string[];
+  let binds: unknown[];
+  if (operation === 'DELETE') {
+    columns = [ID, VERSION, CREATED, UPDATED, DELETED];
+    select =
+      `SELECT S.${ID} AS ${ID}, ${next} AS ${VERSION}, L.${CREATED} AS ${CREATED}, ${time} AS ${UPDATED}, ${time} AS ${DELETED} ` +
+      `FROM ${q(STAGE_TABLE)} S JOIN ${layout.table} L ON L.${ID} = S.${ID} LEFT JOIN ${maxVersions(layout)} M ON M.${ID} = S.${ID} WHERE NOT ${chunkRowOf(layout, 'S')}`;
+    binds = [at, at, at];
+  } else {
+    columns = [ID, VERSION, CREATED, UPDATED, ...fields];
+    select =
+      `SELECT S.${ID} AS ${ID}, ${next} AS ${VERSION}, COALESCE(L.${CREATED}, ${time}) AS ${CREATED}, ${time} AS ${UPDATED}${fields.map((f) => `, S.${f} AS ${f}`).join('')} ` +
+      `FROM ${q(STAGE_TABLE)} S LEFT JOIN ${layout.table} L ON L.${ID} = S.${ID} LEFT JOIN ${maxVersions(layout)} M ON M.${ID} = S.${ID} WHERE NOT ${chunkRowOf(layout, 'S')}` +
+      (operation === 'INSERT' ? ` AND L.${ID} IS NULL` : '');
+    binds = [at, at, at];
+  }
+  return {
+    text:
+      `MERGE INTO ${layout.history} AS TGT USING (${select}) AS SRC ON TGT.${ID} = SRC.${ID} AND TGT.${VERSION} = SRC.${VERSION} ` +
+      `WHEN NOT MATCHED THEN INSERT (${columns.join(', ')}) VALUES (${columns.map((c) => `SRC.${c}`).join(', ')})`,
+    binds,
+  };
+}
+
+/**
+ * The record table's MERGE from the chunk's history rows: a new version replaces an older live row
+ * (or is inserted), a tombstone deletes it. A live row at that version or later is left alone, so
+ * a re-run changes nothing.
+ */
+export function liveMergeSql(layout: WarehouseLayout, operation: LoadOperation, at: string): Statement {
+  const chunkRows = (cols: string) =>
+    `SELECT ${cols} FROM ${layout.history} H JOIN ${q(STAGE_TABLE)} S ON S.${ID} = H.${ID} WHERE H.${UPDATED} = ${timeCast(layout)} AND H.${DELETED} IS ${operation === 'DELETE' ? 'NOT NULL' : 'NULL'}`;
+  const newer = `TGT.${VERSION} < SRC.${VERSION}`;
+  if (operation === 'DELETE') {
+    return { text: `MERGE INTO ${layout.table} AS TGT USING (${chunkRows(`H.${ID}, H.${VERSION}`)}) AS SRC ON TGT.${ID} = SRC.${ID} WHEN MATCHED AND ${newer} THEN DELETE`, binds: [at] };
+  }
+  const all = layout.columns.map((c) => q(c.name));
+  const sets = all.filter((c) => c !== ID).map((c) => `${c} = SRC.${c}`);
+  return {
+    text:
+      `MERGE INTO ${layout.table} AS TGT USING (${chunkRows(all.map((c) => `H.${c}`).join(', '))}) AS SRC ON TGT.${ID} = SRC.${ID} ` +
+      `WHEN MATCHED AND ${newer} THEN UPDATE SET ${sets.join(', ')} WHEN NOT MATCHED THEN INSERT (${all.join(', ')}) VALUES (${all.map((c) => `SRC.${c}`).join(', ')})`,
+    binds: [at],
+  };
+}
+
+/**
+ * What the chunk wrote (INSERT and DELETE refuse ids): a first row `(0, written)`, then the first
+ * refused staged rows `(1, row, id)` in row order — those without a history row of this chunk.
+ */
+export function outcomeSql(layout: WarehouseLayout, at: string, maxErrors: number): Statement {
+  const time = timeCast(layout);
+  const written =
+    `SELECT 0 AS K, COUNT(W.${ID}) AS N, NULL AS I FROM ${q(STAGE_TABLE)} S LEFT JOIN ` +
+    `(SELECT H.${ID} FROM ${layout.history} H JOIN ${q(STAGE_TABLE)} S3 ON S3.${ID} = H.${ID} WHERE H.${UPDATED} = ${time}) W ON W.${ID} = S.${ID}`;
+  const refused = `SELECT 1 AS K, S.${q(ROW_COLUMN)} AS N, S.${ID} AS I FROM ${q(STAGE_TABLE)} S WHERE NOT ${chunkRowOf(layout, 'S')} ORDER BY S.${q(ROW_COLUMN)} LIMIT ${Math.max(0, Math.floor(maxErrors))}`;
+  return { text: `${written} UNION ALL SELECT * FROM (${refused}) AS R`, binds: [at, at] };
+}

@@ -1,0 +1,263 @@
+/**
+ * Bulk loads on the warehouse kinds, store level, through the real snowflake-sdk against the
+ * Snowflake test peer: the transactions table and its conditional UPDATEs (claims, leases, cursor),
+ * chunks of UPSERT, INSERT and DELETE with versions and history continuing, a chunk re-run after a
+ * crash at each point writing nothing twice, and the statements each chunk sends (from the peer's
+ * query log): a fixed number per chunk, Iceberg without BEGIN/COMMIT, on the executor's warehouse.
+ */
+import { expect } from 'chai';
+import type { QueryLogEntry, SnowflakeTestPeerHandle } from '../../../../e2e/peers/snowflake/peer.js';
+import type { DatasetConfig } from '../../../../model/types.js';
+import type { ActionProgress, LoadChunk, LoadCursor, StoredTransaction } from '../../engine/contract.js';
+import { chunkTime, cursorText } from './bulk-load-sql.js';
+import { WarehouseBulkLoad, type WarehouseBulkLoadHost } from './bulk-load.js';
+import type { SnowflakeDriver } from './driver.js';
+import { warehouseDataset } from './fixtures.test-support.js';
+import { warehouseDriverUnderTest } from './peer.test-support.js';
+import type { Session } from './sessions.js';
+import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT, type TableFormat } from './table-format.js';
+
+const ORDER = 'shop.Order';
+const empty = (): ActionProgress => ({ rowsRead: 0, rowsWritten: 0, rowsRejected: 0, bytesRead: 0, errors: [] });
+const spec = (operation: 'UPSERT' | 'INSERT' | 'DELETE' = 'UPSERT'): StoredTransaction['spec'] => ({
+  actions: [{ locationUri: 'file:///imports/x.ndjson', operation, format: 'NDJSON', schema: ORDER }],
+  context: {},
+});
+
+describe('warehouse bulk loads (store level, snowflake-sdk against the test peer)', function () {
+  this.timeout(60_000);
+
+  it('chunkTime has a microsecond part that millisecond writes never carry; cursors compare as text', () => {
+    expect(chunkTime(new Date('2024-01-02T03:04:05.678Z'), 7)).to.equal('2024-01-02T03:04:05.678007Z');
+    for (let i = 0; i < 50; i++) expect(chunkTime()).to.match(/\.\d{3}(?!000)\d{3}Z$/);
+    expect(cursorText({ row: 3, file: 1, action: 0 } as LoadCursor)).to.equal('{"action":0,"file":1,"row":3}');
+  });
+
+  for (const format of [SNOWFLAKE_FORMAT, ICEBERG_FORMAT]) {
+    describe(format.kind, () => {
+      let peer: SnowflakeTestPeerHandle;
+      let driver: SnowflakeDriver;
+      let dataset: DatasetConfig;
+      let store: WarehouseBulkLoad;
+      let n = 0;
+
+      /** A RUNNING transaction held by `owner`. */
+      const running = async (operation: 'UPSERT' | 'INSERT' | 'DELETE', owner = 'me'): Promise<StoredTransaction> => {
+        const tx = await store.create(dataset, { id: `tx-${++n}`, spec: spec(operation) });
+        const claimed = await store.claim(dataset, owner, 60_000);
+        expect(claimed?.id).to.equal(tx.id);
+        return claimed!;
+      };
+      const chunk = (tx: StoredTransaction, records: { id: string; data?: Record<string, unknown> }[], from: LoadCursor, extra: Partial<LoadChunk> = {}): LoadChunk => ({
+        transaction: tx.id,
+        owner: 'me',
+        leaseMs: 60_000,
+        schema: ORDER,
+        operation: tx.spec.actions[0].operation,
+        records: records.map((r, i) => ({ id: r.id, data: r.data ?? {}, row: from.row + i + 1 })),
+        from,
+        to: { ...from, row: from.row + records.length },
+        progress: empty(),
+        maxErrors: 10,
+        ...extra,
+      });
+      const at = (row: number): LoadCursor => ({ action: 0, file: 0, row });
+      const read = (id: string, version?: number) => driver.read(dataset, { schema: ORDER, id, version });
+      const historyOf = async (id: string) => {
+        const versions: number[] = [];
+        for (let v = 1; v <= 10; v++) if (await read(id, v)) versions.push(v);
+        return versions;
+      };
+      /** The statements sent to this dataset's database while `work` runs. */
+      const sent = async (work: () => Promise<unknown>): Promise<QueryLogEntry[]> => {
+        peer.clearQueries();
+        await work();
+        return peer.queries().filter((q) => q.database === dataset.location.database);
+      };
+      /** A store on the same driver whose sessions fail (as a crash would) at the first statement matching `crashAt`. */
+      const crashingStore = (crashAt: RegExp) => {
+        const host = driver as unknown as { layout: WarehouseBulkLoadHost['layout']; withSession: WarehouseBulkLoadHost['withSession'] };
+        let crashed = false;
+        return new WarehouseBulkLoad({
+          format: () => format as TableFormat,
+          layout: (d, s) => host.layout.call(driver, d, s),
+          withSession: (d, ctx, fn) =>
+            host.withSession.call(driver, d, ctx, (session: Session) => {
+              const wrapped = Object.create(session) as Session;
+              wrapped.exec = async (text, options) => {
+                if (!crashed && crashAt.test(text)) {
+                  crashed = true;
+                  throw new Error('simulated crash');
+                }
+                return session.exec(text, options);
+              };
+              return fn(wrapped);
+            }) as never,
+        });
+      };
+
+      before(async () => {
+        const under = await warehouseDriverUnderTest(format);
+        peer = under.peer;
+        driver = under.driver;
+        dataset = warehouseDataset(format.kind, under.location);
+        store = driver.bulkLoad;
+        await driver.prepare(dataset);
+      });
+      after(() => driver?.close());
+
+      it('keeps transactions in DAS_TRANSACTIONS: nothing before the first create, then create, get, list by status and creation, a taken id refused', async () => {
+        expect(await store.get(dataset, 'none')).to.equal(undefined);
+        expect(await store.list(dataset, { descending: false, limit: 10 })).to.deep.equal([]);
+        expect(await store.claim(dataset, 'me', 1000)).to.equal(undefined);
+        const a = await store.create(dataset, { id: 'list-a', spec: spec() });
+        await new Promise((r) => setTimeout(r, 5));
+        const b = await store.create(dataset, { id: 'list-b', spec: spec('DELETE') });
+        expect(a).to.include({ status: 'PENDING' });
+        const got = await store.get(dataset, 'list-b');
+        expect(got).to.deep.include({ id: 'list-b', status: 'PENDING', spec: spec('DELETE'), cursor: { action: 0, file: 0, row: 0 }, createdAt: b.createdAt });
+        expect(got!.progress).to.deep.equal([empty()]);
+        await store.create(dataset, { id: 'list-a', spec: spec() }).then(
+          () => expect.fail('a taken id was accepted'),
+          (err) => expect(err.failure).to.deep.equal({ kind: 'exists', schema: 'Transaction', id: 'list-a' }),
+        );
+        const asc = await store.list(dataset, { descending: false, limit: 1 });
+        expect(asc.map((t) => t.id)).to.deep.equal(['list-a']);
+        const next = await store.list(dataset, { descending: false, limit: 5, after: [asc[0].createdAt, asc[0].id] });
+        expect(next.map((t) => t.id)).to.deep.equal(['list-b']);
+        expect((await store.list(dataset, { descending: true, limit: 5 })).map((t) => t.id)).to.deep.equal(['list-b', 'list-a']);
+        expect((await store.list(dataset, { status: 'RUNNING', descending: false, limit: 5 })).map((t) => t.id)).to.deep.equal([]);
+        // Claimed oldest first; leave neither claimable for the tests that follow.
+        for (const id of ['list-a', 'list-b']) {
+          const claimed = await store.claim(dataset, 'me', 60_000);
+          expect(claimed).to.deep.include({ id, status: 'RUNNING', leaseOwner: 'me' });
+          await store.finish(dataset, id, 'me', { status: 'SUCCEEDED', progress: [empty()] });
+        }
+        expect(await store.get(dataset, 'list-a')).to.deep.include({ status: 'SUCCEEDED' });
+      });
+
+      it('one claimer wins; renewals, chunks and finishes of another owner are refused; a lease that ran out is claimed again', async () => {
+        const tx = await store.create(dataset, { id: `lease-${format.kind}`, spec: spec() });
+        const mine = await store.claim(dataset, 'a', 200);
+        expect(mine?.id).to.equal(tx.id);
+        // Another replica's store (it asks again at once after finding nothing: idleClaimMs 0).
+        const other = new WarehouseBulkLoad({ format: () => format, layout: () => undefined as never, withSession: (d, c, fn) => (driver as any).withSession(d, c, fn), idleClaimMs: 0 });
+        expect(await other.claim(dataset, 'b', 60_000)).to.equal(undefined);
+        expect(await store.renew(dataset, tx.id, 'b', 60_000)).to.equal(false);
+        expect(await store.renew(dataset, tx.id, 'a', 200)).to.equal(true);
+        expect(await store.loadChunk(dataset, chunk(tx, [{ id: 'never' }], at(0), { owner: 'b' }))).to.deep.equal({ kind: 'lease-lost' });
+        expect(await read('never')).to.equal(undefined);
+        await new Promise((r) => setTimeout(r, 300));
+        const taken = await other.claim(dataset, 'b', 60_000);
+        expect(taken).to.deep.include({ id: tx.id, leaseOwner: 'b' });
+        expect(await store.advance(dataset, tx.id, 'a', at(5), [empty()])).to.equal(false);
+        await store.finish(dataset, tx.id, 'a', { status: 'FAILED', error: 'not mine', progress: [empty()] });
+        expect(await store.get(dataset, tx.id)).to.deep.include({ status: 'RUNNING', leaseOwner: 'b' });
+        await store.finish(dataset, tx.id, 'b', undefined);
+        expect(await store.get(dataset, tx.id)).to.deep.include({ status: 'PENDING' });
+        // Given back: claimable at once, and finished by its holder.
+        expect((await store.claim(dataset, 'a', 60_000))?.id).to.equal(tx.id);
+        await store.finish(dataset, tx.id, 'a', { status: 'SUCCEEDED', progress: [empty()] });
+      });
+
+      it('UPSERT chunks write versions and history as any write, continuing after the driver\'s own writes; a committed chunk run again is already-committed', async () => {
+        const [existing] = await driver.write(dataset, [{ op: 'create', schema: ORDER, id: 'u-old', data: { count: 1 } }], 'ATOMIC');
+        expect(existing.ok).to.equal(true);
+        const tx = await running('UPSERT');
+        const first = chunk(tx, [{ id: 'u1', data: { count: 1, total: 1.5, paid: true, day: '2024-01-02', placedAt: '2024-05-06T07:08:09.123Z', address: { city: 'Oslo' } } }, { id: 'u-old', data: { count: 2 } }, { id: 'u1', data: { count: 9, total: 2.5 } }], at(0));
+        const outcome = await store.loadChunk(dataset, first);
+        expect(outcome).to.deep.equal({ kind: 'committed', progress: { ...empty(), rowsWritten: 2 } });
+        expect(await read('u1')).to.deep.include({ id: 'u1', version: 1, data: { count: 9, total: 2.5 } });
+        expect(await read('u-old')).to.deep.include({ version: 2, data: { count: 2 } });
+        expect(await historyOf('u-old')).to.deep.equal([1, 2]);
+        expect(await store.loadChunk(dataset, first)).to.deep.equal({ kind: 'already-committed' });
+        expect(await historyOf('u1')).to.deep.equal([1]);
+        const second = await store.loadChunk(dataset, chunk(tx, [{ id: 'u1', data: { count: 10, placedAt: '2024-05-06T07:08:09.123Z', day: '2024-01-03', paid: false, address: { city: 'Rome' } } }], at(3), { progress: { ...empty(), rowsWritten: 2 } }));
+        expect(second).to.deep.include({ kind: 'committed' });
+        expect(await read('u1')).to.deep.include({ version: 2, data: { count: 10, placedAt: '2024-05-06T07:08:09.123Z', day: '2024-01-03', paid: false, address: { city: 'Rome' } } });
+        expect((await read('u1', 1))?.data).to.deep.equal({ count: 9, total: 2.5 });
+        const stored = await store.get(dataset, tx.id);
+        expect(stored?.cursor).to.deep.equal(at(4));
+        expect(stored?.progress[0]).to.include({ rowsWritten: 3 });
+      });
+
+      it('INSERT refuses ids that exist (and repeats within the chunk) into the progress errors; DELETE writes tombstones and refuses unknown ids', async () => {
+        const ins = await running('INSERT');
+        const outcome = await store.loadChunk(dataset, chunk(ins, [{ id: 'i1', data: { count: 1 } }, { id: 'u1', data: { count: 99 } }, { id: 'i1', data: { count: 2 } }, { id: 'i2' }], at(0)));
+        expect(outcome.kind).to.equal('committed');
+        const progress = (outcome as { progress: ActionProgress }).progress;
+        expect(progress).to.include({ rowsWritten: 2, rowsRejected: 2 });
+        expect(progress.errors.map((e) => e.row).sort()).to.deep.equal([2, 3]);
+        expect(progress.errors.find((e) => e.row === 2)?.message).to.equal('a record with id "u1" exists');
+        expect(progress.errors.find((e) => e.row === 3)?.message).to.match(/earlier in the same chunk/);
+        expect(await read('i1')).to.deep.include({ version: 1, data: { count: 1 } });
+        expect((await read('u1'))?.data.count).to.equal(10);
+
+        const del = await running('DELETE');
+        const deleted = await store.loadChunk(dataset, chunk(del, [{ id: 'i1' }, { id: 'ghost' }], at(0)));
+        expect(deleted).to.deep.equal({ kind: 'committed', progress: { ...empty(), rowsWritten: 1, rowsRejected: 1, errors: [{ row: 2, message: 'no record with id "ghost"' }] } });
+        expect(await read('i1')).to.equal(undefined);
+        expect(await read('i1', 2)).to.deep.include({ version: 2, deleted: true });
+        expect((await read('i1', 1))?.data).to.deep.equal({ count: 1 });
+        // Created again after the delete: the versions continue after the tombstone.
+        const again = await running('UPSERT');
+        await store.loadChunk(dataset, chunk(again, [{ id: 'i1', data: { count: 3 } }], at(0)));
+        expect(await read('i1')).to.deep.include({ version: 3, data: { count: 3 } });
+      });
+
+      // The points a data plane can die at: after the history MERGE, after the record MERGE, before the cursor moves.
+      for (const [where, crashAt] of [
+        ['after the history MERGE', /^MERGE INTO "SHOP"\."SHOP_ORDER" /],
+        ['after both MERGEs', /^UPDATE "SHOP"\."DAS_TRANSACTIONS" SET "LOAD_CURSOR"/],
+      ] as const) {
+        it(`a chunk re-run after a crash ${where} writes no version twice and reports the same progress`, async () => {
+          const tag = where.includes('history') ? 'h' : 'b';
+          await driver.write(dataset, [{ op: 'create', schema: ORDER, id: `c${tag}-old`, data: { count: 1 } }], 'ATOMIC');
+          const tx = await running('INSERT');
+          const records = [{ id: `c${tag}-1`, data: { count: 1 } }, { id: `c${tag}-old`, data: { count: 5 } }, { id: `c${tag}-2`, data: { count: 2 } }];
+          const crashing = crashingStore(crashAt);
+          let failure: unknown;
+          await crashing.loadChunk(dataset, chunk(tx, records, at(0))).catch((err) => (failure = err));
+          expect(String(failure)).to.include('simulated crash');
+          const rerun = await store.loadChunk(dataset, chunk(tx, records, at(0)));
+          expect(rerun).to.deep.equal({ kind: 'committed', progress: { ...empty(), rowsWritten: 2, rowsRejected: 1, errors: [{ row: 2, message: `a record with id "c${tag}-old" exists` }] } });
+          for (const id of [`c${tag}-1`, `c${tag}-2`]) {
+            expect(await historyOf(id), id).to.deep.equal([1]);
+            expect((await read(id))?.version).to.equal(1);
+          }
+          expect(await historyOf(`c${tag}-old`)).to.deep.equal([1]);
+          expect((await read(`c${tag}-old`))?.data).to.deep.equal({ count: 1 });
+          expect((await store.get(dataset, tx.id))?.cursor).to.deep.equal(at(3));
+          expect(await store.loadChunk(dataset, chunk(tx, records, at(0)))).to.deep.equal({ kind: 'already-committed' });
+        });
+      }
+
+      it(`sends a fixed number of statements per chunk, whatever its size, on the executor's warehouse${format.transactions ? ', in one BEGIN … COMMIT' : ', never BEGIN/COMMIT'}`, async () => {
+        const tx = await running('UPSERT');
+        const rows = (k: number, base: number) => Array.from({ length: k }, (_, i) => ({ id: `s-${base + i}`, data: { count: i } }));
+        const small = await sent(() => store.loadChunk(dataset, chunk(tx, rows(2, 0), at(0), { ctx: { executor: 'big', warehouse: 'WH_LOADS' } })));
+        const large = await sent(() => store.loadChunk(dataset, chunk(tx, rows(60, 2), at(2), { ctx: { executor: 'big', warehouse: 'WH_LOADS' } })));
+        const shape = (log: QueryLogEntry[]) => log.map((q) => q.sqlText.split(/\s+/).slice(0, 3).join(' '));
+        expect(shape(large)).to.deep.equal(shape(small));
+        const expected = [
+          'CREATE OR REPLACE',
+          'INSERT INTO "DAS_LOAD_STAGE"',
+          'MERGE INTO "SHOP"."SHOP_ORDER_HISTORY"',
+          'MERGE INTO "SHOP"."SHOP_ORDER"',
+          'UPDATE "SHOP"."DAS_TRANSACTIONS" SET',
+        ];
+        if (format.transactions) {
+          expect(shape(large)).to.deep.equal([...expected.slice(0, 2), 'BEGIN', 'SELECT "LOAD_CURSOR", "LEASE_OWNER",', ...expected.slice(2), 'COMMIT']);
+          expect(large.filter((q) => /^(MERGE|UPDATE)/.test(q.sqlText)).every((q) => q.inTransaction)).to.equal(true);
+        } else {
+          expect(shape(large)).to.deep.equal(['SELECT "LOAD_CURSOR", "LEASE_OWNER",', 'UPDATE "SHOP"."DAS_TRANSACTIONS" SET', ...expected]);
+          expect(large.filter((q) => /^(BEGIN|START|COMMIT|ROLLBACK)/i.test(q.sqlText))).to.deep.equal([]);
+          expect(large.every((q) => !q.inTransaction)).to.equal(true);
+        }
+        expect(large.every((q) => q.warehouse === 'WH_LOADS' && q.status === 'succeeded'), JSON.stringify(large.map((q) => [q.warehouse, q.status]))).to.equal(true);
+        expect(large.filter((q) => /RETURNING/i.test(q.sqlText))).to.deep.equal([]);
+        expect((await read('s-61'))?.version).to.equal(1);
+      });
+    });
+  }
+});

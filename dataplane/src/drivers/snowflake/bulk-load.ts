@@ -1,0 +1,367 @@
+/**
+ * Bulk loads on the warehouse kinds: the transactions table (DAS_TRANSACTIONS in the dataset's
+ * schema) and the chunk writer. Claims, renewals, cursor moves and finishes are conditional UPDATEs
+ * whose row count says whether they won (the warehouse has no RETURNING and no SELECT … FOR UPDATE).
+ *
+ * A chunk (bulk-load-sql.ts): staged in a session's temporary table with one array-bound INSERT,
+ * then one history MERGE and one record MERGE, then the cursor moved from `from` to `to`.
+ * - snowflake: the MERGEs and the cursor move in one BEGIN … COMMIT; a run whose cursor move finds
+ *   the cursor elsewhere (or the lease gone) rolls back, so a chunk is written once.
+ * - iceberg: never inside BEGIN/COMMIT (table-format.ts), so the chunk is idempotent instead. Its
+ *   time is chosen once, before any of its writes, and kept with the transaction (CHUNK_FROM,
+ *   CHUNK_AT); every row it writes carries that time. A re-run after a crash reads the same time,
+ *   and (1) the history MERGE skips every id that already has a history row at that time, so no
+ *   version is written twice; (2) the record MERGE takes the record's version from that history
+ *   row and changes only a live row older than it, so an applied id is left as it is; (3) the
+ *   cursor moves last, conditional on `from`, so a chunk is either still due (and re-running it
+ *   writes only what is missing) or done. What was written and refused is counted from the rows
+ *   at the chunk's time, so a re-run reports the same progress as an uninterrupted run.
+ *
+ * Production loads into Snowflake would COPY INTO the staging table from files PUT on a stage; the
+ * SDK does exactly that itself for an array bind over its threshold (CLIENT_STAGE_ARRAY_BINDING_
+ * THRESHOLD, 100,000 values): it uploads the rows to a temporary stage and the INSERT reads them
+ * there. The test peer has no stages; the SDK then falls back to sending the binds inline.
+ */
+import type { DatasetConfig } from '../../../../model/types.js';
+import type { ActionProgress, BulkLoadStore, ChunkOutcome, LoadChunk, LoadCursor, StatementContext, StoredTransaction } from '../../engine/contract.js';
+import { databaseSchemaFor } from '../sql/table-shape.js';
+import {
+  advanceSql,
+  chunkStateSql,
+  chunkTime,
+  claimCandidatesSql,
+  claimSql,
+  createStageSql,
+  createTransactionsTableSql,
+  cursorText,
+  fillStageSql,
+  finishSql,
+  giveBackSql,
+  historyMergeSql,
+  insertTransactionSql,
+  listTransactionsSql,
+  liveMergeSql,
+  markChunkSql,
+  moveCursorSql,
+  outcomeSql,
+  renewSql,
+  selectTransactionSql,
+} from './bulk-load-sql.js';
+import { warehouseSqlDialect } from './dialect.js';
+import { outageOf } from './errors.js';
+import type { Statement, WarehouseLayout } from './layout.js';
+import type { Session } from './sessions.js';
+import type { TableFormat } from './table-format.js';
+import { fromWarehouse } from './values.js';
+import { StoreError } from '../../engine/contract.js';
+
+/** What the bulk-load store needs from the driver: its table format, layouts and sessions. */
+export interface WarehouseBulkLoadHost {
+  format(): TableFormat;
+  layout(dataset: DatasetConfig, schema: string): WarehouseLayout;
+  /** A session on the dataset's warehouse, or the executor's (ctx.warehouse). */
+  withSession<T>(dataset: DatasetConfig, ctx: StatementContext | undefined, fn: (session: Session) => Promise<T>): Promise<T>;
+  /** The data plane's environment: DAS_BULK_WAREHOUSE_POLL_MS. */
+  env?(): NodeJS.ProcessEnv | undefined;
+  /**
+   * After a claim found nothing, how long a dataset is not asked again (unless this process
+   * created or gave back a transaction in it since): a claim is a query, and polling every few
+   * seconds would keep a warehouse from ever suspending. Default DAS_BULK_WAREHOUSE_POLL_MS, else
+   * 5 minutes; a load this replica creates starts at once, one another replica left is taken up
+   * within its lease plus this.
+   */
+  idleClaimMs?: number;
+}
+
+/** The default pause between claims that find nothing: 5 minutes. */
+export const DEFAULT_IDLE_CLAIM_MS = 300_000;
+
+type Row = Record<string, unknown>;
+/** Snowflake's code for an object that does not exist (the transactions table before the first create). */
+const MISSING = '002003';
+const CANDIDATES = 5;
+
+export class WarehouseBulkLoad implements BulkLoadStore {
+  /** Datasets (by database and schema) whose transactions table is known to exist. */
+  private readonly ready = new Set<string>();
+  /** Per dataset: no claim is tried before this time (a claim found nothing). */
+  private readonly quietUntil = new Map<string, number>();
+
+  constructor(private readonly host: WarehouseBulkLoadHost) {
+    // Every method reports an unreachable warehouse as the store outcome `unavailable`.
+    for (const name of ['create', 'get', 'list', 'claim', 'renew', 'advance', 'finish', 'loadChunk'] as const) {
+      const method = (this[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
+      (this as Record<string, unknown>)[name] = async (...args: unknown[]) => {
+        try {
+          return await method(...args);
+        } catch (err) {
+          throw outageOf(err) ?? err;
+        }
+      };
+    }
+  }
+
+  private idleClaimMs(): number {
+    if (this.host.idleClaimMs !== undefined) return this.host.idleClaimMs;
+    const text = this.host.env?.()?.DAS_BULK_WAREHOUSE_POLL_MS;
+    const configured = text ? Number(text) : NaN;
+    return Number.isInteger(configured) && configured >= 0 ? configured : DEFAULT_IDLE_CLAIM_MS;
+  }
+
+  private dbSchema(dataset: DatasetConfig): string {
+    return databaseSchemaFor(dataset, warehouseSqlDialect(this.host.format()));
+  }
+
+  private key(dataset: DatasetConfig): string {
+    return JSON.stringify([dataset.location.accessUrl, dataset.location.account, dataset.location.database, this.dbSchema(dataset)]);
+  }
+
+  /** Runs statements on one session of the dataset's own warehouse. */
+  private session<T>(dataset: DatasetConfig, fn: (run: Runner) => Promise<T>, ctx?: StatementContext): Promise<T> {
+    return this.host.withSession(dataset, ctx, (session) => fn(runner(session)));
+  }
+
+  /** Reads of a table that does not exist yet (no transaction was ever created) answer nothing. */
+  private async reading<T>(dataset: DatasetConfig, fn: (run: Runner) => Promise<T>, none: T): Promise<T> {
+    try {
+      return await this.session(dataset, fn);
+    } catch (err) {
+      if (codeOf(err) === MISSING && !this.ready.has(this.key(dataset))) return none;
+      throw err;
+    }
+  }
+
+  async create(dataset: DatasetConfig, tx: Pick<StoredTransaction, 'id' | 'spec'>): Promise<StoredTransaction> {
+    const dbSchema = this.dbSchema(dataset);
+    const now = new Date().toISOString();
+    const progress = tx.spec.actions.map(emptyProgress);
+    const inserted = await this.session(dataset, async (run) => {
+      if (!this.ready.has(this.key(dataset))) {
+        for (const ddl of createTransactionsTableSql(dbSchema)) await run(ddl);
+        this.ready.add(this.key(dataset));
+      }
+      return count(await run(insertTransactionSql(dbSchema, tx, progress, now)), 'number of rows inserted');
+    });
+    if (inserted !== 1) throw new StoreError({ kind: 'exists', schema: 'Transaction', id: tx.id });
+    this.quietUntil.delete(dataset.id);
+    return { id: tx.id, status: 'PENDING', spec: tx.spec, progress, cursor: { action: 0, file: 0, row: 0 }, createdAt: now, updatedAt: now };
+  }
+
+  async get(dataset: DatasetConfig, id: string): Promise<StoredTransaction | undefined> {
+    const rows = await this.reading(dataset, (run) => run(selectTransactionSql(this.dbSchema(dataset), id)), []);
+    return rows[0] ? fromRow(rows[0]) : undefined;
+  }
+
+  async list(dataset: DatasetConfig, query: { status?: string; descending: boolean; limit: number; after?: [string, string] }): Promise<StoredTransaction[]> {
+    const rows = await this.reading(dataset, (run) => run(listTransactionsSql(this.dbSchema(dataset), query)), []);
+    return rows.map(fromRow);
+  }
+
+  async claim(dataset: DatasetConfig, owner: string, leaseMs: number): Promise<StoredTransaction | undefined> {
+    if ((this.quietUntil.get(dataset.id) ?? 0) > Date.now()) return undefined;
+    const dbSchema = this.dbSchema(dataset);
+    const claimed = await this.reading(
+      dataset,
+      async (run) => {
+        const now = new Date();
+        const candidates = await run(claimCandidatesSql(dbSchema, now.toISOString(), CANDIDATES));
+        for (const candidate of candidates) {
+          const id = String(candidate.ID);
+          // Another replica may take it between the SELECT and the UPDATE: the UPDATE's condition decides.
+          if (count(await run(claimSql(dbSchema, id, owner, now.toISOString(), expiry(now, leaseMs))), 'number of rows updated') === 1) {
+            const [row] = await run(selectTransactionSql(dbSchema, id));
+            return row ? fromRow(row) : undefined;
+          }
+        }
+        return undefined;
+      },
+      undefined,
+    );
+    if (!claimed) this.quietUntil.set(dataset.id, Date.now() + this.idleClaimMs());
+    return claimed;
+  }
+
+  async renew(dataset: DatasetConfig, id: string, owner: string, leaseMs: number): Promise<boolean> {
+    const rows = await this.session(dataset, (run) => run(renewSql(this.dbSchema(dataset), id, owner, expiry(new Date(), leaseMs))));
+    return count(rows, 'number of rows updated') === 1;
+  }
+
+  async advance(dataset: DatasetConfig, id: string, owner: string, cursor: LoadCursor, progress: ActionProgress[]): Promise<boolean> {
+    const rows = await this.session(dataset, (run) => run(advanceSql(this.dbSchema(dataset), id, owner, cursor, progress, new Date().toISOString())));
+    return count(rows, 'number of rows updated') === 1;
+  }
+
+  async finish(dataset: DatasetConfig, id: string, owner: string, outcome: { status: 'SUCCEEDED' | 'FAILED'; error?: string; progress: ActionProgress[] } | undefined): Promise<void> {
+    const dbSchema = this.dbSchema(dataset);
+    const now = new Date().toISOString();
+    await this.session(dataset, (run) => run(outcome ? finishSql(dbSchema, id, owner, outcome, now) : giveBackSql(dbSchema, id, owner, now)));
+    // Given back: claimable again at once (by this process too).
+    if (!outcome) this.quietUntil.delete(dataset.id);
+  }
+
+  /** The chunk on one session (the staging table is the session's), on the transaction's executor's warehouse. */
+  async loadChunk(dataset: DatasetConfig, chunk: LoadChunk): Promise<ChunkOutcome> {
+    const layout = this.host.layout(dataset, chunk.schema);
+    const progress = structuredClone(chunk.progress);
+    const { records, duplicates } = dedupe(chunk.records, chunk.operation);
+    for (const d of duplicates) reject(progress, chunk.maxErrors, d.row, `id "${d.id}" appears earlier in the same chunk; INSERT keeps the first`);
+    const write: ChunkWrite = { dbSchema: this.dbSchema(dataset), layout, chunk, records, progress };
+    return this.host.withSession(dataset, chunk.ctx, (session) => (this.host.format().transactions ? inTransaction(session, write) : idempotent(session, write)));
+  }
+}
+
+interface ChunkWrite {
+  dbSchema: string;
+  layout: WarehouseLayout;
+  chunk: LoadChunk;
+  /** One per id (dedupe). */
+  records: LoadChunk['records'];
+  /** The action's progress, with the chunk's duplicates refused. */
+  progress: ActionProgress;
+}
+
+type Runner = (statement: Statement | string | { text: string; binds: unknown[][] }) => Promise<Row[]>;
+
+function runner(session: Session): Runner {
+  return async (statement) => {
+    const { text, binds } = typeof statement === 'string' ? { text: statement, binds: [] } : statement;
+    return (await session.exec(text, { binds, rowMode: 'object' })).rows as Row[];
+  };
+}
+
+/** What the stored state says about a chunk starting at `from`, or its outcome when it is not this runner's to write. */
+function checkState(state: Row | undefined, chunk: LoadChunk): ChunkOutcome | undefined {
+  if (!state || state.LEASE_OWNER !== chunk.owner || state.STATUS !== 'RUNNING') return { kind: 'lease-lost' };
+  if (state.LOAD_CURSOR !== cursorText(chunk.from)) return { kind: 'already-committed' };
+  return undefined;
+}
+
+/** The records' writes and what they add to the progress (the stage is filled already). */
+async function writeRecords(run: Runner, { layout, chunk, records, progress }: ChunkWrite, at: string): Promise<void> {
+  await run(historyMergeSql(layout, chunk.operation, at));
+  await run(liveMergeSql(layout, chunk.operation, at));
+  if (chunk.operation === 'UPSERT') {
+    progress.rowsWritten += records.length;
+    return;
+  }
+  // INSERT refuses ids that exist, DELETE ids that do not: the rows without a history row of this chunk.
+  const rows = await run(outcomeSql(layout, at, chunk.maxErrors));
+  const written = Number(rows.find((r) => Number(r.K) === 0)?.N ?? 0);
+  progress.rowsWritten += written;
+  const samples = rows.filter((r) => Number(r.K) === 1);
+  progress.rowsRejected += records.length - written - samples.length;
+  for (const s of samples) reject(progress, chunk.maxErrors, Number(s.N), chunk.operation === 'INSERT' ? `a record with id "${String(s.I)}" exists` : `no record with id "${String(s.I)}"`);
+}
+
+/** The action's progress replaced in the stored array. */
+function withProgress(stored: unknown, action: number, progress: ActionProgress): ActionProgress[] {
+  const all = JSON.parse(String(stored ?? '[]')) as ActionProgress[];
+  all[action] = progress;
+  return all;
+}
+
+/** snowflake: the stage outside (DDL commits), then everything else in one BEGIN … COMMIT. */
+async function inTransaction(session: Session, write: ChunkWrite): Promise<ChunkOutcome> {
+  const run = runner(session);
+  const { dbSchema, layout, chunk, records, progress } = write;
+  if (records.length) {
+    await run(createStageSql(layout, chunk.operation));
+    await run(fillStageSql(layout, chunk.operation, records));
+  }
+  await run('BEGIN');
+  try {
+    const [state] = await run(chunkStateSql(dbSchema, chunk.transaction));
+    const settled = checkState(state, chunk);
+    if (settled) {
+      await run('ROLLBACK');
+      return settled;
+    }
+    // Inside one transaction no earlier attempt left rows: the time only has to be new.
+    if (records.length) await writeRecords(run, write, chunkTime());
+    const now = new Date();
+    const moved = count(await run(moveCursorSql(dbSchema, chunk, withProgress(state.PROGRESS, chunk.from.action, progress), now.toISOString(), expiry(now, chunk.leaseMs))), 'number of rows updated');
+    if (moved !== 1) {
+      await run('ROLLBACK');
+      return { kind: 'lease-lost' };
+    }
+    await run('COMMIT');
+    return { kind: 'committed', progress };
+  } catch (err) {
+    if (outageOf(err)) session.broken = true; // the transaction's fate is the warehouse's: the session is not reused
+    else await run('ROLLBACK').catch(() => (session.broken = true));
+    throw err;
+  }
+}
+
+/** iceberg: no BEGIN/COMMIT; the chunk's time chosen once and kept, every write idempotent, the cursor last (see the top). */
+async function idempotent(session: Session, write: ChunkWrite): Promise<ChunkOutcome> {
+  const run = runner(session);
+  const { dbSchema, layout, chunk, records, progress } = write;
+  const [state] = await run(chunkStateSql(dbSchema, chunk.transaction));
+  const settled = checkState(state, chunk);
+  if (settled) return settled;
+  let at = state.CHUNK_FROM === cursorText(chunk.from) && typeof state.CHUNK_AT === 'string' ? state.CHUNK_AT : undefined;
+  if (!at) {
+    at = chunkTime();
+    if (count(await run(markChunkSql(dbSchema, chunk.transaction, chunk.owner, chunk.from, at)), 'number of rows updated') !== 1) return { kind: 'lease-lost' };
+  }
+  if (records.length) {
+    await run(createStageSql(layout, chunk.operation));
+    await run(fillStageSql(layout, chunk.operation, records));
+    await writeRecords(run, write, at);
+  }
+  const now = new Date();
+  const moved = count(await run(moveCursorSql(dbSchema, chunk, withProgress(state.PROGRESS, chunk.from.action, progress), now.toISOString(), expiry(now, chunk.leaseMs))), 'number of rows updated');
+  // Not moved: another runner holds the transaction now; what this one wrote is what it writes too.
+  return moved === 1 ? { kind: 'committed', progress } : { kind: 'lease-lost' };
+}
+
+function count(rows: Row[], column: string): number {
+  return Number(rows[0]?.[column] ?? 0);
+}
+
+function codeOf(err: unknown): string {
+  return String((err as { code?: unknown } | undefined)?.code ?? '');
+}
+
+const expiry = (now: Date, leaseMs: number) => new Date(now.getTime() + leaseMs).toISOString();
+
+export function emptyProgress(): ActionProgress {
+  return { rowsRead: 0, rowsWritten: 0, rowsRejected: 0, bytesRead: 0, errors: [] };
+}
+
+function reject(progress: ActionProgress, maxErrors: number, row: number, message: string): void {
+  progress.rowsRejected += 1;
+  if (progress.errors.length < maxErrors) progress.errors.push({ row, message });
+}
+
+/** One row per id: the last wins for UPSERT and DELETE; INSERT keeps the first and refuses the rest. */
+export function dedupe(records: LoadChunk['records'], operation: LoadChunk['operation']) {
+  const byId = new Map<string, LoadChunk['records'][number]>();
+  const duplicates: LoadChunk['records'] = [];
+  for (const r of records) {
+    if (byId.has(r.id) && operation === 'INSERT') duplicates.push(r);
+    else {
+      byId.delete(r.id);
+      byId.set(r.id, r);
+    }
+  }
+  return { records: [...byId.values()], duplicates };
+}
+
+function fromRow(row: Row): StoredTransaction {
+  const time = (v: unknown) => (v === null || v === undefined ? undefined : String(fromWarehouse(v, 'TIMESTAMP_TZ')));
+  return {
+    id: String(row.ID),
+    status: row.STATUS as StoredTransaction['status'],
+    spec: JSON.parse(String(row.SPEC)),
+    progress: JSON.parse(String(row.PROGRESS)),
+    cursor: JSON.parse(String(row.LOAD_CURSOR)),
+    ...(row.ERROR ? { error: String(row.ERROR) } : {}),
+    createdAt: time(row.CREATED_AT)!,
+    updatedAt: time(row.UPDATED_AT)!,
+    ...(row.STARTED_AT ? { startedAt: time(row.STARTED_AT) } : {}),
+    ...(row.FINISHED_AT ? { finishedAt: time(row.FINISHED_AT) } : {}),
+    ...(row.LEASE_OWNER ? { leaseOwner: String(row.LEASE_OWNER), leaseExpiresAt: time(row.LEASE_EXPIRES_AT) } : {}),
+  };
+}
