@@ -260,7 +260,11 @@ function withProgress(stored: unknown, action: number, progress: ActionProgress)
   return all;
 }
 
-/** snowflake: the stage outside (DDL commits), then everything else in one BEGIN … COMMIT. */
+/**
+ * snowflake: the stage outside the transaction (Snowflake commits an open transaction before DDL:
+ * the CREATE, and the SDK's own CREATE STAGE when it uploads a large array bind), then everything
+ * else in one BEGIN … COMMIT.
+ */
 async function inTransaction(session: Session, write: ChunkWrite): Promise<ChunkOutcome> {
   const run = runner(session);
   const { dbSchema, layout, chunk, records, progress } = write;
