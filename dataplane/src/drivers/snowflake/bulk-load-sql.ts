@@ -109,9 +109,17 @@ export function listTransactionsSql(dbSchema: string, query: { status?: string; 
 
 const CLAIMABLE = `(${q('STATUS')} = 'PENDING' OR (${q('STATUS')} = 'RUNNING' AND ${q('LEASE_EXPIRES_AT')} < ?::${TIME}))`;
 
-/** Claimable transactions, oldest first: PENDING ones and RUNNING ones whose lease ran out. */
+/**
+ * Unfinished transactions, the claimable ones (READY 1: PENDING, or RUNNING with a lease that ran
+ * out) first, oldest first; the others with their lease's expiry (when to look again).
+ */
 export function claimCandidatesSql(dbSchema: string, now: string, limit: number): Statement {
-  return { text: `SELECT ${q('ID')} FROM ${transactionsTable(dbSchema)} WHERE ${CLAIMABLE} ORDER BY ${q('CREATED_AT')}, ${q('ID')} LIMIT ${limit}`, binds: [now] };
+  return {
+    text:
+      `SELECT ${q('ID')}, CASE WHEN ${CLAIMABLE} THEN 1 ELSE 0 END AS ${q('READY')}, ${q('LEASE_EXPIRES_AT')} FROM ${transactionsTable(dbSchema)} ` +
+      `WHERE ${q('STATUS')} IN ('PENDING', 'RUNNING') ORDER BY ${q('READY')} DESC, ${q('CREATED_AT')}, ${q('ID')} LIMIT ${limit}`,
+    binds: [now],
+  };
 }
 
 /** Takes one if it is still claimable: the warehouse re-checks the condition under its lock, so one claimer wins (1 row). */

@@ -140,8 +140,8 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         const tx = await store.create(dataset, { id: `lease-${format.kind}`, spec: spec() });
         const mine = await store.claim(dataset, 'a', 200);
         expect(mine?.id).to.equal(tx.id);
-        // Another replica's store (it asks again at once after finding nothing: idleClaimMs 0).
-        const other = new WarehouseBulkLoad({ format: () => format, layout: () => undefined as never, withSession: (d, c, fn) => (driver as any).withSession(d, c, fn), idleClaimMs: 0 });
+        // Another replica's store: after finding nothing it pauses (5 minutes), but only until the lease it saw runs out.
+        const other = new WarehouseBulkLoad({ format: () => format, layout: () => undefined as never, withSession: (d, c, fn) => (driver as any).withSession(d, c, fn) });
         expect(await other.claim(dataset, 'b', 60_000)).to.equal(undefined);
         expect(await store.renew(dataset, tx.id, 'b', 60_000)).to.equal(false);
         expect(await store.renew(dataset, tx.id, 'a', 200)).to.equal(true);
@@ -158,6 +158,9 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         // Given back: claimable at once, and finished by its holder.
         expect((await store.claim(dataset, 'a', 60_000))?.id).to.equal(tx.id);
         await store.finish(dataset, tx.id, 'a', { status: 'SUCCEEDED', progress: [empty()] });
+        // Nothing left: the next claim asks the warehouse, the one after it sends no statement (the idle pause).
+        expect(await other.claim(dataset, 'b', 60_000)).to.equal(undefined);
+        expect(await sent(() => other.claim(dataset, 'b', 60_000))).to.deep.equal([]);
       });
 
       it('UPSERT chunks write versions and history as any write, continuing after the driver\'s own writes; a committed chunk run again is already-committed', async () => {

@@ -67,8 +67,9 @@ export interface WarehouseBulkLoadHost {
    * After a claim found nothing, how long a dataset is not asked again (unless this process
    * created or gave back a transaction in it since): a claim is a query, and polling every few
    * seconds would keep a warehouse from ever suspending. Default DAS_BULK_WAREHOUSE_POLL_MS, else
-   * 5 minutes; a load this replica creates starts at once, one another replica left is taken up
-   * within its lease plus this.
+   * 5 minutes. A load this replica creates starts at once; a claim that saw another replica's
+   * lease looks again when that lease runs out, so a load left by a replica that died is taken up
+   * then; one created on another replica that has not started it waits up to this long.
    */
   idleClaimMs?: number;
 }
@@ -160,12 +161,19 @@ export class WarehouseBulkLoad implements BulkLoadStore {
   async claim(dataset: DatasetConfig, owner: string, leaseMs: number): Promise<StoredTransaction | undefined> {
     if ((this.quietUntil.get(dataset.id) ?? 0) > Date.now()) return undefined;
     const dbSchema = this.dbSchema(dataset);
+    /** When to look again if nothing is claimed: after the idle pause, or when a lease held now runs out if sooner. */
+    let lookAgain = Date.now() + this.idleClaimMs();
     const claimed = await this.reading(
       dataset,
       async (run) => {
         const now = new Date();
         const candidates = await run(claimCandidatesSql(dbSchema, now.toISOString(), CANDIDATES));
         for (const candidate of candidates) {
+          if (Number(candidate.READY) !== 1) {
+            const expires = Date.parse(String(fromWarehouse(candidate.LEASE_EXPIRES_AT, 'TIMESTAMP_TZ')));
+            if (Number.isFinite(expires)) lookAgain = Math.min(lookAgain, expires + 1);
+            continue;
+          }
           const id = String(candidate.ID);
           // Another replica may take it between the SELECT and the UPDATE: the UPDATE's condition decides.
           if (count(await run(claimSql(dbSchema, id, owner, now.toISOString(), expiry(now, leaseMs))), 'number of rows updated') === 1) {
@@ -177,7 +185,7 @@ export class WarehouseBulkLoad implements BulkLoadStore {
       },
       undefined,
     );
-    if (!claimed) this.quietUntil.set(dataset.id, Date.now() + this.idleClaimMs());
+    if (!claimed) this.quietUntil.set(dataset.id, lookAgain);
     return claimed;
   }
 
