@@ -77,6 +77,16 @@ describe('raw SQL on the warehouse', () => {
       expect(await refusal(driver.rawQuery(dataset, { text: 'SELECT "ID", "NAME" AS id FROM "SUITE"."SUITE_PERSON"', values: [] }, options))).to.deep.include({ code: 'DUPLICATE_COLUMN_NAMES' });
     });
 
+    it('a query past the time limit is a 400 QUERY_TIMEOUT soon after it, even if the warehouse does not stop it', async () => {
+      // The peer does not enforce STATEMENT_TIMEOUT_IN_SECONDS and lets PostgreSQL's pg_sleep through
+      // (on Snowflake: SYSTEM$WAIT); the data plane's own cancel answers.
+      const started = Date.now();
+      expect(await refusal(driver.rawQuery(dataset, { text: 'SELECT pg_sleep(6) IS NULL AS slept', values: [] }, { ...options, timeoutMs: 500 }))).to.deep.include({ problem: 'invalid', code: 'QUERY_TIMEOUT' });
+      expect(Date.now() - started).to.be.within(2000, 4500);
+      // The next query gets a working session.
+      expect(await driver.rawQuery(dataset, { text: 'SELECT 1 AS one', values: [] }, options)).to.deep.equal([{ ONE: 1 }]);
+    });
+
     it('a syntax error and an unknown table are 400s with the warehouse\'s message', async () => {
       expect(await refusal(driver.rawQuery(dataset, { text: 'SELEC 1', values: [] }, options))).to.deep.include({ problem: 'invalid', code: 'SQL_SYNTAX_ERROR' });
       expect(await refusal(driver.rawQuery(dataset, { text: 'SELECT * FROM "SUITE"."NOPE"', values: [] }, options))).to.deep.include({ problem: 'invalid', code: 'UNDEFINED_TABLE' });

@@ -66,14 +66,20 @@ export class WarehouseReadOnly {
     const parameters: Record<string, unknown> = { STATEMENT_TIMEOUT_IN_SECONDS: Math.max(1, Math.ceil(timeoutMs / 1000)) };
     if (options.tags) parameters.QUERY_TAG = JSON.stringify(options.tags).slice(0, MAX_QUERY_TAG);
     let statement: SnowflakeStatement | undefined;
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      statement?.cancel(() => undefined);
-    }, timeoutMs + CANCEL_GRACE_MS);
+    let timer: NodeJS.Timeout | undefined;
+    // Should the warehouse not stop the statement at its timeout, the data plane does: it cancels
+    // it, answers, and drops the session (the statement may still be running on it).
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        session.broken = true;
+        statement?.cancel(() => undefined);
+        reject(refused('invalid', 'QUERY_TIMEOUT', `the query ran longer than the raw SQL time limit of ${timeoutMs} ms`, [{ path: '$.sql', message: 'timed out' }]));
+      }, timeoutMs + CANCEL_GRACE_MS);
+    });
     try {
-      const executed = session.exec(query.text, { binds: query.values, parameters, rowMode: 'array', stream: true });
-      statement = (await executed).statement;
+      const executed = session.exec(query.text, { binds: query.values, parameters, rowMode: 'array', stream: true, onSubmit: (s) => (statement = s) });
+      executed.catch(() => undefined); // answered by the timeout instead, when it came first
+      statement = (await Promise.race([executed, timeout])).statement;
       const columns = statement.getColumns() ?? [];
       const names = columns.map((c: SnowflakeColumn) => c.getName());
       const duplicates = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
@@ -83,10 +89,7 @@ export class WarehouseReadOnly {
         ]);
       }
       const types = columns.map((c: SnowflakeColumn) => c.getType());
-      return await this.collect(statement, names, types, rowLimit, maxBytes);
-    } catch (err) {
-      if (timedOut) throw refused('invalid', 'QUERY_TIMEOUT', `the query ran longer than the raw SQL time limit of ${timeoutMs} ms`, [{ path: '$.sql', message: 'timed out' }]);
-      throw err;
+      return await Promise.race([this.collect(statement, names, types, rowLimit, maxBytes), timeout]);
     } finally {
       clearTimeout(timer);
     }

@@ -33,6 +33,8 @@ export interface ExecOptions {
   async?: boolean;
   /** Rows are streamed (the caller reads them from `statement.streamRows()`), not collected. */
   stream?: boolean;
+  /** Called with the statement as soon as it is submitted (to cancel it while it runs). */
+  onSubmit?: (statement: SnowflakeStatement) => void;
 }
 
 export interface ExecResult {
@@ -53,7 +55,7 @@ export class Session {
   exec(sqlText: string, options: ExecOptions = {}): Promise<ExecResult> {
     if (options.async) return this.execAsync(sqlText, options);
     return new Promise((resolve, reject) => {
-      this.connection.execute({
+      const statement = this.connection.execute({
         sqlText,
         binds: options.binds as never,
         parameters: options.parameters,
@@ -66,6 +68,7 @@ export class Session {
           } else resolve({ rows: rows ?? [], statement: statement as SnowflakeStatement });
         },
       });
+      options.onSubmit?.(statement as SnowflakeStatement);
     });
   }
 
