@@ -23,7 +23,7 @@
  * there. The test peer has no stages; the SDK then falls back to sending the binds inline.
  */
 import type { DatasetConfig } from '../../../../model/types.js';
-import type { ActionProgress, BulkLoadStore, ChunkOutcome, LoadChunk, LoadCursor, StatementContext, StoredTransaction } from '../../engine/contract.js';
+import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StatementContext, type StoredTransaction } from '../../engine/contract.js';
 import { databaseSchemaFor } from '../sql/table-shape.js';
 import {
   advanceSql,
@@ -53,7 +53,6 @@ import type { Statement, WarehouseLayout } from './layout.js';
 import type { Session } from './sessions.js';
 import type { TableFormat } from './table-format.js';
 import { fromWarehouse } from './values.js';
-import { StoreError } from '../../engine/contract.js';
 
 /** What the bulk-load store needs from the driver: its table format, layouts and sessions. */
 export interface WarehouseBulkLoadHost {
