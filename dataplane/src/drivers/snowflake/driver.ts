@@ -36,7 +36,7 @@ import { selectByIdSql, selectManySql, selectVersionSql, warehouseLayout, type S
 import { listSql } from './list-sql.js';
 import { snowflakeRawDialect } from './raw-dialect.js';
 import { WarehouseReadOnly, type ReadOnlyOptions } from './readonly.js';
-import { Session, SessionPools, type ExecOptions, type SessionPoolOptions, type SessionTarget } from './sessions.js';
+import { Session, SessionPools, type ExecOptions, type ExecResult, type SessionPoolOptions, type SessionTarget } from './sessions.js';
 import type { TableFormat } from './table-format.js';
 import { plannedRowOf, recordOfRow } from './values.js';
 import { currentRowsSql, expectedLiveCounts, historyMergeSql, liveMergeSql, type MergeCounts } from './write-sql.js';
@@ -69,6 +69,9 @@ const WRITE_ATTEMPTS = 3;
 const MAX_QUERY_TAG = 2000;
 
 type Counts = Partial<MergeCounts>;
+
+/** How a write sends its statements: on one held session, or each on a pooled one (background writes). */
+type Run = (statement: Statement | string, extra?: ExecOptions) => Promise<ExecResult>;
 
 /** Whether the row read back is the one planned (timestamps compared as instants: the warehouse answers them in UTC). */
 export function sameRow(layout: WarehouseLayout, planned: PlannedRow, stored: PlannedRow | undefined): boolean {
@@ -243,9 +246,9 @@ export class SnowflakeDriver implements LocationDriver {
     if (!ops.length) return [];
     const atomic = consistency === 'ATOMIC' || consistency === 'ATOMIC_ALL';
     try {
-      return await this.withSession(dataset, ctx, (session) =>
-        atomic && this.format.transactions ? this.writeInTransaction(session, dataset, ops, ctx) : this.writePerTable(session, dataset, ops, atomic, ctx, WRITE_ATTEMPTS),
-      );
+      if (atomic && this.format.transactions) return await this.withSession(dataset, ctx, (session) => this.writeInTransaction(session, dataset, ops, ctx));
+      if (ctx?.background) return await this.writePerTable(this.detachedRun(dataset, ctx), dataset, ops, atomic, ctx, WRITE_ATTEMPTS);
+      return await this.withSession(dataset, ctx, (session) => this.writePerTable(this.heldRun(session, ctx), dataset, ops, atomic, ctx, WRITE_ATTEMPTS));
     } catch (err) {
       const outage = outageOf(err);
       if (outage && !atomic) return ops.map(() => ({ ok: false as const, failure: outage.failure }));
@@ -253,8 +256,28 @@ export class SnowflakeDriver implements LocationDriver {
     }
   }
 
+  private heldRun(session: Session, ctx?: StatementContext): Run {
+    return (statement, extra) => this.exec(session, statement, ctx, extra);
+  }
+
+  /**
+   * The background write of an ASYNC request: each statement on a session of the pool, the MERGEs
+   * submitted asynchronously with the session given back while the warehouse runs them (autocommit
+   * only: a transaction needs one session throughout).
+   */
+  private detachedRun(dataset: DatasetConfig, ctx: StatementContext): Run {
+    return (statement, extra = {}) => {
+      const { text, binds } = typeof statement === 'string' ? { text: statement, binds: [] } : statement;
+      const options = { binds, parameters: this.parameters(ctx), ...extra };
+      const credentials = this.credentials.credentialsFor(dataset);
+      const target = this.target(dataset, ctx.warehouse);
+      if (extra.async) return this.sessions.execDetached(target, credentials, text, options);
+      return this.sessions.with(target, credentials, (session) => session.exec(text, options));
+    };
+  }
+
   /** The current rows of every id the ops touch: one SELECT per schema. */
-  private async currentRows(session: Session, dataset: DatasetConfig, ops: readonly WriteOp[], ctx?: StatementContext): Promise<Map<string, CurrentRows>> {
+  private async currentRows(run: Run, dataset: DatasetConfig, ops: readonly WriteOp[]): Promise<Map<string, CurrentRows>> {
     const idsBySchema = new Map<string, Set<string>>();
     for (const op of ops) {
       if (!idsBySchema.has(op.schema)) idsBySchema.set(op.schema, new Set());
@@ -263,7 +286,7 @@ export class SnowflakeDriver implements LocationDriver {
     const current = new Map<string, CurrentRows>();
     for (const [schema, ids] of idsBySchema) {
       const layout = this.layout(dataset, schema);
-      const { rows } = await this.exec(session, currentRowsSql(layout, [...ids]), ctx);
+      const { rows } = await run(currentRowsSql(layout, [...ids]));
       const rows_: CurrentRows = { live: new Map(), maxVersion: new Map() };
       for (const raw of rows as unknown[][]) {
         const [source, ...row] = raw;
@@ -288,8 +311,8 @@ export class SnowflakeDriver implements LocationDriver {
   }
 
   /** A DML statement's counts (Snowflake answers one row: `number of rows inserted`, … per clause kind). */
-  private async dml(session: Session, statement: Statement, ctx?: StatementContext): Promise<Counts> {
-    const { rows } = await this.exec(session, statement, ctx, { rowMode: 'object', async: ctx?.background });
+  private async dml(run: Run, statement: Statement, ctx?: StatementContext): Promise<Counts> {
+    const { rows } = await run(statement, { rowMode: 'object', async: ctx?.background });
     const row = (rows[0] ?? {}) as Record<string, unknown>;
     const count = (name: string) => (row[name] === undefined ? undefined : Number(row[name]));
     return { inserted: count('number of rows inserted'), updated: count('number of rows updated'), deleted: count('number of rows deleted') };
@@ -305,17 +328,18 @@ export class SnowflakeDriver implements LocationDriver {
    * writer changed a row since the SELECT: ROLLBACK, and plan again (a few times, then `aborted`).
    */
   private async writeInTransaction(session: Session, dataset: DatasetConfig, ops: WriteOp[], ctx?: StatementContext): Promise<OpResult[]> {
+    const run = this.heldRun(session, ctx);
     for (let attempt = 1; ; attempt++) {
       await this.exec(session, 'BEGIN', ctx);
       let failingSchema: string | undefined;
       try {
-        const plan = this.plan(dataset, ops, await this.currentRows(session, dataset, ops, ctx), true);
+        const plan = this.plan(dataset, ops, await this.currentRows(run, dataset, ops), true);
         let conflict = false;
         for (const [schema, table] of plan.tables) {
           failingSchema = schema;
           const layout = this.layout(dataset, schema);
-          if (table.live.length && !SnowflakeDriver.countsMatch(await this.dml(session, liveMergeSql(layout, table.live), ctx), expectedLiveCounts(table.live))) conflict = true;
-          else if (table.history.length && (await this.dml(session, historyMergeSql(layout, table.history), ctx)).inserted !== table.history.length) conflict = true;
+          if (table.live.length && !SnowflakeDriver.countsMatch(await this.dml(run, liveMergeSql(layout, table.live), ctx), expectedLiveCounts(table.live))) conflict = true;
+          else if (table.history.length && (await this.dml(run, historyMergeSql(layout, table.history), ctx)).inserted !== table.history.length) conflict = true;
           if (conflict) break;
         }
         if (!conflict) {
@@ -347,21 +371,21 @@ export class SnowflakeDriver implements LocationDriver {
    * again (a few times, then `aborted`). At the weaker levels a table whose statement failed has
    * its ops written one by one, so each reports its own outcome.
    */
-  private async writePerTable(session: Session, dataset: DatasetConfig, ops: WriteOp[], atomic: boolean, ctx: StatementContext | undefined, attempts: number): Promise<OpResult[]> {
-    const current = await this.currentRows(session, dataset, ops, ctx);
+  private async writePerTable(run: Run, dataset: DatasetConfig, ops: WriteOp[], atomic: boolean, ctx: StatementContext | undefined, attempts: number): Promise<OpResult[]> {
+    const current = await this.currentRows(run, dataset, ops);
     const plan = this.plan(dataset, ops, current, atomic);
     const results = plan.results;
     const again: number[] = [];
     for (const [schema, table] of plan.tables) {
       const layout = this.layout(dataset, schema);
       try {
-        const unapplied = await this.writeTable(session, dataset, layout, table, ctx);
+        const unapplied = await this.writeTable(run, dataset, layout, table, ctx);
         for (const i of table.ops) if (unapplied.has(ops[i].id)) again.push(i);
       } catch (err) {
         if (outageOf(err)) throw err;
         const tableOps = table.ops.filter((i) => results[i].ok);
         if (!atomic && tableOps.length > 1) {
-          for (const i of tableOps) results[i] = (await this.writePerTable(session, dataset, [ops[i]], false, ctx, 1))[0];
+          for (const i of tableOps) results[i] = (await this.writePerTable(run, dataset, [ops[i]], false, ctx, 1))[0];
         } else {
           const failure = statementFailure(err, schema);
           tableOps.forEach((i, n) => (results[i] = { ok: false, failure: n === 0 ? failure : { kind: 'aborted' } }));
@@ -374,20 +398,20 @@ export class SnowflakeDriver implements LocationDriver {
       for (const i of again) results[i] = { ok: false, failure: { kind: 'aborted' } };
       return results;
     }
-    const retried = await this.writePerTable(session, dataset, again.map((i) => ops[i]), atomic, ctx, attempts - 1);
+    const retried = await this.writePerTable(run, dataset, again.map((i) => ops[i]), atomic, ctx, attempts - 1);
     again.forEach((i, n) => (results[i] = retried[n]));
     return results;
   }
 
   /** One table's MERGEs; answers the ids whose change a concurrent writer pre-empted (nothing of theirs was written). */
-  private async writeTable(session: Session, dataset: DatasetConfig, layout: WarehouseLayout, table: TablePlan, ctx?: StatementContext): Promise<Set<string>> {
+  private async writeTable(run: Run, dataset: DatasetConfig, layout: WarehouseLayout, table: TablePlan, ctx?: StatementContext): Promise<Set<string>> {
     const unapplied = new Set<string>();
     if (table.live.length) {
-      const counts = await this.dml(session, liveMergeSql(layout, table.live), ctx);
+      const counts = await this.dml(run, liveMergeSql(layout, table.live), ctx);
       if (!SnowflakeDriver.countsMatch(counts, expectedLiveCounts(table.live))) {
         // Which changes landed: an insert or update left exactly its row (its version, time and
         // values: another writer's row differs at least in those), a delete left no row.
-        const now = await this.currentRows(session, dataset, table.live.map((c) => ({ op: 'delete' as const, schema: layout.schemaName, id: c.kind === 'delete' ? c.id : c.row.id })), ctx);
+        const now = await this.currentRows(run, dataset, table.live.map((c) => ({ op: 'delete' as const, schema: layout.schemaName, id: c.kind === 'delete' ? c.id : c.row.id })));
         const live = now.get(layout.schemaName)?.live ?? new Map();
         for (const change of table.live) {
           const id = change.kind === 'delete' ? change.id : change.row.id;
@@ -398,7 +422,7 @@ export class SnowflakeDriver implements LocationDriver {
     }
     const history = table.history.filter((h) => !unapplied.has(h.row.id));
     // An insert-only MERGE: a version already there (written by a retry) is not written twice.
-    if (history.length) await this.dml(session, historyMergeSql(layout, history), ctx);
+    if (history.length) await this.dml(run, historyMergeSql(layout, history), ctx);
     return unapplied;
   }
 

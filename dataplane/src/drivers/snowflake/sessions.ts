@@ -73,7 +73,12 @@ export class Session {
   }
 
   private async execAsync(sqlText: string, options: ExecOptions): Promise<ExecResult> {
-    const queryId = await new Promise<string>((resolve, reject) => {
+    return this.awaitResult(await this.submit(sqlText, options), options);
+  }
+
+  /** Submits a statement asynchronously (`asyncExec`): answers its query id at once. */
+  submit(sqlText: string, options: ExecOptions): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
       this.connection.execute({
         sqlText,
         binds: options.binds as never,
@@ -87,6 +92,13 @@ export class Session {
         },
       });
     });
+  }
+
+  /**
+   * Awaits an asynchronously submitted statement through getQueryStatus and getResultsFromQueryId.
+   * The connection may serve other statements meanwhile (the SDK sends each over HTTP).
+   */
+  async awaitResult(queryId: string, options: ExecOptions): Promise<ExecResult> {
     try {
       for (;;) {
         // Throws the statement's own error (with its Snowflake code) when it failed.
@@ -185,6 +197,22 @@ export class SessionPools {
     } finally {
       this.release(session);
     }
+  }
+
+  /**
+   * Submits a statement asynchronously on a session of the target's pool and gives the session
+   * back at once: while the warehouse runs it, the session serves other requests, and its
+   * completion is awaited through the query id (background writes, which run in autocommit).
+   */
+  async execDetached(target: SessionTarget, credentials: { credentials: WarehouseCredentials; fingerprint: string }, sqlText: string, options: ExecOptions): Promise<ExecResult> {
+    const session = await this.acquire(target, credentials);
+    let queryId: string;
+    try {
+      queryId = await session.submit(sqlText, options);
+    } finally {
+      this.release(session);
+    }
+    return session.awaitResult(queryId, options);
   }
 
   /** Logged-in connections across every pool (for tests and the curious). */
