@@ -78,7 +78,8 @@ const settle = () => new Promise((r) => setTimeout(r, 20));
 
 describe('change dispatcher (in-memory feed)', () => {
   it('replays after a cursor while changes keep committing: each once, in order, then live', async () => {
-    const { feed, dispatcher } = setup();
+    // Reads back to back, so that the reader's reads interleave with the replay's.
+    const { feed, dispatcher } = setup({ minReadIntervalMs: 0 });
     for (let n = 1; n <= 4; n++) feed.commit(n);
     // A live subscription makes the dataset's reader start at the head (4).
     const live = await dispatcher.subscribe(dataset, { schema: 'mem.Item' }, () => undefined);
@@ -97,6 +98,23 @@ describe('change dispatcher (in-memory feed)', () => {
     await settle();
     expect(await drain(resumed, 9)).to.deep.equal([2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(await drain(live, 6)).to.deep.equal([5, 6, 7, 8, 9, 10]);
+    await dispatcher.close();
+  });
+
+  it('serves the wake-ups that come within the read interval with one read, losing none', async () => {
+    const { feed, dispatcher } = setup({ minReadIntervalMs: 300, pageSize: 100 });
+    const sub = await dispatcher.subscribe(dataset, { schema: 'mem.Item' }, () => undefined);
+    let reads = 0;
+    feed.beforeRead = () => void reads++;
+    // The first wake-up reads at once; the next four, inside the interval, share one later read.
+    for (let n = 1; n <= 5; n++) {
+      feed.commit(n);
+      feed.wake?.();
+      await settle();
+    }
+    expect(reads).to.equal(1);
+    expect(await drain(sub, 5)).to.deep.equal([1, 2, 3, 4, 5]);
+    expect(reads).to.equal(2);
     await dispatcher.close();
   });
 

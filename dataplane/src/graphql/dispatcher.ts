@@ -25,6 +25,12 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** Changes read per feed call. */
   pageSize?: number;
+  /**
+   * At least this long between the starts of two reads of a dataset's feed: wake-ups in between
+   * are served by one read. Every read is a few statements on the store (numbering, the page, the
+   * images); one per write at hundreds of writes a second took CPU the writers needed.
+   */
+  minReadIntervalMs?: number;
   /** Events a subscription may have waiting for its client; one more and it is a slow consumer. */
   queueBound?: number;
   /** Subscriptions on this replica, all datasets together. */
@@ -60,6 +66,8 @@ interface DatasetFeed {
   reading: boolean;
   again: boolean;
   closed: boolean;
+  /** When the last read started (minReadIntervalMs). */
+  lastRead: number;
 }
 
 /**
@@ -94,6 +102,7 @@ export class ChangeDispatcher {
     this.options = {
       pollMs: options.pollMs ?? 1000,
       pageSize: options.pageSize ?? 500,
+      minReadIntervalMs: options.minReadIntervalMs ?? 10,
       queueBound: options.queueBound ?? 1000,
       maxSubscriptions: options.maxSubscriptions ?? 10_000,
       retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS,
@@ -203,7 +212,7 @@ export class ChangeDispatcher {
   private feedOf(dataset: DatasetConfig, feed: ChangeFeed): DatasetFeed {
     const existing = this.feeds.get(dataset.id);
     if (existing) return existing;
-    const f: DatasetFeed = { dataset, feed, cursor: 0n, subs: new Set(), ready: Promise.resolve(), reading: false, again: false, closed: false };
+    const f: DatasetFeed = { dataset, feed, cursor: 0n, subs: new Set(), ready: Promise.resolve(), reading: false, again: false, closed: false, lastRead: 0 };
     f.ready = (async () => {
       f.cursor = BigInt(await feed.head(dataset));
       const stop = await feed.subscribeWakeups(dataset, () => void this.pump(f));
@@ -239,7 +248,11 @@ export class ChangeDispatcher {
     f.reading = true;
     try {
       do {
+        const wait = f.lastRead + this.options.minReadIntervalMs - Date.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        // Wake-ups until now are served by this read.
         f.again = false;
+        f.lastRead = Date.now();
         for (;;) {
           if (f.closed) return;
           const batch = await f.feed.readChanges(f.dataset, f.cursor.toString(), this.options.pageSize);
