@@ -3,8 +3,9 @@
  * and its conditional UPDATEs (no RETURNING: a row count of 1 says a claim, renewal or cursor move
  * won), and a chunk's set-based write — the chunk staged in a session's temporary table (one
  * INSERT with the SDK's array binds), then one insert-only MERGE into the history table that gives
- * each staged id its next version, one MERGE of those history rows into the record table, and for
- * INSERT and DELETE one SELECT of what was refused. The number of statements per chunk is fixed.
+ * each staged id its next version, one MERGE of those history rows into the record table (inside a
+ * transaction the other way round: the record table first), and for INSERT and DELETE one SELECT
+ * of what was refused. The number of statements per chunk is fixed.
  *
  * A chunk's rows are told apart by the chunk's time `at` (their updated time, with a microsecond
  * part that no other write uses: writes elsewhere carry milliseconds): a history row of the chunk's
@@ -287,6 +288,66 @@ export function liveMergeSql(layout: WarehouseLayout, operation: LoadOperation, 
       `MERGE INTO ${layout.table} AS TGT USING (${chunkRows(all.map((c) => `H.${c}`).join(', '))}) AS SRC ON TGT.${ID} = SRC.${ID} ` +
       `WHEN MATCHED AND ${newer} THEN UPDATE SET ${sets.join(', ')} WHEN NOT MATCHED THEN INSERT (${all.join(', ')}) VALUES (${all.map((c) => `SRC.${c}`).join(', ')})`,
     binds: [at],
+  };
+}
+
+// ---- in BEGIN … COMMIT (snowflake): the record table first ----
+//
+// The driver's atomic writes lock the record table, then the history table (write-sql.ts: the
+// record MERGE, then the history MERGE). A chunk in a transaction takes them in the same order, so
+// a chunk and a concurrent write of the same schema wait for each other but never deadlock.
+
+/**
+ * The record table's MERGE straight from the stage: each staged id's next version (after the
+ * history's highest and the live row's), its values, the chunk's time. UPSERT replaces or inserts,
+ * INSERT only inserts (an existing id is left alone: refused), DELETE deletes.
+ */
+export function recordFirstMergeSql(layout: WarehouseLayout, operation: LoadOperation, at: string): Statement {
+  const time = timeCast(layout);
+  const joins = `FROM ${q(STAGE_TABLE)} S LEFT JOIN ${layout.table} L ON L.${ID} = S.${ID} LEFT JOIN ${maxVersions(layout)} M ON M.${ID} = S.${ID}`;
+  if (operation === 'DELETE') {
+    return { text: `MERGE INTO ${layout.table} AS TGT USING (SELECT S.${ID} AS ${ID} FROM ${q(STAGE_TABLE)} S) AS SRC ON TGT.${ID} = SRC.${ID} WHEN MATCHED THEN DELETE`, binds: [] };
+  }
+  const all = layout.columns.map((c) => q(c.name));
+  const fields = layout.columns.filter((c) => c.field).map((c) => q(c.name));
+  const select =
+    `SELECT S.${ID} AS ${ID}, GREATEST(COALESCE(M.V, 0), COALESCE(L.${VERSION}, 0)) + 1 AS ${VERSION}, COALESCE(L.${CREATED}, ${time}) AS ${CREATED}, ${time} AS ${UPDATED}` +
+    `${fields.map((f) => `, S.${f} AS ${f}`).join('')} ${joins}`;
+  const sets = all.filter((c) => c !== ID).map((c) => `${c} = SRC.${c}`);
+  const insert = `WHEN NOT MATCHED THEN INSERT (${all.join(', ')}) VALUES (${all.map((c) => `SRC.${c}`).join(', ')})`;
+  return {
+    text: `MERGE INTO ${layout.table} AS TGT USING (${select}) AS SRC ON TGT.${ID} = SRC.${ID} ${operation === 'UPSERT' ? `WHEN MATCHED THEN UPDATE SET ${sets.join(', ')} ` : ''}${insert}`,
+    binds: [at, at],
+  };
+}
+
+/**
+ * The history rows of what recordFirstMergeSql did, in the same transaction: the record rows now
+ * at the chunk's time (UPSERT, INSERT), or a tombstone after the latest version of each staged id
+ * that had a live record and has none now (DELETE; an id already deleted ends in a tombstone).
+ */
+export function historyAfterRecordSql(layout: WarehouseLayout, operation: LoadOperation, at: string): Statement {
+  const time = timeCast(layout);
+  let select: string;
+  let columns: string[];
+  let binds: unknown[];
+  if (operation === 'DELETE') {
+    columns = [ID, VERSION, CREATED, UPDATED, DELETED];
+    select =
+      `SELECT S.${ID} AS ${ID}, H.${VERSION} + 1 AS ${VERSION}, H.${CREATED} AS ${CREATED}, ${time} AS ${UPDATED}, ${time} AS ${DELETED} ` +
+      `FROM ${q(STAGE_TABLE)} S JOIN ${maxVersions(layout)} M ON M.${ID} = S.${ID} JOIN ${layout.history} H ON H.${ID} = S.${ID} AND H.${VERSION} = M.V ` +
+      `WHERE H.${DELETED} IS NULL AND NOT EXISTS (SELECT 1 FROM ${layout.table} L WHERE L.${ID} = S.${ID})`;
+    binds = [at, at];
+  } else {
+    columns = layout.columns.map((c) => q(c.name));
+    select = `SELECT ${columns.map((c) => `R.${c} AS ${c}`).join(', ')} FROM ${layout.table} R JOIN ${q(STAGE_TABLE)} S ON S.${ID} = R.${ID} WHERE R.${UPDATED} = ${time}`;
+    binds = [at];
+  }
+  return {
+    text:
+      `MERGE INTO ${layout.history} AS TGT USING (${select}) AS SRC ON TGT.${ID} = SRC.${ID} AND TGT.${VERSION} = SRC.${VERSION} ` +
+      `WHEN NOT MATCHED THEN INSERT (${columns.join(', ')}) VALUES (${columns.map((c) => `SRC.${c}`).join(', ')})`,
+    binds,
   };
 }
 

@@ -74,25 +74,29 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         await work();
         return peer.queries().filter((q) => q.database === dataset.location.database);
       };
-      /** A store on the same driver whose sessions fail (as a crash would) at the first statement matching `crashAt`. */
-      const crashingStore = (crashAt: RegExp) => {
+      /** A store on the same driver whose sessions run `around` for every statement. */
+      const wrappedStore = (around: (text: string, exec: () => ReturnType<Session['exec']>) => ReturnType<Session['exec']>) => {
         const host = driver as unknown as { layout: WarehouseBulkLoadHost['layout']; withSession: WarehouseBulkLoadHost['withSession'] };
-        let crashed = false;
         return new WarehouseBulkLoad({
           format: () => format as TableFormat,
           layout: (d, s) => host.layout.call(driver, d, s),
           withSession: (d, ctx, fn) =>
             host.withSession.call(driver, d, ctx, (session: Session) => {
               const wrapped = Object.create(session) as Session;
-              wrapped.exec = async (text, options) => {
-                if (!crashed && crashAt.test(text)) {
-                  crashed = true;
-                  throw new Error('simulated crash');
-                }
-                return session.exec(text, options);
-              };
+              wrapped.exec = (text, options) => around(text, () => session.exec(text, options));
               return fn(wrapped);
             }) as never,
+        });
+      };
+      /** A store whose sessions fail (as a crash would) at the first statement matching `crashAt`. */
+      const crashingStore = (crashAt: RegExp) => {
+        let crashed = false;
+        return wrappedStore(async (text, exec) => {
+          if (!crashed && crashAt.test(text)) {
+            crashed = true;
+            throw new Error('simulated crash');
+          }
+          return exec();
         });
       };
 
@@ -208,13 +212,13 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         expect(await read('i1')).to.deep.include({ version: 3, data: { count: 3 } });
       });
 
-      // The points a data plane can die at: after the history MERGE, after the record MERGE, before the cursor moves.
+      // The points a data plane can die at: after the first MERGE (iceberg: the history's; snowflake: the record table's), after both, before the cursor moves.
       for (const [where, crashAt] of [
-        ['after the history MERGE', /^MERGE INTO "SHOP"\."SHOP_ORDER" /],
+        ['after the first MERGE', format.transactions ? /^MERGE INTO "SHOP"\."SHOP_ORDER_HISTORY"/ : /^MERGE INTO "SHOP"\."SHOP_ORDER" /],
         ['after both MERGEs', /^UPDATE "SHOP"\."DAS_TRANSACTIONS" SET "LOAD_CURSOR"/],
       ] as const) {
         it(`a chunk re-run after a crash ${where} writes no version twice and reports the same progress`, async () => {
-          const tag = where.includes('history') ? 'h' : 'b';
+          const tag = where.includes('first') ? 'h' : 'b';
           await driver.write(dataset, [{ op: 'create', schema: ORDER, id: `c${tag}-old`, data: { count: 1 } }], 'ATOMIC');
           const tx = await running('INSERT');
           const records = [{ id: `c${tag}-1`, data: { count: 1 } }, { id: `c${tag}-old`, data: { count: 5 } }, { id: `c${tag}-2`, data: { count: 2 } }];
@@ -235,6 +239,36 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         });
       }
 
+      if (format.transactions) {
+        it('a chunk holding the record table and an ATOMIC write of the same schema wait for each other without a deadlock (the same lock order)', async () => {
+          const tx = await running('UPSERT');
+          let reached!: () => void;
+          const atGate = new Promise<void>((r) => (reached = r));
+          let release!: () => void;
+          const gate = new Promise<void>((r) => (release = r));
+          // The chunk stops right after its first MERGE, inside its transaction, holding that table.
+          let merges = 0;
+          const pausing = wrappedStore(async (text, exec) => {
+            const result = await exec();
+            if (text.startsWith('MERGE INTO "SHOP"."SHOP_ORDER') && ++merges === 1) {
+              reached();
+              await gate;
+            }
+            return result;
+          });
+          const load = pausing.loadChunk(dataset, chunk(tx, [{ id: 'dl-1', data: { count: 1 } }], at(0)));
+          await atGate;
+          const write = driver.write(dataset, [{ op: 'create', schema: ORDER, id: 'dl-w', data: { count: 2 } }], 'ATOMIC');
+          await new Promise((r) => setTimeout(r, 300));
+          release();
+          const [loaded, [written]] = await Promise.all([load, write]);
+          expect(loaded.kind).to.equal('committed');
+          expect(written.ok, JSON.stringify(written)).to.equal(true);
+          expect((await read('dl-1'))?.version).to.equal(1);
+          expect((await read('dl-w'))?.version).to.equal(1);
+        });
+      }
+
       it(`sends a fixed number of statements per chunk, whatever its size, on the executor's warehouse${format.transactions ? ', in one BEGIN … COMMIT' : ', never BEGIN/COMMIT'}`, async () => {
         const tx = await running('UPSERT');
         const rows = (k: number, base: number) => Array.from({ length: k }, (_, i) => ({ id: `s-${base + i}`, data: { count: i } }));
@@ -242,15 +276,12 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         const large = await sent(() => store.loadChunk(dataset, chunk(tx, rows(60, 2), at(2), { ctx: { executor: 'big', warehouse: 'WH_LOADS' } })));
         const shape = (log: QueryLogEntry[]) => log.map((q) => q.sqlText.split(/\s+/).slice(0, 3).join(' '));
         expect(shape(large)).to.deep.equal(shape(small));
-        const expected = [
-          'CREATE OR REPLACE',
-          'INSERT INTO "DAS_LOAD_STAGE"',
-          'MERGE INTO "SHOP"."SHOP_ORDER_HISTORY"',
-          'MERGE INTO "SHOP"."SHOP_ORDER"',
-          'UPDATE "SHOP"."DAS_TRANSACTIONS" SET',
-        ];
+        const stage = ['CREATE OR REPLACE', 'INSERT INTO "DAS_LOAD_STAGE"'];
+        const [history, record, cursor] = ['MERGE INTO "SHOP"."SHOP_ORDER_HISTORY"', 'MERGE INTO "SHOP"."SHOP_ORDER"', 'UPDATE "SHOP"."DAS_TRANSACTIONS" SET'];
+        const expected = [...stage, history, record, cursor];
         if (format.transactions) {
-          expect(shape(large)).to.deep.equal([...expected.slice(0, 2), 'BEGIN', 'SELECT "LOAD_CURSOR", "LEASE_OWNER",', ...expected.slice(2), 'COMMIT']);
+          // The record table first, as the driver's own atomic writes lock them (no deadlock with one).
+          expect(shape(large)).to.deep.equal([...stage, 'BEGIN', 'SELECT "LOAD_CURSOR", "LEASE_OWNER",', record, history, cursor, 'COMMIT']);
           expect(large.filter((q) => /^(MERGE|UPDATE)/.test(q.sqlText)).every((q) => q.inTransaction)).to.equal(true);
         } else {
           expect(shape(large)).to.deep.equal(['SELECT "LOAD_CURSOR", "LEASE_OWNER",', 'UPDATE "SHOP"."DAS_TRANSACTIONS" SET', ...expected]);

@@ -6,7 +6,8 @@
  * A chunk (bulk-load-sql.ts): staged in a session's temporary table with one array-bound INSERT,
  * then one history MERGE and one record MERGE, then the cursor moved from `from` to `to`.
  * - snowflake: the MERGEs and the cursor move in one BEGIN … COMMIT; a run whose cursor move finds
- *   the cursor elsewhere (or the lease gone) rolls back, so a chunk is written once.
+ *   the cursor elsewhere (or the lease gone) rolls back, so a chunk is written once. The record
+ *   MERGE comes first there (the lock order of the driver's atomic writes: no deadlock with one).
  * - iceberg: never inside BEGIN/COMMIT (table-format.ts), so the chunk is idempotent instead. Its
  *   time is chosen once, before any of its writes, and kept with the transaction (CHUNK_FROM,
  *   CHUNK_AT); every row it writes carries that time. A re-run after a crash reads the same time,
@@ -37,6 +38,7 @@ import {
   fillStageSql,
   finishSql,
   giveBackSql,
+  historyAfterRecordSql,
   historyMergeSql,
   insertTransactionSql,
   listTransactionsSql,
@@ -44,6 +46,7 @@ import {
   markChunkSql,
   moveCursorSql,
   outcomeSql,
+  recordFirstMergeSql,
   renewSql,
   selectTransactionSql,
 } from './bulk-load-sql.js';
@@ -243,10 +246,19 @@ function checkState(state: Row | undefined, chunk: LoadChunk): ChunkOutcome | un
   return undefined;
 }
 
-/** The records' writes and what they add to the progress (the stage is filled already). */
-async function writeRecords(run: Runner, { layout, chunk, records, progress }: ChunkWrite, at: string): Promise<void> {
-  await run(historyMergeSql(layout, chunk.operation, at));
-  await run(liveMergeSql(layout, chunk.operation, at));
+/**
+ * The records' writes and what they add to the progress (the stage is filled already). In a
+ * transaction the record table first (the driver's writes' lock order); without one the history
+ * first, so that a re-run finds the chunk's versions there (see the top).
+ */
+async function writeRecords(run: Runner, { layout, chunk, records, progress }: ChunkWrite, at: string, inTransaction: boolean): Promise<void> {
+  if (inTransaction) {
+    await run(recordFirstMergeSql(layout, chunk.operation, at));
+    await run(historyAfterRecordSql(layout, chunk.operation, at));
+  } else {
+    await run(historyMergeSql(layout, chunk.operation, at));
+    await run(liveMergeSql(layout, chunk.operation, at));
+  }
   if (chunk.operation === 'UPSERT') {
     progress.rowsWritten += records.length;
     return;
@@ -288,7 +300,7 @@ async function inTransaction(session: Session, write: ChunkWrite): Promise<Chunk
       return settled;
     }
     // Inside one transaction no earlier attempt left rows: the time only has to be new.
-    if (records.length) await writeRecords(run, write, chunkTime());
+    if (records.length) await writeRecords(run, write, chunkTime(), true);
     const now = new Date();
     const moved = count(await run(moveCursorSql(dbSchema, chunk, withProgress(state.PROGRESS, chunk.from.action, progress), now.toISOString(), expiry(now, chunk.leaseMs))), 'number of rows updated');
     if (moved !== 1) {
@@ -319,7 +331,7 @@ async function idempotent(session: Session, write: ChunkWrite): Promise<ChunkOut
   if (records.length) {
     await run(createStageSql(layout, chunk.operation));
     await run(fillStageSql(layout, chunk.operation, records));
-    await writeRecords(run, write, at);
+    await writeRecords(run, write, at, false);
   }
   const now = new Date();
   const moved = count(await run(moveCursorSql(dbSchema, chunk, withProgress(state.PROGRESS, chunk.from.action, progress), now.toISOString(), expiry(now, chunk.leaseMs))), 'number of rows updated');
