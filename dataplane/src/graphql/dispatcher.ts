@@ -26,9 +26,9 @@ export interface DispatcherOptions {
   /** Changes read per feed call. */
   pageSize?: number;
   /**
-   * At least this long between the starts of two reads of a dataset's feed: wake-ups in between
-   * are served by one read. Every read is a few statements on the store (numbering, the page, the
-   * images); one per write at hundreds of writes a second took CPU the writers needed.
+   * At least this long between the starts of two reads of a dataset's feed (0: none): wake-ups in
+   * between are served by one read, fewer statements on the store for some latency. Off by
+   * default: 10 ms showed no gain in the benchmark (docs/subscriptions.md).
    */
   minReadIntervalMs?: number;
   /** Events a subscription may have waiting for its client; one more and it is a slow consumer. */
@@ -102,7 +102,7 @@ export class ChangeDispatcher {
     this.options = {
       pollMs: options.pollMs ?? 1000,
       pageSize: options.pageSize ?? 500,
-      minReadIntervalMs: options.minReadIntervalMs ?? 10,
+      minReadIntervalMs: options.minReadIntervalMs ?? 0,
       queueBound: options.queueBound ?? 1000,
       maxSubscriptions: options.maxSubscriptions ?? 10_000,
       retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS,
