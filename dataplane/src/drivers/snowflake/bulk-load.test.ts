@@ -292,6 +292,17 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         expect(large.filter((q) => /RETURNING/i.test(q.sqlText))).to.deep.equal([]);
         expect((await read('s-61'))?.version).to.equal(1);
       });
+
+      // Last: it drops what the tests above wrote.
+      it('a purge (deletionPolicy: Delete) drops the transactions table with the records; transactions start afresh after it', async () => {
+        await running('UPSERT');
+        const dropped = await driver.purge!(dataset);
+        expect(dropped).to.include('"SHOP"."DAS_TRANSACTIONS"');
+        expect(await store.list(dataset, { descending: true, limit: 10 }), 'no transaction survives the purge').to.deep.equal([]);
+        await driver.prepare(dataset);
+        const tx = await store.create(dataset, { id: `tx-after-purge-${format.kind}`, spec: spec() });
+        expect((await store.get(dataset, tx.id))?.status).to.equal('PENDING');
+      });
     });
   }
 });

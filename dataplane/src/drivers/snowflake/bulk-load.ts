@@ -115,6 +115,12 @@ export class WarehouseBulkLoad implements BulkLoadStore {
     return databaseSchemaFor(dataset, warehouseSqlDialect(this.host.format()));
   }
 
+  /** The dataset's stored data was dropped (deletionPolicy: Delete): its transactions table is gone too. */
+  forget(dataset: DatasetConfig): void {
+    this.ready.delete(this.key(dataset));
+    this.quietUntil.delete(dataset.id);
+  }
+
   private key(dataset: DatasetConfig): string {
     return JSON.stringify([dataset.location.accessUrl, dataset.location.account, dataset.location.database, this.dbSchema(dataset)]);
   }

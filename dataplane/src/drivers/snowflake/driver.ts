@@ -28,6 +28,7 @@ import { schemaDefOf } from '../../engine/layout.js';
 import { quoteIdent as q } from '../sql-naming.js';
 import { databaseSchemaFor } from '../sql/table-shape.js';
 import { WarehouseBulkLoad } from './bulk-load.js';
+import { transactionsTable } from './bulk-load-sql.js';
 import { CredentialFiles } from './credentials.js';
 import { CATALOG_SQL, existingColumn, planSchemaChanges } from './ddl.js';
 import { warehouseSqlDialect } from './dialect.js';
@@ -194,7 +195,12 @@ export class SnowflakeDriver implements LocationDriver {
             dropped.push(table);
           }
         }
+        // The bulk loads' bookkeeping belongs to the dataset's data too.
+        const transactions = transactionsTable(databaseSchemaFor(dataset, warehouseSqlDialect(this.format)));
+        await session.exec(`DROP TABLE IF EXISTS ${transactions}`);
+        dropped.push(transactions);
       });
+      this.bulkLoad.forget(dataset);
     } catch (err) {
       throw outageOf(err) ?? err;
     }
