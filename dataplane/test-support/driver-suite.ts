@@ -9,6 +9,7 @@ import { renderDatasetConfig } from '../../model/render.js';
 import { compileSort } from '../../model/sort.js';
 import type { Consistency, DatasetConfig, LocationKind } from '../../model/types.js';
 import type { DriverCapabilities, LocationDriver, OpResult, WriteLevel } from '../src/engine/contract.js';
+import { describeChangeFeedSection } from './driver-suite-changes.js';
 import { describeListSection } from './driver-suite-lists.js';
 
 export interface DriverUnderTest {
@@ -285,5 +286,11 @@ export function describeLocationDriver(name: string, capabilities: DriverCapabil
     });
 
     if (capabilities.list) describeListSection(() => t);
+    if (capabilities.changeFeed) {
+      it('has a change feed exactly when it declares one', () => expect(t.driver.changes).to.not.equal(undefined));
+      describeChangeFeedSection(() => t);
+    } else {
+      it('has no change feed when it declares none', () => expect(t.driver.changes).to.equal(undefined));
+    }
   });
 }
