@@ -23,7 +23,7 @@
  * the data planes' RSS, and the load average before and after.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,6 +51,24 @@ const rssMb = (pid: number | undefined) => {
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 };
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+
+/** CPU ms of the whole PostgreSQL server: the postmaster with its reaped children, and its live processes. */
+function postgresCpuMs(postmaster: number): number {
+  const ms = (pid: number) => {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / 100; // USER_HZ
+  };
+  let total = ms(postmaster);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      if (Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]) === postmaster) total += ms(Number(entry));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return total;
+}
 
 /** One subscriber, as the main process hands it to a client process. */
 interface SubSpec {
@@ -180,7 +198,10 @@ async function main(): Promise<void> {
       return { sentAt, ages, ok, latencies, failed, perSecond: (total - failed) / seconds };
     };
 
+    const postmaster = Number(readFileSync(join(dir, 'pg', 'pgdata', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const pgBefore = postgresCpuMs(postmaster);
     const baseline = await writeLoad('base');
+    const pgBaseline = (postgresCpuMs(postmaster) - pgBefore) / SECONDS;
     const rssBefore = replicas.map((r) => rssMb(r.child.pid));
 
     // The client processes, each with its share of the subscribers.
@@ -211,7 +232,7 @@ async function main(): Promise<void> {
     }
     const rssIdle = replicas.map((r) => rssMb(r.child.pid));
     const loadBefore = load();
-    const cpuStart = { planes: replicas.map((r) => cpuMs(r.child.pid) ?? 0), clients: clientProcs.map((c) => cpuMs(c.pid) ?? 0) };
+    const cpuStart = { planes: replicas.map((r) => cpuMs(r.child.pid) ?? 0), clients: clientProcs.map((c) => cpuMs(c.pid) ?? 0), postgres: postgresCpuMs(postmaster) };
     for (const c of clientProcs) c.send({ kind: 'measure' } satisfies ToClients);
     const pending = writeLoad('load', new Map());
     const rssPeak = [0, 0];
@@ -221,6 +242,7 @@ async function main(): Promise<void> {
     const cpu = {
       planes: replicas.map((r, i) => ((cpuMs(r.child.pid) ?? 0) - cpuStart.planes[i]) / SECONDS),
       clients: clientProcs.map((c, i) => ((cpuMs(c.pid) ?? 0) - cpuStart.clients[i]) / SECONDS),
+      postgres: (postgresCpuMs(postmaster) - cpuStart.postgres) / SECONDS,
     };
     const loadAfter = load();
     // Let the last changes arrive: until nothing new came for 3 s (at most 2 minutes).
@@ -262,7 +284,7 @@ async function main(): Promise<void> {
     console.log(`writes without subscribers: ${baseline.perSecond.toFixed(1)}/s, p50 ${ms(percentile(baseline.latencies, 50))}, p99 ${ms(percentile(baseline.latencies, 99))}, failed ${baseline.failed}`);
     console.log(`writes with subscribers:    ${loaded.perSecond.toFixed(1)}/s, p50 ${ms(percentile(loaded.latencies, 50))}, p99 ${ms(percentile(loaded.latencies, 99))}, failed ${loaded.failed}`);
     console.log(`write throughput ratio ${(loaded.perSecond / baseline.perSecond).toFixed(3)}, p99 write latency ratio ${(percentile(loaded.latencies, 99) / percentile(baseline.latencies, 99)).toFixed(2)}`);
-    console.log(`CPU under load (ms per s): data planes ${cpu.planes.map((x) => x.toFixed(0)).join(' / ')}, client processes ${cpu.clients.map((x) => x.toFixed(0)).join(' / ')}`);
+    console.log(`CPU under load (ms per s): data planes ${cpu.planes.map((x) => x.toFixed(0)).join(' / ')}, client processes ${cpu.clients.map((x) => x.toFixed(0)).join(' / ')}, PostgreSQL ${cpu.postgres.toFixed(0)} (without subscribers ${pgBaseline.toFixed(0)})`);
     console.log(`client event-loop delay under load (ms, per process): ${reports.map((r) => `p50 ${r!.loop.p50.toFixed(1)} p99 ${r!.loop.p99.toFixed(1)} max ${r!.loop.max.toFixed(0)}`).join('; ')}`);
     console.log(`data-plane RSS (MB): after the baseline ${rssBefore.join(' / ')}, with subscribers idle ${rssIdle.join(' / ')}, peak under load ${rssPeak.join(' / ')}`);
     console.log(`load average (1/5/15 min): at start ${loadAtStart}; under load, before ${loadBefore}, after ${loadAfter}`);
