@@ -55,7 +55,7 @@ export function runnerSettings(env: NodeJS.ProcessEnv): Pick<RunnerOptions, 'chu
     const value = Number(env[name]);
     return Number.isInteger(value) && value > 0 ? value : fallback;
   };
-  return { chunkRows: num('DAS_BULK_CHUNK_ROWS', 20_000), leaseMs: num('DAS_BULK_LEASE_MS', 30_000), pollMs: num('DAS_BULK_POLL_MS', 2000), concurrency: num('DAS_BULK_CONCURRENCY', 2) };
+  return { chunkRows: num('DAS_BULK_CHUNK_ROWS', 10_000), leaseMs: num('DAS_BULK_LEASE_MS', 30_000), pollMs: num('DAS_BULK_POLL_MS', 2000), concurrency: num('DAS_BULK_CONCURRENCY', 2) };
 }
 
 export class TransactionRunner {
@@ -162,7 +162,7 @@ export class TransactionRunner {
         const map = rowMapper(dataset, action.schema, action.operation);
         for (let f = a === tx.cursor.action ? tx.cursor.file : 0; f < files.length; f++) {
           let row = a === tx.cursor.action && f === tx.cursor.file ? tx.cursor.row : 0;
-          const chunks = readChunks(files[f], action.format as Format, row, this.options.chunkRows ?? 20_000);
+          const chunks = readChunks(files[f], action.format as Format, row, this.options.chunkRows ?? 10_000);
           // Each chunk is read, decoded and mapped while the previous one is written (pipeline.ts):
           // mapping yields what the chunk adds to the progress, applied when the chunk is written.
           const maxErrors = this.options.maxErrors ?? 10;
