@@ -27,8 +27,9 @@ export interface DispatcherOptions {
   pageSize?: number;
   /**
    * At least this long between the starts of two reads of a dataset's feed (0: none): wake-ups in
-   * between are served by one read, fewer statements on the store for some latency. Off by
-   * default: 10 ms showed no gain in the benchmark (docs/subscriptions.md).
+   * between are served by one read. A read numbers the rows writers have just appended (an UPDATE
+   * on the pages they insert into) and runs a few statements; one read per write took store CPU
+   * and contended with the writers (docs/subscriptions.md, Benchmark).
    */
   minReadIntervalMs?: number;
   /** Events a subscription may have waiting for its client; one more and it is a slow consumer. */
@@ -102,7 +103,7 @@ export class ChangeDispatcher {
     this.options = {
       pollMs: options.pollMs ?? 1000,
       pageSize: options.pageSize ?? 500,
-      minReadIntervalMs: options.minReadIntervalMs ?? 0,
+      minReadIntervalMs: options.minReadIntervalMs ?? 25,
       queueBound: options.queueBound ?? 1000,
       maxSubscriptions: options.maxSubscriptions ?? 10_000,
       retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS,

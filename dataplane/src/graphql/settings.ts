@@ -19,7 +19,7 @@ export function subscriptionSettings(env: NodeJS.ProcessEnv = process.env): Subs
       maxSubscriptions: wholeNumberSetting(env, 'DAS_SUBSCRIPTIONS_PER_REPLICA', 10_000, 1),
       queueBound: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_QUEUE', 1000, 1),
       pollMs: wholeNumberSetting(env, 'DAS_CHANGE_POLL_MS', 1000, 10),
-      minReadIntervalMs: wholeNumberSetting(env, 'DAS_CHANGE_READ_INTERVAL_MS', 0, 0),
+      minReadIntervalMs: wholeNumberSetting(env, 'DAS_CHANGE_READ_INTERVAL_MS', 25, 0),
       retentionMs: wholeNumberSetting(env, 'DAS_CHANGE_RETENTION_HOURS', 24, 1) * 3600_000,
       pruneEveryMs: wholeNumberSetting(env, 'DAS_CHANGE_PRUNE_EVERY_MS', 60_000, 1000),
     },
