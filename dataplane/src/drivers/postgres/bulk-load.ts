@@ -1,9 +1,9 @@
 /**
  * Bulk loads on PostgreSQL: the transactions table (`das_transactions` in the dataset's schema)
  * and the chunk writer. A chunk is COPYed into a temporary staging table and applied with one
- * set-based statement that also writes the history rows (versions continue as for any write);
- * the transaction's cursor and progress are updated in the same database transaction, so a chunk
- * re-run after a crash finds its cursor moved and writes nothing twice.
+ * set-based statement that also writes the history rows (versions continue as for any write) and
+ * the change-log rows; the transaction's cursor and progress are updated in the same database
+ * transaction, so a chunk re-run after a crash finds its cursor moved and writes nothing twice.
  */
 import type pg from 'pg';
 import { Readable } from 'node:stream';
