@@ -7,6 +7,7 @@
  * a request names one.
  */
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +37,8 @@ import {
 const RELEASE = 'wh';
 const RELEASE_NAMESPACE = 'wh-system';
 const FULLNAME = `${RELEASE}-data-access-operator`;
+// Databases of their own on the shared test PostgreSQL (other suites in this process use the same examples).
+const RUN = randomBytes(4).toString('hex').toUpperCase();
 const LOGIN = JSON.stringify({ username: 'das', password: 'das' });
 
 const example = (file: string) => parseAllDocuments(readFileSync(join(REPO_ROOT, 'examples/warehouse', file), 'utf8'))[0].toJS();
@@ -80,7 +83,7 @@ describe('operator e2e: warehouse Datasets (snowflake and iceberg, served throug
     for (const file of ['dataset-sales.yaml', 'dataset-lake.yaml']) {
       const dataset = example(file);
       // Each run gets its own databases on the shared peer.
-      dataset.spec.location = { ...dataset.spec.location, accessUrl: peer.url, database: `${dataset.spec.location.database}_${process.pid}` };
+      dataset.spec.location = { ...dataset.spec.location, accessUrl: peer.url, database: `${dataset.spec.location.database}_${RUN}` };
       await apply(cluster, ns, JSON.stringify(dataset));
     }
     await waitForCondition(cluster, ns, 'dataset', 'sales', 'Ready', 'True');
