@@ -28,6 +28,7 @@ import { chunkMark, cursorText, dedupe, MARK, parseCursor, planRow, type Known }
 import { sortableFields, sortKeys } from './sort-index.js';
 import { A, schemaTables } from './tables.js';
 import { itemSize, MAX_ITEM_BYTES, storedData, unstorable } from './values.js';
+import { reportOutcomes } from '../bulk-load-outcomes.js';
 
 type Clients = { raw: DynamoDBClient; doc: DynamoDBDocumentClient };
 type Item = Record<string, unknown>;
@@ -79,19 +80,12 @@ export class DynamoDbBulkLoad implements BulkLoadStore {
     private readonly failureOf: (err: unknown, schema?: string) => unknown,
   ) {
     // Every method reports what the store answered as a store outcome (never a bare SDK error).
-    for (const name of ['create', 'get', 'list', 'claim', 'renew', 'advance', 'finish', 'loadChunk'] as const) {
-      const method = (this[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
-      (this as Record<string, unknown>)[name] = async (...args: unknown[]) => {
-        try {
-          return await method(...args);
-        } catch (err) {
-          if (name === 'create' && (err as Error).name === 'ConditionalCheckFailedException') {
-            throw new StoreError({ kind: 'exists', schema: 'Transaction', id: (args[1] as { id: string }).id });
-          }
-          throw this.failureOf(err, name === 'loadChunk' ? (args[1] as LoadChunk).schema : 'Transaction');
-        }
-      };
-    }
+    reportOutcomes(this, (err, name, args) => {
+      if (name === 'create' && (err as Error).name === 'ConditionalCheckFailedException') {
+        return new StoreError({ kind: 'exists', schema: 'Transaction', id: (args[1] as { id: string }).id });
+      }
+      return this.failureOf(err, name === 'loadChunk' ? (args[1] as LoadChunk).schema : 'Transaction');
+    });
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import { quoteIdent as q, postgresNaming as naming } from '../sql-naming.js';
 import { changeChannel, changeLockKey, changesTable } from './change-log.js';
 import { holdConnection } from './checkout.js';
 import { outageOf } from './outage.js';
+import { reportOutcomes } from '../bulk-load-outcomes.js';
 import { databaseSchemaOf, type TableLayout } from './sql.js';
 
 const TABLE = 'das_transactions';
@@ -31,16 +32,7 @@ export class PostgresBulkLoad implements BulkLoadStore {
     private readonly layoutOf: (dataset: DatasetConfig, schema: string) => TableLayout,
   ) {
     // Every method reports what the store answered as a store outcome (never a bare pg error).
-    for (const name of ['create', 'get', 'list', 'claim', 'renew', 'advance', 'finish', 'loadChunk'] as const) {
-      const method = (this[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
-      (this as Record<string, unknown>)[name] = async (...args: unknown[]) => {
-        try {
-          return await method(...args);
-        } catch (err) {
-          throw outcomeOf(err, name === 'create' ? (args[1] as { id: string }).id : undefined);
-        }
-      };
-    }
+    reportOutcomes(this, (err, name, args) => outcomeOf(err, name === 'create' ? (args[1] as { id: string }).id : undefined));
   }
 
   private table(dataset: DatasetConfig): string {

@@ -52,6 +52,7 @@ import {
 } from './bulk-load-sql.js';
 import { warehouseSqlDialect } from './dialect.js';
 import { outageOf } from './errors.js';
+import { reportOutcomes } from '../bulk-load-outcomes.js';
 import type { Statement, WarehouseLayout } from './layout.js';
 import type { Session } from './sessions.js';
 import type { TableFormat } from './table-format.js';
@@ -92,16 +93,7 @@ export class WarehouseBulkLoad implements BulkLoadStore {
 
   constructor(private readonly host: WarehouseBulkLoadHost) {
     // Every method reports an unreachable warehouse as the store outcome `unavailable`.
-    for (const name of ['create', 'get', 'list', 'claim', 'renew', 'advance', 'finish', 'loadChunk'] as const) {
-      const method = (this[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
-      (this as Record<string, unknown>)[name] = async (...args: unknown[]) => {
-        try {
-          return await method(...args);
-        } catch (err) {
-          throw outageOf(err) ?? err;
-        }
-      };
-    }
+    reportOutcomes(this, (err) => outageOf(err) ?? err);
   }
 
   private idleClaimMs(): number {
