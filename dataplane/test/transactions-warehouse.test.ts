@@ -7,19 +7,16 @@
  * BEGIN/COMMIT, and the load's MERGEs on the warehouse of the executor the transaction names.
  */
 import { expect } from 'chai';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import type { SnowflakeTestPeerHandle } from '../../e2e/peers/snowflake/peer.js';
-import { sharedSnowflakePeer, warehouseSecrets } from '../src/drivers/snowflake/peer.test-support.js';
+import { sharedSnowflakePeer, warehouseExampleManifests } from '../src/drivers/snowflake/peer.test-support.js';
 import { startFunctionGateway } from '../src/function-gateway/server.js';
 import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { call, client } from '../test-support/http.js';
 import { parquetFile } from '../test-support/transactions.js';
-
-const EXAMPLE = resolve(import.meta.dirname, '../../examples/warehouse');
 
 describe('transactions (bulk loads) on the warehouse kinds (examples/warehouse, snowflake-sdk against the test peer)', function () {
   this.timeout(120_000);
@@ -50,19 +47,8 @@ describe('transactions (bulk loads) on the warehouse kinds (examples/warehouse, 
 
   before(async () => {
     peer = await sharedSnowflakePeer();
-    const secrets = warehouseSecrets();
-    const dir = mkdtempSync(join(tmpdir(), 'das-warehouse-tx-'));
-    cpSync(EXAMPLE, dir, { recursive: true });
-    for (const [file, from, to] of [
-      ['dataset-sales.yaml', 'database: SALES', `database: ${SALES}`],
-      ['dataset-lake.yaml', 'database: LAKE', `database: ${LAKE}`],
-    ]) {
-      const path = join(dir, file);
-      const text = readFileSync(path, 'utf8').replace('accessUrl: http://127.0.0.1:8085', `accessUrl: ${peer.url}`).replace(from, to).replace('{ name: warehouse-login, key: login }', `{ name: ${secrets.ref.name}, key: ${secrets.ref.key} }`);
-      expect(text).to.include(peer.url).and.include(to);
-      writeFileSync(path, text);
-    }
-    dp = await startTestDataPlane({ manifests: dir, env: { DAS_SECRETS_DIR: secrets.dir, DAS_BULK_CHUNK_ROWS: '2', DAS_BULK_POLL_MS: '100' } });
+    const { manifests, secretsDir } = warehouseExampleManifests(peer, { sales: SALES, lake: LAKE });
+    dp = await startTestDataPlane({ manifests, env: { DAS_SECRETS_DIR: secretsDir, DAS_BULK_CHUNK_ROWS: '2', DAS_BULK_POLL_MS: '100' } });
     imports = join(dp.dataDir, 'imports');
     mkdirSync(imports, { recursive: true });
     for (const [dataset, path] of [['sales', '/sales/sales.Customer/none'], ['lake', '/lake/lake.Device/none']] as const) {

@@ -5,15 +5,10 @@
  * QUERY_TAG, the executor's warehouse, raw SQL under the read-only role, ASYNC submission.
  */
 import { expect } from 'chai';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import type { QueryLogEntry, SnowflakeTestPeerHandle } from '../../../../e2e/peers/snowflake/peer.js';
 import { startTestDataPlane, type TestDataPlane } from '../../../test-support/dataplane.js';
 import { client } from '../../../test-support/http.js';
-import { sharedSnowflakePeer, warehouseSecrets } from './peer.test-support.js';
-
-const EXAMPLE = resolve(import.meta.dirname, '../../../../examples/warehouse');
+import { sharedSnowflakePeer, warehouseExampleManifests } from './peer.test-support.js';
 
 describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk against the test peer): the statements sent', function () {
   this.timeout(120_000);
@@ -43,19 +38,8 @@ describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk agains
 
   before(async () => {
     peer = await sharedSnowflakePeer();
-    const secrets = warehouseSecrets();
-    const dir = mkdtempSync(join(tmpdir(), 'das-warehouse-manifests-'));
-    cpSync(EXAMPLE, dir, { recursive: true });
-    for (const [file, from, to] of [
-      ['dataset-sales.yaml', 'database: SALES', `database: ${SALES}`],
-      ['dataset-lake.yaml', 'database: LAKE', `database: ${LAKE}`],
-    ]) {
-      const path = join(dir, file);
-      const text = readFileSync(path, 'utf8').replace('accessUrl: http://127.0.0.1:8085', `accessUrl: ${peer.url}`).replace(from, to).replace('{ name: warehouse-login, key: login }', `{ name: ${secrets.ref.name}, key: ${secrets.ref.key} }`);
-      expect(text).to.include(peer.url).and.include(to);
-      writeFileSync(path, text);
-    }
-    dp = await startTestDataPlane({ manifests: dir, env: { DAS_SECRETS_DIR: secrets.dir } });
+    const { manifests, secretsDir } = warehouseExampleManifests(peer, { sales: SALES, lake: LAKE });
+    dp = await startTestDataPlane({ manifests, env: { DAS_SECRETS_DIR: secretsDir } });
     for (const [api, path] of [[sales, '/sales/sales.Customer/none'], [lake, '/lake/lake.Device/none']] as const) {
       for (let i = 0; i < 200 && (await api()({ path })).status !== 404; i++) await new Promise((r) => setTimeout(r, 100));
     }

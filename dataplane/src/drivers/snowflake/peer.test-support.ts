@@ -3,9 +3,9 @@
  * process on 127.0.0.1, backed by the test PostgreSQL; each call gets its own database, and a
  * Secret directory laid out as the operator mounts it (`<dir>/<name>/<key>` holding the login JSON).
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { startSnowflakeTestPeer, type SnowflakeTestPeerHandle } from '../../../../e2e/peers/snowflake/peer.js';
 import type { DatasetConfig } from '../../../../model/types.js';
@@ -44,4 +44,28 @@ export async function warehouseDriverUnderTest(format: TableFormat, options: Par
   const secrets = warehouseSecrets();
   const driver = new SnowflakeDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: secrets.dir }, format, ...options });
   return { peer, driver, secrets, location: await warehouseLocation(secrets.ref) };
+}
+
+/**
+ * examples/warehouse copied for a test: its datasets on `peer`, in databases of their own (the peer
+ * is shared by the test process), with a login Secret under the returned secrets directory. Start a
+ * data plane on `manifests` with `DAS_SECRETS_DIR: secretsDir`.
+ */
+export function warehouseExampleManifests(peer: SnowflakeTestPeerHandle, databases: { sales: string; lake: string }): { manifests: string; secretsDir: string } {
+  const secrets = warehouseSecrets();
+  const manifests = mkdtempSync(join(tmpdir(), 'das-warehouse-manifests-'));
+  cpSync(resolve(import.meta.dirname, '../../../../examples/warehouse'), manifests, { recursive: true });
+  for (const [file, from, to] of [
+    ['dataset-sales.yaml', 'database: SALES', `database: ${databases.sales}`],
+    ['dataset-lake.yaml', 'database: LAKE', `database: ${databases.lake}`],
+  ]) {
+    const path = join(manifests, file);
+    const text = readFileSync(path, 'utf8')
+      .replace('accessUrl: http://127.0.0.1:8085', `accessUrl: ${peer.url}`)
+      .replace(from, to)
+      .replace('{ name: warehouse-login, key: login }', `{ name: ${secrets.ref.name}, key: ${secrets.ref.key} }`);
+    if (!text.includes(peer.url) || !text.includes(to)) throw new Error(`examples/warehouse/${file} no longer has the settings this helper replaces`);
+    writeFileSync(path, text);
+  }
+  return { manifests, secretsDir: secrets.dir };
 }
