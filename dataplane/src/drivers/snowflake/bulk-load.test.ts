@@ -167,6 +167,25 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         expect(await sent(() => other.claim(dataset, 'b', 60_000))).to.deep.equal([]);
       });
 
+      it('a claim whose look ran before a create committed does not pause the dataset past that transaction', async () => {
+        let createDuring: (() => Promise<unknown>) | undefined;
+        const racing: WarehouseBulkLoad = wrappedStore(async (text, exec) => {
+          const result = await exec();
+          // The create commits after the claim's candidate SELECT and before the claim ends.
+          if (createDuring && /"READY"/.test(text)) {
+            const create = createDuring;
+            createDuring = undefined;
+            await create();
+          }
+          return result;
+        });
+        const id = `tx-race-${format.kind}`;
+        createDuring = () => racing.create(dataset, { id, spec: spec() });
+        expect(await racing.claim(dataset, 'r', 60_000), 'the claim looked before the create').to.equal(undefined);
+        expect((await racing.claim(dataset, 'r', 60_000))?.id, 'the next claim takes it at once').to.equal(id);
+        await racing.finish(dataset, id, 'r', { status: 'SUCCEEDED', progress: [empty()] });
+      });
+
       it('UPSERT chunks write versions and history as any write, continuing after the driver\'s own writes; a committed chunk run again is already-committed', async () => {
         const [existing] = await driver.write(dataset, [{ op: 'create', schema: ORDER, id: 'u-old', data: { count: 1 } }], 'ATOMIC');
         expect(existing.ok).to.equal(true);

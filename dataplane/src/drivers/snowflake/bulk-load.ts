@@ -90,6 +90,12 @@ export class WarehouseBulkLoad implements BulkLoadStore {
   private readonly ready = new Set<string>();
   /** Per dataset: no claim is tried before this time (a claim found nothing). */
   private readonly quietUntil = new Map<string, number>();
+  /**
+   * Per dataset: transactions created by this replica so far. A claim that found nothing pauses the
+   * dataset only if none was created while it looked: its SELECT may have run before a create
+   * committed, and the pause must not hold that transaction back.
+   */
+  private readonly created = new Map<string, number>();
 
   constructor(private readonly host: WarehouseBulkLoadHost) {
     // Every method reports an unreachable warehouse as the store outcome `unavailable`.
@@ -144,6 +150,7 @@ export class WarehouseBulkLoad implements BulkLoadStore {
       return count(await run(insertTransactionSql(dbSchema, tx, progress, now)), 'number of rows inserted');
     });
     if (inserted !== 1) throw new StoreError({ kind: 'exists', schema: 'Transaction', id: tx.id });
+    this.created.set(dataset.id, (this.created.get(dataset.id) ?? 0) + 1);
     this.quietUntil.delete(dataset.id);
     return { id: tx.id, status: 'PENDING', spec: tx.spec, progress, cursor: { action: 0, file: 0, row: 0 }, createdAt: now, updatedAt: now };
   }
@@ -160,6 +167,7 @@ export class WarehouseBulkLoad implements BulkLoadStore {
 
   async claim(dataset: DatasetConfig, owner: string, leaseMs: number): Promise<StoredTransaction | undefined> {
     if ((this.quietUntil.get(dataset.id) ?? 0) > Date.now()) return undefined;
+    const createdBefore = this.created.get(dataset.id) ?? 0;
     const dbSchema = this.dbSchema(dataset);
     /** When to look again if nothing is claimed: after the idle pause, or when a lease held now runs out if sooner. */
     let lookAgain = Date.now() + this.idleClaimMs();
@@ -185,7 +193,7 @@ export class WarehouseBulkLoad implements BulkLoadStore {
       },
       undefined,
     );
-    if (!claimed) this.quietUntil.set(dataset.id, lookAgain);
+    if (!claimed && (this.created.get(dataset.id) ?? 0) === createdBefore) this.quietUntil.set(dataset.id, lookAgain);
     return claimed;
   }
 
