@@ -97,7 +97,7 @@ describe('transactions: a bulk load beside single writes to the same records', f
     expect(Math.max(...live.map((r) => r.version))).to.be.greaterThan(2);
   });
 
-  it('a chunk waiting for a row a single write holds does not hold the change-log lock meanwhile, so the single write finishes (no deadlock)', async () => {
+  it('a chunk waiting for a row a single write holds takes no change-log lock meanwhile: a change-log reader is not held up, and the chunk finishes after the single write (no deadlock)', async () => {
     await dp.dataPlane.runner.stop(); // this test claims its transaction itself
     const config = dp.dataPlane.store.dataset('demo')!.config;
     const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: dp.databaseUrl } });
@@ -108,7 +108,7 @@ describe('transactions: a bulk load beside single writes to the same records', f
       const spec = { actions: [{ locationUri: 'file:///x', operation: 'UPSERT' as const, format: 'NDJSON', schema: 'demo.Person' }], context: {} };
       await store.create(config, { id: 'beside-a-single-write', spec });
       expect((await store.claim(config, 'me', 60_000))?.id).to.equal('beside-a-single-write');
-      // A single write in progress: it has written hot1 (holding its row lock) and takes the change-log lock next.
+      // A single write in progress: it has written hot1 and holds its row lock.
       await single.query('BEGIN');
       await single.query(`UPDATE demo.demo_person SET age = 77 WHERE id = 'hot1'`);
       const loading = store.loadChunk(config, {
@@ -126,15 +126,15 @@ describe('transactions: a bulk load beside single writes to the same records', f
         progress: { ...emptyProgress(), rowsRead: 2 },
         maxErrors: 10,
       });
-      // The chunk now waits for hot1's row lock.
+      // The chunk now waits for hot1's row lock (watched from outside the single write's
+      // transaction: inside it, pg_stat_activity answers from a snapshot taken at its first read).
       for (let i = 0; ; i++) {
-        const waiting = await single.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
+        const waiting = await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
         if (waiting.rows[0].n > 0) break;
         expect(i, 'the chunk never waited for the row lock').to.be.lessThan(200);
         await new Promise((r) => setTimeout(r, 20));
       }
-      // Had the chunk taken the change-log lock before writing its rows, this would wait for it and
-      // PostgreSQL would break the cycle (deadlock detected) after deadlock_timeout.
+      // The lock a change-log reader numbers changes under is free: writers, bulk ones included, never take it.
       await single.query(`SET LOCAL lock_timeout = '3s'`);
       const started = Date.now();
       await single.query('SELECT pg_advisory_xact_lock(hashtext($1::text))', [changeLockKey('demo')]);

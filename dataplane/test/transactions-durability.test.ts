@@ -140,4 +140,87 @@ describe('transactions: a data plane killed mid-load, the load finished by anoth
       await driver.close();
     }
   });
+
+  /** A chunk of demo.Company rows from + 1 to `to` of file 0 (rows count from 1), as the runner offers it. */
+  const companies = (transaction: string, owner: string, from: number, to: number, operation: 'UPSERT' | 'INSERT' = 'UPSERT') => ({
+    transaction,
+    owner,
+    leaseMs: 60_000,
+    schema: 'demo.Company',
+    operation,
+    records: Array.from({ length: to - from }, (_, i) => ({ id: `${transaction}-${from + i + 1}`, data: { name: `n${from + i + 1}` }, row: from + i + 1 })),
+    from: { action: 0, file: 0, row: from },
+    to: { action: 0, file: 0, row: to },
+    progress: { ...emptyProgress(), rowsRead: to - from },
+    maxErrors: 10,
+  });
+  const versions = async (prefix: string) =>
+    (await db.query(`SELECT count(*)::int AS n, count(DISTINCT id)::int AS ids, max(version) AS v FROM demo.demo_company_history WHERE id LIKE $1`, [`${prefix}-%`])).rows[0];
+
+  it("killed after a chunk's parts wrote and before the chunk committed: offered again, even cut differently, nothing is written twice and the counts come out exact", async () => {
+    const config = second!.dataPlane.store.dataset('demo')!.config;
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '3' } });
+    try {
+      const store = driver.bulkLoad;
+      await second!.dataPlane.runner.stop();
+      const spec = { actions: [{ locationUri: 'file:///x', operation: 'UPSERT' as const, format: 'NDJSON', schema: 'demo.Company' }], context: {} };
+      await store.create(config, { id: 'torn', spec });
+      expect((await store.claim(config, 'me', 60_000))?.id).to.equal('torn');
+      // The process dies right after every part of rows 1 to 30 committed: the chunk's own commit never runs.
+      const commit = Reflect.get(store, 'commitChunk');
+      Reflect.set(store, 'commitChunk', async () => {
+        throw Object.assign(new Error('killed'), { code: '57P01' });
+      });
+      await store.loadChunk(config, companies('torn', 'me', 0, 30)).catch(() => undefined);
+      Reflect.deleteProperty(store, 'commitChunk');
+      expect(Reflect.get(store, 'commitChunk')).to.equal(commit);
+      expect(await versions('torn'), 'the parts committed').to.deep.equal({ n: 30, ids: 30, v: 1 });
+      expect((await store.get(config, 'torn'))?.cursor, 'the chunk did not').to.deep.equal({ action: 0, file: 0, row: 0 });
+      // The runner that continues cuts its chunks at 20 rows: rows 1 to 20, then 21 to 40.
+      const first = await store.loadChunk(config, companies('torn', 'me', 0, 20));
+      expect(first.kind).to.equal('committed');
+      const next = await store.loadChunk(config, { ...companies('torn', 'me', 20, 40), progress: { ...(first as { progress: ReturnType<typeof emptyProgress> }).progress, rowsRead: 40 } });
+      expect(next.kind).to.equal('committed');
+      expect(await versions('torn'), 'every row once, at version 1').to.deep.equal({ n: 40, ids: 40, v: 1 });
+      const stored = await store.get(config, 'torn');
+      expect(stored?.cursor).to.deep.equal({ action: 0, file: 0, row: 40 });
+      expect(stored?.progress[0]).to.include({ rowsRead: 40, rowsWritten: 40, rowsRejected: 0 });
+    } finally {
+      await driver.close();
+    }
+  });
+
+  it('a transaction keeps the parts it started with when a replica with another DAS_BULK_WRITERS continues it; INSERT refusals are counted once', async () => {
+    const config = second!.dataPlane.store.dataset('demo')!.config;
+    const two = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '2' } });
+    const five = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '5' } });
+    try {
+      await second!.dataPlane.runner.stop();
+      const spec = { actions: [{ locationUri: 'file:///x', operation: 'INSERT' as const, format: 'NDJSON', schema: 'demo.Company' }], context: {} };
+      await two.bulkLoad.create(config, { id: 'moved', spec });
+      expect((await two.bulkLoad.claim(config, 'me', 60_000))?.id).to.equal('moved');
+      const first = await two.bulkLoad.loadChunk(config, companies('moved', 'me', 0, 50, 'INSERT'));
+      expect(first.kind).to.equal('committed');
+      const parts = async () => (await db.query(`SELECT count(*)::int AS n FROM demo.das_transaction_parts WHERE transaction_id = 'moved'`)).rows[0].n;
+      expect(await parts()).to.equal(2);
+      // The other replica offers rows 51 to 100, plus two ids the first chunk inserted (refused).
+      const chunk = companies('moved', 'me', 50, 100, 'INSERT');
+      chunk.records.push({ id: 'moved-3', data: { name: 'again' }, row: 101 }, { id: 'moved-7', data: { name: 'again' }, row: 102 });
+      const second_ = await five.bulkLoad.loadChunk(config, { ...chunk, to: { action: 0, file: 0, row: 102 }, progress: { ...(first as { progress: ReturnType<typeof emptyProgress> }).progress, rowsRead: 102 } });
+      expect(second_.kind).to.equal('committed');
+      expect(await parts(), 'still the 2 parts it started with').to.equal(2);
+      expect(await versions('moved')).to.deep.equal({ n: 100, ids: 100, v: 1 });
+      const progress = (second_ as { progress: ReturnType<typeof emptyProgress> }).progress;
+      expect(progress).to.include({ rowsRead: 102, rowsWritten: 100, rowsRejected: 2 });
+      expect(progress.errors).to.deep.equal([
+        { row: 101, message: 'a record with id "moved-3" exists' },
+        { row: 102, message: 'a record with id "moved-7" exists' },
+      ]);
+      await five.bulkLoad.finish(config, 'moved', 'me', { status: 'SUCCEEDED', progress: [progress] });
+      expect(await parts(), 'a finished transaction keeps no parts').to.equal(0);
+    } finally {
+      await two.close();
+      await five.close();
+    }
+  });
 });

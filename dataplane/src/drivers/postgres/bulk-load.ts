@@ -1,9 +1,11 @@
 /**
  * Bulk loads on PostgreSQL: the transactions table (`das_transactions` in the dataset's schema)
- * and the chunk writer. A chunk is COPYed into a temporary staging table and applied with one
- * set-based statement that also writes the history rows (versions continue as for any write) and
- * the change-log rows; the transaction's cursor and progress are updated in the same database
- * transaction, so a chunk re-run after a crash finds its cursor moved and writes nothing twice.
+ * and the chunk writer. A chunk is split by id into parts (bulk-load-parts.ts) written at once on
+ * as many connections (`DAS_BULK_WRITERS`): each part is COPYed into a temporary staging table and
+ * applied with one set-based statement that also writes the history rows (versions continue as
+ * for any write) and the change-log rows, and commits with its part's cursor
+ * (`das_transaction_parts`), so a part re-run after a crash writes nothing twice. Then the chunk
+ * commits: the transaction's cursor moves and its progress takes in what the parts wrote.
  */
 import type pg from 'pg';
 import { Readable } from 'node:stream';
@@ -13,13 +15,24 @@ import type { DatasetConfig } from '../../../../model/types.js';
 import { valueAt } from '../../engine/layout.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StoredTransaction } from '../../engine/contract.js';
 import { quoteIdent as q, postgresNaming as naming } from '../sql-naming.js';
-import { changeChannel, changeLockKey, changesTable } from './change-log.js';
+import { changeChannel, changesTable } from './change-log.js';
+import { addToPending, foldPending, laterCursor, nothingPending, splitIntoParts, unwritten, type PartPending } from './bulk-load-parts.js';
 import { holdConnection } from './checkout.js';
 import { outageOf } from './outage.js';
 import { reportOutcomes } from '../bulk-load-outcomes.js';
 import { databaseSchemaOf, type TableLayout } from './sql.js';
 
 const TABLE = 'das_transactions';
+const PARTS_TABLE = 'das_transaction_parts';
+/** Connections a chunk is written on at once, unless DAS_BULK_WRITERS says otherwise. */
+export const DEFAULT_WRITERS = 2;
+const MAX_WRITERS = 32;
+
+/** DAS_BULK_WRITERS: an integer from 1 to 32 (else the default). */
+export function bulkWriters(env: NodeJS.ProcessEnv | undefined): number {
+  const value = Number(env?.DAS_BULK_WRITERS);
+  return Number.isInteger(value) && value >= 1 && value <= MAX_WRITERS ? value : DEFAULT_WRITERS;
+}
 
 type Row = Record<string, unknown>;
 
@@ -30,6 +43,8 @@ export class PostgresBulkLoad implements BulkLoadStore {
   constructor(
     private readonly poolOf: (dataset: DatasetConfig) => pg.Pool,
     private readonly layoutOf: (dataset: DatasetConfig, schema: string) => TableLayout,
+    /** Parts a new transaction's chunks are split into, each written on its own connection. */
+    private readonly writers = DEFAULT_WRITERS,
   ) {
     // Every method reports what the store answered as a store outcome (never a bare pg error).
     reportOutcomes(this, (err, name, args) => outcomeOf(err, name === 'create' ? (args[1] as { id: string }).id : undefined));
@@ -37,6 +52,10 @@ export class PostgresBulkLoad implements BulkLoadStore {
 
   private table(dataset: DatasetConfig): string {
     return `${q(databaseSchemaOf(dataset))}.${q(TABLE)}`;
+  }
+
+  private partsTable(dataset: DatasetConfig): string {
+    return `${q(databaseSchemaOf(dataset))}.${q(PARTS_TABLE)}`;
   }
 
   /**
@@ -55,9 +74,8 @@ export class PostgresBulkLoad implements BulkLoadStore {
     if (!create) {
       const found = await pool.query('SELECT to_regclass($1) IS NOT NULL AS present', [this.table(dataset)]);
       if (!found.rows[0].present) return undefined;
-      known.add(schema);
-      return pool;
     }
+    // Also when the table exists: one made before parts existed gets its parts table.
     await withTransaction(pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`data-access:ddl:${dataset.id}`]);
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${q(schema)}`);
@@ -67,6 +85,11 @@ export class PostgresBulkLoad implements BulkLoadStore {
           `started_at timestamptz, finished_at timestamptz, lease_owner text, lease_expires_at timestamptz)`,
       );
       await client.query(`CREATE INDEX IF NOT EXISTS das_transactions_created ON ${this.table(dataset)} (created_at, id)`);
+      // A running transaction's parts: where each has written up to, and what it wrote that the
+      // transaction's progress has not taken in yet (bulk-load-parts.ts).
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${this.partsTable(dataset)} (transaction_id text NOT NULL, part integer NOT NULL, "cursor" jsonb NOT NULL, pending jsonb NOT NULL, PRIMARY KEY (transaction_id, part))`,
+      );
     });
     known.add(schema);
     return pool;
@@ -78,7 +101,7 @@ export class PostgresBulkLoad implements BulkLoadStore {
   }
 
   dropSql(dataset: DatasetConfig): string {
-    return `DROP TABLE IF EXISTS ${this.table(dataset)}`;
+    return `DROP TABLE IF EXISTS ${this.table(dataset)}, ${this.partsTable(dataset)}`;
   }
 
   async create(dataset: DatasetConfig, tx: Pick<StoredTransaction, 'id' | 'spec'>): Promise<StoredTransaction> {
@@ -163,52 +186,123 @@ export class PostgresBulkLoad implements BulkLoadStore {
   ): Promise<void> {
     const pool = await this.pool(dataset);
     if (!outcome) {
-      // Given back (shutdown, pause): another replica, or this one later, continues from the cursor.
+      // Given back (shutdown, pause): another replica, or this one later, continues from the cursor
+      // (and each part from its own).
       await pool.query(`UPDATE ${this.table(dataset)} SET status = 'PENDING', lease_owner = NULL, lease_expires_at = NULL, updated_at = clock_timestamp() WHERE id = $1 AND lease_owner = $2`, [id, owner]);
       return;
     }
-    await pool.query(
-      `UPDATE ${this.table(dataset)} SET status = $3, error = $4, progress = $5, finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_owner = NULL, lease_expires_at = NULL ` +
-        `WHERE id = $1 AND lease_owner = $2`,
-      [id, owner, outcome.status, outcome.error ?? null, JSON.stringify(outcome.progress)],
-    );
+    await withTransaction(pool, async (client) => {
+      // A load that failed after some parts of a chunk committed: what they wrote still counts.
+      const parts = await client.query(`DELETE FROM ${this.partsTable(dataset)} WHERE transaction_id = $1 RETURNING pending`, [id]);
+      const progress = structuredClone(outcome.progress);
+      for (const { pending } of parts.rows as { pending: PartPending }[]) {
+        if (pending.written || pending.rejected) progress[pending.action] = foldPending(progress[pending.action], [pending], () => 'refused by the store', Number.MAX_SAFE_INTEGER);
+      }
+      await client.query(
+        `UPDATE ${this.table(dataset)} SET status = $3, error = $4, progress = $5, finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_owner = NULL, lease_expires_at = NULL ` +
+          `WHERE id = $1 AND lease_owner = $2`,
+        [id, owner, outcome.status, outcome.error ?? null, JSON.stringify(progress)],
+      );
+    });
   }
 
+  /**
+   * A chunk: its parts written at once, each in its own database transaction with its cursor
+   * (writePart), then the chunk's commit (commitChunk). A crash in between leaves parts that have
+   * written and a cursor that has not moved: the chunk is offered again, those parts write nothing
+   * again, and the commit takes in what they wrote then.
+   */
   async loadChunk(dataset: DatasetConfig, chunk: LoadChunk): Promise<ChunkOutcome> {
     const layout = this.layoutOf(dataset, chunk.schema);
     const progress = structuredClone(chunk.progress);
     const { records, duplicates } = dedupe(chunk.records, chunk.operation);
     for (const d of duplicates) reject(progress, chunk.maxErrors, d.row, `id "${d.id}" appears earlier in the same chunk; INSERT keeps the first`);
-    const staged = records.length ? stageCopy(layout, records, chunk.operation === 'DELETE') : undefined;
     const pool = await this.pool(dataset);
+    const parts = await this.partsOf(pool, dataset, chunk.transaction, chunk.owner);
+    const settled = await Promise.allSettled(splitIntoParts(records, parts).map((mine, part) => this.writePart(pool, dataset, layout, chunk, part, mine)));
+    // Every part has finished (none still writing) before the chunk reports anything.
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const kinds = settled.map((s) => (s as PromiseFulfilledResult<PartOutcome>).value);
+    if (kinds.includes('lease-lost')) return { kind: 'lease-lost' };
+    if (kinds.includes('already-committed')) return { kind: 'already-committed' };
+    return await this.commitChunk(pool, dataset, chunk, progress);
+  }
+
+  /**
+   * The transaction's parts: made on its first chunk by the lease holder (as many as it writes
+   * with), then kept, so every replica continuing it splits its ids the same way.
+   */
+  private async partsOf(pool: pg.Pool, dataset: DatasetConfig, transaction: string, owner: string): Promise<number> {
+    const t = this.partsTable(dataset);
+    const result = await pool.query(
+      `WITH made AS (INSERT INTO ${t} (transaction_id, part, "cursor", pending) ` +
+        `SELECT $1, k, m."cursor", jsonb_build_object('action', (m."cursor"->>'action')::int, 'written', 0, 'rejected', 0, 'samples', '[]'::jsonb) ` +
+        `FROM generate_series(0, $2 - 1) k, ${this.table(dataset)} m WHERE m.id = $1 AND m.lease_owner = $3 AND NOT EXISTS (SELECT 1 FROM ${t} WHERE transaction_id = $1) ` +
+        `ON CONFLICT DO NOTHING RETURNING 1) ` +
+        `SELECT greatest((SELECT count(*) FROM made), (SELECT count(*) FROM ${t} WHERE transaction_id = $1))::int AS parts`,
+      [transaction, this.writers, owner],
+    );
+    return Math.max(1, result.rows[0].parts as number);
+  }
+
+  /** One part of a chunk: its records not yet written, with their history and changes, and its cursor, in one database transaction. */
+  private async writePart(pool: pg.Pool, dataset: DatasetConfig, layout: TableLayout, chunk: LoadChunk, part: number, records: LoadChunk['records']): Promise<PartOutcome> {
     return await withTransaction(pool, async (client) => {
-      const current = await client.query(`SELECT "cursor", lease_owner FROM ${this.table(dataset)} WHERE id = $1 FOR UPDATE`, [chunk.transaction]);
+      // Shared: the parts of a chunk run at once; a claim (FOR UPDATE SKIP LOCKED) passes over the row meanwhile.
+      const current = await client.query(`SELECT "cursor", lease_owner FROM ${this.table(dataset)} WHERE id = $1 FOR SHARE`, [chunk.transaction]);
       const row = current.rows[0];
-      if (!row || row.lease_owner !== chunk.owner) return { kind: 'lease-lost' as const };
-      if (!sameCursor(row.cursor, chunk.from)) return { kind: 'already-committed' as const };
-      if (staged) {
+      if (!row || row.lease_owner !== chunk.owner) return 'lease-lost';
+      if (!sameCursor(row.cursor, chunk.from)) return 'already-committed';
+      const mine = await client.query(`SELECT "cursor", pending FROM ${this.partsTable(dataset)} WHERE transaction_id = $1 AND part = $2 FOR UPDATE`, [chunk.transaction, part]);
+      if (!mine.rows[0]) return 'lease-lost'; // the transaction finished meanwhile
+      const partCursor = mine.rows[0].cursor as LoadCursor;
+      const todo = unwritten(records, chunk, partCursor);
+      let pending = mine.rows[0].pending as PartPending;
+      if (pending.action !== chunk.from.action) pending = nothingPending(chunk.from.action);
+      if (todo.length) {
+        const staged = stageCopy(layout, todo, chunk.operation === 'DELETE');
         await client.query(staged.create);
         await pipeline(Readable.from(staged.text()), client.query(copyStreams.from(staged.copy)));
         // One statement writes the records, their history and their change-log rows (see applySql).
         const apply = applySql(layout, chunk.operation, chunk.maxErrors);
         const outcome = await client.query(apply.text, apply.values);
         const { written, rejected, samples } = outcome.rows[0] as ApplyResult;
-        progress.rowsWritten += Number(written);
-        progress.rowsRejected += Number(rejected) - (samples?.length ?? 0);
-        for (const s of samples ?? []) reject(progress, chunk.maxErrors, s.row, chunk.operation === 'INSERT' ? `a record with id "${s.id}" exists` : `no record with id "${s.id}"`);
+        pending = addToPending(pending, { written: Number(written), rejected: Number(rejected), samples: samples ?? [] }, chunk.maxErrors);
       }
-      // After the change-log lock (taken at the end of the apply): this row is locked by us since
-      // the SELECT ... FOR UPDATE above, so this statement waits for no lock and the change-log lock
-      // stays the last one the transaction takes.
+      await client.query(`UPDATE ${this.partsTable(dataset)} SET "cursor" = $3, pending = $4 WHERE transaction_id = $1 AND part = $2`, [
+        chunk.transaction,
+        part,
+        JSON.stringify(laterCursor(partCursor, chunk.to)),
+        JSON.stringify(pending),
+      ]);
+      return 'written';
+    });
+  }
+
+  /** The chunk's commit: the transaction's cursor moves to its end and its progress takes in what every part wrote. */
+  private async commitChunk(pool: pg.Pool, dataset: DatasetConfig, chunk: LoadChunk, progress: ActionProgress): Promise<ChunkOutcome> {
+    return await withTransaction(pool, async (client) => {
+      const current = await client.query(`SELECT "cursor", lease_owner FROM ${this.table(dataset)} WHERE id = $1 FOR UPDATE`, [chunk.transaction]);
+      const row = current.rows[0];
+      if (!row || row.lease_owner !== chunk.owner) return { kind: 'lease-lost' as const };
+      if (!sameCursor(row.cursor, chunk.from)) return { kind: 'already-committed' as const };
+      const parts = await client.query(`SELECT pending FROM ${this.partsTable(dataset)} WHERE transaction_id = $1 FOR UPDATE`, [chunk.transaction]);
+      await client.query(`UPDATE ${this.partsTable(dataset)} SET pending = $2 WHERE transaction_id = $1`, [chunk.transaction, JSON.stringify(nothingPending(chunk.from.action))]);
+      const pending = (parts.rows as { pending: PartPending }[]).map((r) => r.pending).filter((p) => p.action === chunk.from.action);
+      const refusal = (id: string) => (chunk.operation === 'INSERT' ? `a record with id "${id}" exists` : `no record with id "${id}"`);
+      const done = foldPending(progress, pending, refusal, chunk.maxErrors);
       await client.query(
         `UPDATE ${this.table(dataset)} SET progress = jsonb_set(progress, $2, $3), "cursor" = $4, updated_at = clock_timestamp(), ` +
           `lease_expires_at = clock_timestamp() + $5 * interval '1 millisecond' WHERE id = $1`,
-        [chunk.transaction, `{${chunk.from.action}}`, JSON.stringify(progress), JSON.stringify(chunk.to), chunk.leaseMs],
+        [chunk.transaction, `{${chunk.from.action}}`, JSON.stringify(done), JSON.stringify(chunk.to), chunk.leaseMs],
       );
-      return { kind: 'committed' as const, progress };
+      return { kind: 'committed' as const, progress: done };
     });
   }
 }
+
+type PartOutcome = 'written' | 'lease-lost' | 'already-committed';
 
 /** A failure in the store's terms: unreachable, an id taken, a value the column type cannot hold; else as it is. */
 function outcomeOf(err: unknown, id: string | undefined): unknown {
@@ -302,13 +396,8 @@ function csvValue(value: unknown): string {
  * The set-based write of the staged rows in one statement: the records (w), their history rows
  * (h) and their change-log rows (c, in w's order, which is row order), with the wake-up (n).
  * Answers how many were written, how many refused (INSERT: the id exists; DELETE: no such record)
- * and the first refused ones with their row.
- *
- * The change log's ordering lock (change-log.ts: held from drawing sequences to the commit, and
- * the last lock a transaction takes) is taken in `l`, whose input counts every row of w and h:
- * the lock call runs only once every record and history row is written (with their row locks),
- * so it cannot close a deadlock cycle with a concurrent single write of the same records.
- * Params: $1 the lock key, $2 the record schema's name, $3 the NOTIFY channel.
+ * and the first refused ones with their row. Like any writer, it takes no change-log lock
+ * (change-log.ts: readers number the rows). Params: $1 the record schema's name, $2 the NOTIFY channel.
  */
 export function applySql(layout: TableLayout, operation: LoadChunk['operation'], maxErrors: number): { text: string; values: unknown[] } {
   const s = naming.system;
@@ -335,11 +424,10 @@ export function applySql(layout: TableLayout, operation: LoadChunk['operation'],
     op = `CASE WHEN w.das_created THEN 'CREATE' ELSE 'UPDATE' END`;
   }
   const changes =
-    `l AS (SELECT pg_advisory_xact_lock(hashtext($1::text)) FROM (SELECT count(*) FROM w) a, (SELECT count(*) FROM h) b), ` +
-    `c AS (INSERT INTO ${changesTable(layout.dbSchema)} (schema_name, record_id, version, op) SELECT $2::text, w.${id}, w.${version}, ${op} FROM l, w RETURNING seq), ` +
-    `n AS (SELECT pg_notify($3::text, max(seq)::text) FROM c HAVING count(*) > 0)`;
-  const values = [changeLockKey(layout.dbSchema), layout.schemaName, changeChannel(layout.dbSchema)];
-  // The count of c makes the change-log CTEs run; n runs through the count of it.
+    `c AS (INSERT INTO ${changesTable(layout.dbSchema)} (schema_name, record_id, version, op) SELECT $1::text, w.${id}, w.${version}, ${op} FROM w RETURNING seq), ` +
+    `n AS (SELECT pg_notify($2::text, max(seq)::text) FROM c HAVING count(*) > 0)`;
+  const values = [layout.schemaName, changeChannel(layout.dbSchema)];
+  // n (no data-modifying CTE, so run only if read) runs through the count of it.
   const written = `(SELECT count(*) FROM c)::int AS written, (SELECT count(*) FROM n) AS notified`;
   // An UPSERT writes every staged row: nothing to count as refused.
   if (operation === 'UPSERT') return { text: `WITH w AS (${write}), h AS (${history}), ${changes} SELECT ${written}, 0 AS rejected, NULL::json AS samples`, values };

@@ -44,7 +44,7 @@ import { PostgresChangeFeed } from './change-feed.js';
 import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
 import { applicationName, tagComment } from './tags.js';
-import { PostgresBulkLoad } from './bulk-load.js';
+import { bulkWriters, PostgresBulkLoad } from './bulk-load.js';
 
 export interface PostgresDriverOptions {
   logger: Logger;
@@ -107,6 +107,7 @@ export class PostgresDriver implements LocationDriver {
     this.bulkLoad = new PostgresBulkLoad(
       (dataset) => this.pool(dataset),
       (dataset, schema) => this.layout(dataset, schema),
+      bulkWriters(options.env),
     );
   }
 
