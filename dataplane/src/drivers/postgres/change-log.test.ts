@@ -294,7 +294,7 @@ describe('postgres change log', function () {
     }
   });
 
-  it('appendChanges: a bulk load appends its rows’ changes inside its own transaction', async () => {
+  it('appendChanges: an atomic write appends its changes inside its own transaction', async () => {
     const start = await driver.changes.head(dataset);
     await db.query('BEGIN');
     await appendChanges(db, 'feed', [

@@ -88,7 +88,7 @@ export function inlineChangeCtes(layout: TableLayout, source: string, op: Change
 /** The condition that makes the final SELECT of a write statement run the notify CTE. */
 export const NOTIFIED = '(SELECT count(*) FROM n) >= 0';
 
-/** One change to append: what an atomic transaction (or a bulk load) wrote. */
+/** One change to append: what an atomic transaction wrote. */
 export interface ChangeRow {
   schema: string;
   id: string;
@@ -97,9 +97,9 @@ export interface ChangeRow {
 }
 
 /**
- * Appends changes in one statement: run it after the transaction's record writes (atomic writes;
- * bulk loads call it through `appendChanges`), then COMMIT. The changes keep the given order and
- * stay together when numbered. It takes no lock.
+ * Appends changes in one statement: run it after the transaction's record writes (atomic writes,
+ * through `appendChanges`), then COMMIT. The changes keep the given order and stay together when
+ * numbered. It takes no lock.
  */
 export function appendChangesSql(dbSchema: string, rows: readonly ChangeRow[]): Statement {
   return {
@@ -113,7 +113,7 @@ export function appendChangesSql(dbSchema: string, rows: readonly ChangeRow[]): 
 }
 
 /**
- * For code that writes records in its own transaction (bulk loads): appends their changes, as the
+ * For code that writes records in its own transaction (atomic writes): appends their changes, as the
  * last statement before COMMIT. Does nothing for no rows.
  */
 export async function appendChanges(client: { query(text: string, values: unknown[]): Promise<unknown> }, dbSchema: string, rows: readonly ChangeRow[]): Promise<void> {
