@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { emptyProgress } from './bulk-load.js';
+import { bulkWriters, emptyProgress } from './bulk-load.js';
 import { addToPending, compareCursors, foldPending, nothingPending, partOf, splitIntoParts, unwritten } from './bulk-load-parts.js';
 
 describe('postgres bulk-load parts (pure)', () => {
@@ -65,5 +65,9 @@ describe('postgres bulk-load parts (pure)', () => {
       { row: 2, message: 'no record with id "x2"' },
     ]);
     expect(before.rowsWritten, 'the progress given is not changed').to.equal(0);
+  });
+
+  it('DAS_BULK_WRITERS: 1 to 8 connections, else the default 2', () => {
+    expect([undefined, '1', '4', '8', '0', '9', '2.5', 'many'].map((v) => bulkWriters(v === undefined ? {} : { DAS_BULK_WRITERS: v }))).to.deep.equal([2, 1, 4, 8, 2, 2, 2, 2]);
   });
 });

@@ -26,9 +26,10 @@ const TABLE = 'das_transactions';
 const PARTS_TABLE = 'das_transaction_parts';
 /** Connections a chunk is written on at once, unless DAS_BULK_WRITERS says otherwise. */
 export const DEFAULT_WRITERS = 2;
-const MAX_WRITERS = 32;
+/** Each writer holds a connection of the dataset's pool (10), which requests share. */
+const MAX_WRITERS = 8;
 
-/** DAS_BULK_WRITERS: an integer from 1 to 32 (else the default). */
+/** DAS_BULK_WRITERS: an integer from 1 to 8 (else the default). */
 export function bulkWriters(env: NodeJS.ProcessEnv | undefined): number {
   const value = Number(env?.DAS_BULK_WRITERS);
   return Number.isInteger(value) && value >= 1 && value <= MAX_WRITERS ? value : DEFAULT_WRITERS;
