@@ -13,6 +13,13 @@ export const PROPERTY_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
 /** IPv4 or IPv6 CIDR (checked exactly by the `cidr` format; the pattern is for the CRD). */
 export const CIDR_PATTERN = '^([0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/[0-9]{1,3})$';
 
+/**
+ * A relative path inside a volume (a volumeMount's subPath): `/`-separated segments of letters,
+ * digits, `_`, `-` and `.`, none starting with `.`, so no absolute path, no `..` (nor `.` or hidden
+ * directories), no empty segment. RE2-compatible (no lookaround) for the CRD.
+ */
+export const SUB_PATH_PATTERN = '^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$';
+
 /** Query argument names, as `${name}` placeholders write them. */
 export const ARGUMENT_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
 /** Longest query SQL, in characters: the raw SQL endpoint's limit. */
@@ -290,6 +297,15 @@ export const environmentSpecSchema = {
             endpoint: { type: 'string', pattern: '^https?://' },
             forcePathStyle: { type: 'boolean' },
             credentialsSecretRef: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', pattern: NAME_PATTERN } } },
+          },
+        },
+        imports: {
+          type: 'object',
+          required: ['claimName'],
+          additionalProperties: false,
+          properties: {
+            claimName: { type: 'string', pattern: NAME_PATTERN, maxLength: 253 },
+            subPath: { type: 'string', pattern: SUB_PATH_PATTERN, minLength: 1, maxLength: 255 },
           },
         },
       },

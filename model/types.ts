@@ -240,8 +240,21 @@ export interface EnvironmentSpec {
   functionGateway?: { enabled?: boolean; image?: string };
   /** The administrative API (`/_admin/datasets` on the iam gateway): the principals (patterns as in `auth.iam.principals`) allowed to use it. */
   admin?: { principals?: string[] };
-  /** Bulk loads (transactions): the S3 API for `s3://` locations (any S3-compatible endpoint). */
-  bulkLoad?: { s3?: BulkLoadS3Spec };
+  /**
+   * Bulk loads (transactions): the S3 API for `s3://` locations (any S3-compatible endpoint), and the
+   * volume `file://` locations read in a cluster.
+   */
+  bulkLoad?: { s3?: BulkLoadS3Spec; imports?: BulkLoadImportsSpec };
+}
+
+/**
+ * A PersistentVolumeClaim (the Environment's namespace) holding files for `file://` loads: the
+ * operator mounts it read-only as the data plane's import root (`DAS_IMPORT_ROOT`).
+ */
+export interface BulkLoadImportsSpec {
+  claimName: string;
+  /** A relative directory inside the volume to mount instead of its root. */
+  subPath?: string;
 }
 
 export interface BulkLoadS3Spec {

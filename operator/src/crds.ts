@@ -16,6 +16,7 @@ import {
   NAME_PATTERN,
   PROPERTY_NAME_PATTERN,
   SCHEMA_NAME_PATTERN,
+  SUB_PATH_PATTERN,
   WAREHOUSE_ACCOUNT_PATTERN,
   WAREHOUSE_IDENTIFIER_PATTERN,
 } from '../../model/json-schema.js';
@@ -140,6 +141,18 @@ const environmentSpecSchema = obj(
           { required: ['name'] },
         ),
       }),
+      imports: obj(
+        'The volume file:// locations read in a cluster: a PersistentVolumeClaim in the Environment\'s namespace holding the files to load. The operator mounts it read-only into the data plane at /var/lib/data-access-imports (DAS_IMPORT_ROOT), so a load names file:///var/lib/data-access-imports/<path>; a file:// path outside it is refused. Every data-plane replica mounts it, so use an access mode that allows that (ReadOnlyMany or ReadWriteMany). Absent: the import root is an empty directory in the pod and file:// loads find nothing.',
+        {
+          claimName: str('PersistentVolumeClaim name, in the Environment\'s namespace.', { pattern: NAME_PATTERN, maxLength: 253 }),
+          subPath: str('A directory inside the volume to mount instead of its root: a relative path, e.g. loads/team-a: segments of letters, digits, _, - and . separated by /, none starting with . (so no leading /, no ..).', {
+            pattern: SUB_PATH_PATTERN,
+            minLength: 1,
+            maxLength: 255,
+          }),
+        },
+        { required: ['claimName'] },
+      ),
     }),
     admin: obj('The administrative API (/_admin/datasets on the iam gateway: create, delete, pause and resume Datasets).', {
       principals: list('Principals (patterns as in a Dataset\'s auth.iam.principals) allowed to use it; none by default.', str('A principal or pattern.', { minLength: 1 })),

@@ -1,7 +1,8 @@
 /**
  * The data plane of one Environment: ServiceAccount, the Role that lets it watch its ConfigMaps,
  * and the Deployment (container port 8080, config from ConfigMaps, hot-reloaded; the connection
- * Secrets of its Datasets as read-only files, refreshed by the kubelet).
+ * Secrets of its Datasets as read-only files, refreshed by the kubelet; the Environment's imports
+ * claim, if it names one, read-only as the import root of `file://` bulk loads).
  */
 import type { V1Deployment, V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
 import type { EnvironmentResource, SecretKeyRef } from '../../../model/types.js';
@@ -10,6 +11,7 @@ import { ownedMetadata, type OwnerRef } from './meta.js';
 import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
 import { SECRETS_DIR_ENV, SECRETS_MOUNT_ROOT } from '../../../model/secrets.js';
 import { environmentSecretRefs, secretVolumeMounts, secretVolumes } from './secrets.js';
+import { importsParts } from './imports.js';
 import { HTTP_PORT, type RenderSettings, type Rendered } from './types.js';
 
 export const DEFAULT_DATAPLANE_REPLICAS = 2;
@@ -83,6 +85,7 @@ export function renderDataplaneDeployment(
   const spec = env.spec.dataplane ?? {};
   const labels = dataplaneLabels(name);
   const mounted = [...secretRefs, ...environmentSecretRefs(env)];
+  const imports = importsParts(env);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -108,14 +111,15 @@ export function renderDataplaneDeployment(
                 { name: 'DATA_DIR', value: DATA_DIR },
                 { name: 'LOG_LEVEL', value: spec.logLevel ?? 'info' },
                 { name: SECRETS_DIR_ENV, value: SECRETS_MOUNT_ROOT },
+                ...imports.env,
               ],
               ...httpProbes(),
               resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
               securityContext: containerSecurityContext,
-              volumeMounts: [...scratchMounts, { name: 'data', mountPath: DATA_DIR }, ...secretVolumeMounts(mounted)],
+              volumeMounts: [...scratchMounts, { name: 'data', mountPath: DATA_DIR }, ...imports.volumeMounts, ...secretVolumeMounts(mounted)],
             },
           ],
-          volumes: [...scratchVolumes, { name: 'data', emptyDir: {} }, ...secretVolumes(mounted)],
+          volumes: [...scratchVolumes, { name: 'data', emptyDir: {} }, ...imports.volumes, ...secretVolumes(mounted)],
         },
       },
     },
