@@ -142,7 +142,7 @@ const environmentSpecSchema = obj(
         ),
       }),
       imports: obj(
-        'The volume file:// locations read in a cluster: a PersistentVolumeClaim in the Environment\'s namespace holding the files to load. The operator mounts it read-only into the data plane at /var/lib/data-access-imports (DAS_IMPORT_ROOT), so a load names file:///var/lib/data-access-imports/<path>; a file:// path outside it is refused. Every data-plane replica mounts it, so use an access mode that allows that (ReadOnlyMany or ReadWriteMany). Absent: the import root is an empty directory in the pod and file:// loads find nothing.',
+        'The volume file:// locations read in a cluster: a PersistentVolumeClaim in the Environment\'s namespace holding the files to load. The operator mounts it read-only into the data plane at /var/lib/data-access-imports (DAS_IMPORT_ROOT), so a load names file:///var/lib/data-access-imports/<path>; a file:// path outside it is refused. Every data-plane replica mounts it, so use an access mode that allows that (ReadOnlyMany or ReadWriteMany). Absent: the import root is DATA_DIR/imports in the pod\'s emptyDir, which holds no files, so file:// loads find nothing.',
         {
           claimName: str('PersistentVolumeClaim name, in the Environment\'s namespace.', { pattern: NAME_PATTERN, maxLength: 253 }),
           subPath: str('A directory inside the volume to mount instead of its root: a relative path, e.g. loads/team-a: segments of letters, digits, _, - and . separated by /, none starting with . (so no leading /, no ..).', {
