@@ -15,6 +15,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { PostgresDriver } from '../src/drivers/postgres/driver.js';
 import { emptyProgress } from '../src/drivers/postgres/bulk-load.js';
+import { partOf } from '../src/drivers/postgres/bulk-load-parts.js';
 import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { client } from '../test-support/http.js';
 import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
@@ -221,6 +222,36 @@ describe('transactions: a data plane killed mid-load, the load finished by anoth
     } finally {
       await two.close();
       await five.close();
+    }
+  });
+
+  it("a load that fails after one part of a chunk committed still counts that part's rows", async () => {
+    const config = second!.dataPlane.store.dataset('demo')!.config;
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '2' } });
+    try {
+      const store = driver.bulkLoad;
+      await second!.dataPlane.runner.stop();
+      const spec = { actions: [{ locationUri: 'file:///x', operation: 'UPSERT' as const, format: 'NDJSON', schema: 'demo.Person' }], context: {} };
+      await store.create(config, { id: 'half', spec });
+      expect((await store.claim(config, 'me', 60_000))?.id).to.equal('half');
+      // Part 1's rows are good; part 0 has a value its column cannot hold (the runner's mapping would
+      // have refused it; here it reaches PostgreSQL, which fails that part only).
+      const ids = Array.from({ length: 40 }, (_, i) => `half-${i}`);
+      const records = ids.map((id, i) => ({ id, data: { name: id, age: partOf(id, 2) === 0 && i % 7 === 0 ? 'not a number' : i }, row: i + 1 }));
+      const good = records.filter((r) => partOf(r.id, 2) === 1).length;
+      expect(good).to.be.within(5, 35);
+      const failed = await store
+        .loadChunk(config, { ...companies('half', 'me', 0, 40), schema: 'demo.Person', records })
+        .then(() => undefined, (e: unknown) => e);
+      expect((failed as { failure?: { kind: string } })?.failure?.kind).to.equal('invalid-value');
+      await store.finish(config, 'half', 'me', { status: 'FAILED', error: 'load failed', progress: [{ ...emptyProgress(), rowsRead: 40 }] });
+      const stored = await store.get(config, 'half');
+      expect(stored?.status).to.equal('FAILED');
+      expect(stored?.progress[0]).to.include({ rowsRead: 40, rowsWritten: good });
+      const live = await db.query(`SELECT count(*)::int AS n FROM demo.demo_person WHERE id LIKE 'half-%'`);
+      expect(live.rows[0].n, 'the rows the count says were written').to.equal(good);
+    } finally {
+      await driver.close();
     }
   });
 });

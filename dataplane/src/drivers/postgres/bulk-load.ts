@@ -193,11 +193,12 @@ export class PostgresBulkLoad implements BulkLoadStore {
       return;
     }
     await withTransaction(pool, async (client) => {
-      // A load that failed after some parts of a chunk committed: what they wrote still counts.
+      // A load that failed after some parts of a chunk committed: what they wrote still counts
+      // (the counts only: the chunk's refused rows were never reported as errors).
       const parts = await client.query(`DELETE FROM ${this.partsTable(dataset)} WHERE transaction_id = $1 RETURNING pending`, [id]);
       const progress = structuredClone(outcome.progress);
       for (const { pending } of parts.rows as { pending: PartPending }[]) {
-        if (pending.written || pending.rejected) progress[pending.action] = foldPending(progress[pending.action], [pending], () => 'refused by the store', Number.MAX_SAFE_INTEGER);
+        if ((pending.written || pending.rejected) && progress[pending.action]) progress[pending.action] = foldPending(progress[pending.action], [pending], () => '', 0);
       }
       await client.query(
         `UPDATE ${this.table(dataset)} SET status = $3, error = $4, progress = $5, finished_at = clock_timestamp(), updated_at = clock_timestamp(), lease_owner = NULL, lease_expires_at = NULL ` +
