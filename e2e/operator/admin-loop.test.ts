@@ -7,7 +7,7 @@
  * reconciles it (ConfigMap, Ready) → the data plane serves it → pause (kubectl get datasets, the
  * Paused condition, 503 DATASET_PAUSED with Retry-After) → resume → DELETE → the finalizer runs
  * and the data plane answers 404 DATASET_NOT_FOUND. A non-admin is refused and creates nothing.
- * Also: the Environment's bulk-load S3 credentials Secret mounted into the data-plane Deployment.
+ * Also: the Environment's bulk-load S3 credentials Secret and its imports claim mounted into the data-plane Deployment.
  */
 import { expect } from 'chai';
 import { request } from 'node:http';
@@ -95,7 +95,7 @@ describe('administrative API loop e2e (kube-apiserver, operator, data plane in c
     ns = await createNamespace(cluster, 'admin-loop');
     await kubectl(cluster, ['-n', ns, 'create', 'secret', 'generic', 's3-loader', '--from-literal=accessKeyId=AKIDLOADER', '--from-literal=secretAccessKey=loader-secret']);
     const environment = parseAllDocuments(readFileSync(join(REPO_ROOT, 'examples', 'environment.yaml'), 'utf8'))[0].toJS();
-    environment.spec.bulkLoad = { s3: { endpoint: 'http://127.0.0.1:1', credentialsSecretRef: { name: 's3-loader' } } };
+    environment.spec.bulkLoad = { s3: { endpoint: 'http://127.0.0.1:1', credentialsSecretRef: { name: 's3-loader' } }, imports: { claimName: 'bulk-imports', subPath: 'loads' } };
     await apply(cluster, ns, JSON.stringify(environment));
     await waitForCondition(cluster, ns, 'environment', 'local', 'Reconciled', 'True');
 
@@ -145,6 +145,10 @@ describe('administrative API loop e2e (kube-apiserver, operator, data plane in c
       },
     });
     expect(spec.containers[0].volumeMounts.filter((m: { name: string }) => m.name === name)).to.deep.equal([{ name, mountPath: '/var/run/dataaccess/secrets/s3-loader', readOnly: true }]);
+    // The imports claim (spec.bulkLoad.imports, kept by the CRD's schema): a read-only PVC, mounted read-only as DAS_IMPORT_ROOT.
+    expect(spec.volumes.filter((v: { name: string }) => v.name === 'imports')).to.deep.equal([{ name: 'imports', persistentVolumeClaim: { claimName: 'bulk-imports', readOnly: true } }]);
+    expect(spec.containers[0].volumeMounts.filter((m: { name: string }) => m.name === 'imports')).to.deep.equal([{ name: 'imports', mountPath: '/var/lib/data-access-imports', readOnly: true, subPath: 'loads' }]);
+    expect(spec.containers[0].env).to.deep.include({ name: 'DAS_IMPORT_ROOT', value: '/var/lib/data-access-imports' });
     const config = JSON.parse((await getObject(cluster, ns, 'configmap', 'local-dataplane')).data['environment.json']);
     expect(config.bulkLoad.s3.credentialsSecretRef).to.deep.equal({ name: 's3-loader' });
     expect((await resyncAndCountWrites(operator)).writes).to.equal(0);
