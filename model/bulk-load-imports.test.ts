@@ -6,9 +6,11 @@
 import { expect } from 'chai';
 import { loadManifests } from './manifests.js';
 import type { EnvironmentSpec } from './types.js';
-import { checkEnvironmentSpec } from './validate.js';
+import { renderEnvironmentConfig } from './render.js';
+import { checkEnvironmentConfig, checkEnvironmentSpec } from './validate.js';
 
-const base = loadManifests('examples').environments.find((e) => e.metadata.name === 'local')!.spec;
+const local = loadManifests('examples').environments.find((e) => e.metadata.name === 'local')!;
+const base = local.spec;
 const problems = (imports: unknown): string[] => checkEnvironmentSpec({ ...base, bulkLoad: { imports } } as EnvironmentSpec).map((p) => `${p.path} ${p.message}`);
 
 describe('model: spec.bulkLoad.imports', () => {
@@ -42,5 +44,10 @@ describe('model: spec.bulkLoad.imports', () => {
     expect(problems({ claimName: 'b', readOnly: false })).to.deep.equal(['$.spec.bulkLoad.imports unknown property "readOnly"']);
     const other = checkEnvironmentSpec({ ...base, bulkLoad: { hostPath: { path: '/' } } } as unknown as EnvironmentSpec).map((p) => `${p.path} ${p.message}`);
     expect(other).to.deep.equal(['$.spec.bulkLoad unknown property "hostPath"']);
+  });
+
+  it('the rendered environment config the data plane reads back still validates with it (the data plane ignores it: DAS_IMPORT_ROOT is enough)', () => {
+    const config = renderEnvironmentConfig({ ...local, spec: { ...base, bulkLoad: { imports: { claimName: 'bulk-imports', subPath: 'loads' } } } });
+    expect(checkEnvironmentConfig(JSON.parse(JSON.stringify(config)))).to.deep.equal([]);
   });
 });
