@@ -25,6 +25,8 @@ import { ChangeDispatcher } from './graphql/dispatcher.js';
 import { SubscriptionServer } from './graphql/websocket.js';
 import { subscriptionSettings } from './graphql/settings.js';
 import { subscriptionMetrics } from './graphql/metrics.js';
+import { Registry } from 'prom-client';
+import { bulkLoadMetrics, requestMetrics } from './metrics.js';
 import { TransactionRunner, runnerSettings, type RunnerOptions } from './transactions/runner.js';
 import { TransactionService } from './transactions/service.js';
 import { FilesAdmin } from './admin/files-admin.js';
@@ -130,7 +132,10 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const engine = new RecordEngine(store, (d) => drivers.for(d), logger, options.asyncWrites);
   // Transactions (bulk loads): created through the engine, run by this process's runner (or another replica's).
   const importRoot = options.transactions?.importRoot ?? '/nonexistent-import-root';
-  const runner = new TransactionRunner({
+  // GET /metrics: requests, bulk loads and subscriptions, on one registry.
+  const registry = new Registry();
+  const runner: TransactionRunner = new TransactionRunner({
+    metrics: bulkLoadMetrics(registry, () => runner.runningCount),
     logger: logger.child({ component: 'transactions' }),
     datasets: () => store.datasetIds().flatMap((id) => {
       const state = store.dataset(id);
@@ -151,7 +156,8 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   // One firewall for requests and WebSocket upgrades alike.
   const firewall = options.firewall?.(store, logger);
   const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits });
-  const metrics = subscriptionMetrics(dispatcher, subscriptions);
+  const metrics = subscriptionMetrics(dispatcher, subscriptions, registry);
+  const requests = requestMetrics(registry, (id) => store.dataset(id) !== undefined);
   const handler = createRequestHandler({
     store,
     engine,
@@ -165,6 +171,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     bodyBudget: new BodyBudget(options.bodyBudgetBytes),
     storeHealth: async () => ({ unavailable: await health.unavailable() }),
     metrics: async () => ({ contentType: metrics.contentType, body: await metrics.metrics() }),
+    observeRequest: (sample) => requests.observe(sample),
     extraRoutes: options.extraRoutes,
     // The administrative API writes manifests locally, Dataset resources in a cluster.
     admin:

@@ -6,8 +6,7 @@ import { Gauge, Registry } from 'prom-client';
 import type { ChangeDispatcher } from './dispatcher.js';
 import type { SubscriptionServer } from './websocket.js';
 
-export function subscriptionMetrics(dispatcher: ChangeDispatcher, server: SubscriptionServer): Registry {
-  const registry = new Registry();
+export function subscriptionMetrics(dispatcher: ChangeDispatcher, server: SubscriptionServer, registry = new Registry()): Registry {
   new Gauge({
     name: 'das_subscriptions',
     help: 'GraphQL subscriptions open on this replica',

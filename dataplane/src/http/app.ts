@@ -24,7 +24,8 @@ import { matchRoute, type RouteMatch } from './routes.js';
 import { respondWithError } from './errors.js';
 import { AddressingError, resolveGateway, type Authkind, type GatewayRoute } from './gateway.js';
 import { checkAddressingHeaders, statementContext } from './headers.js';
-import { beginExchange, sendJson, type Exchange } from './exchange.js';
+import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from './exchange.js';
+import type { RequestSample } from '../metrics.js';
 import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
 
 export type Authenticate = (input: { authkind: Authkind; authorization?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
@@ -57,8 +58,10 @@ export interface AppDeps {
   bodyBudget?: BodyBudget;
   /** Readiness beyond the configs: the stores' reachability. */
   storeHealth?: () => Promise<import('./readiness.js').StoreReadiness>;
-  /** GET /metrics: the Prometheus text exposition (graphql/metrics.ts). */
+  /** GET /metrics: the Prometheus text exposition (metrics.ts, graphql/metrics.ts). */
   metrics?: () => Promise<{ contentType: string; body: string }>;
+  /** Each finished response, for the request metrics. */
+  observeRequest?: (sample: RequestSample) => void;
   /** Routes under `/.well-known/` (e.g. the development issuer's JWKS), served by Express. */
   extraRoutes?: (router: express.Router) => void;
   /** The administrative API under `/_admin/` (admin/): authenticated first, then handed the request. */
@@ -182,8 +185,13 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     throw new ApiError(404, 'NOT_FOUND', `no endpoint at ${x.path.slice(0, 200)}`);
   }
 
+  const record = deps.observeRequest;
+  const observe: ExchangeObserver | undefined = record
+    ? (x, status, seconds) => record({ dataset: x.route?.datasetId, gateway: x.route?.authkind, method: x.req.method, status, seconds })
+    : undefined;
+
   return (req, res) => {
-    const x = beginExchange(deps.logger, req, res);
+    const x = beginExchange(deps.logger, req, res, observe);
     if (x.req.method === 'GET') {
       if (x.path === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (x.path === '/metrics' && deps.metrics) {

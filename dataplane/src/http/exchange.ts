@@ -36,7 +36,10 @@ export function parseQuery(search: string): Record<string, string | string[]> {
  * Every request gets a UUID: the caller's `x-request-id` when it is a UUID (so traces join up),
  * otherwise a new one. The access log line is written when the response finishes.
  */
-export function beginExchange(logger: Logger, req: IncomingMessage, res: ServerResponse): Exchange {
+/** Told about every finished response (request metrics), beside the access log. */
+export type ExchangeObserver = (x: Exchange, status: number, seconds: number) => void;
+
+export function beginExchange(logger: Logger, req: IncomingMessage, res: ServerResponse, observe?: ExchangeObserver): Exchange {
   const incoming = req.headers['x-request-id'];
   const url = req.url ?? '/';
   const q = url.indexOf('?');
@@ -51,22 +54,24 @@ export function beginExchange(logger: Logger, req: IncomingMessage, res: ServerR
   (req as IncomingMessage & { id?: string }).id = x.id;
   res.setHeader('x-request-id', x.id);
   // One shared listener, its state on the response: no closure or once-wrapper per request.
-  (res as LoggedResponse)[ACCESS_LOG] = { exchange: x, logger, started: performance.now() };
+  (res as LoggedResponse)[ACCESS_LOG] = { exchange: x, logger, started: performance.now(), observe };
   res.on('finish', logAccess);
   return x;
 }
 
 const ACCESS_LOG = Symbol('access log');
-type LoggedResponse = ServerResponse & { [ACCESS_LOG]?: { exchange: Exchange; logger: Logger; started: number } };
+type LoggedResponse = ServerResponse & { [ACCESS_LOG]?: { exchange: Exchange; logger: Logger; started: number; observe?: ExchangeObserver } };
 
 /** The access-log line, written when the response finishes (`this` is the response). */
 function logAccess(this: LoggedResponse): void {
   const entry = this[ACCESS_LOG];
   if (!entry) return;
   this[ACCESS_LOG] = undefined;
-  const { exchange: x, logger, started } = entry;
+  const { exchange: x, logger, started, observe } = entry;
+  const ms = performance.now() - started;
   const path = x.redactPath ? '[redacted: blocked by the firewall]' : x.path.slice(0, 512);
-  logger.info({ reqId: x.id, method: x.req.method, path, status: this.statusCode, ms: Math.round((performance.now() - started) * 100) / 100 }, 'request');
+  logger.info({ reqId: x.id, method: x.req.method, path, status: this.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
+  observe?.(x, this.statusCode, ms / 1000);
 }
 
 /** JSON without framework detours (etag, charset negotiation): the hot path's response. */

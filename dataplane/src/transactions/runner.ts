@@ -13,6 +13,7 @@ import { pipelined, yieldToIo } from './pipeline.js';
 import { FormatError, readChunks, type Format, type RawChunk } from './readers.js';
 import { rowMapper } from './rows.js';
 import { openLocation, SourceError, type SourceSettings } from './sources.js';
+import type { BulkLoadMetrics } from '../metrics.js';
 
 /** Rows mapped between two looks at pending I/O (so the chunk being written is not held up). */
 const MAP_SLICE = 1000;
@@ -47,6 +48,8 @@ export interface RunnerOptions {
   maxErrors?: number;
   /** The environment's executors now: a transaction created with one runs its statements on its warehouse. */
   executors?: () => readonly { name: string; warehouse?: string }[];
+  /** Rows and outcomes counted for GET /metrics (metrics.ts). */
+  metrics?: BulkLoadMetrics;
 }
 
 /** Runner settings from the environment (DAS_BULK_*). */
@@ -61,6 +64,11 @@ export function runnerSettings(env: NodeJS.ProcessEnv): Pick<RunnerOptions, 'chu
 export class TransactionRunner {
   readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;
   private readonly running = new Set<Promise<void>>();
+
+  /** Loads this process runs now. */
+  get runningCount(): number {
+    return this.running.size;
+  }
   private timer: NodeJS.Timeout | undefined;
   private stopping = false;
   private ticking = false;
@@ -191,7 +199,8 @@ export class TransactionRunner {
             if (this.stopping) return stop(() => giveBack('shutting down'));
             if (this.options.paused?.(dataset.id)) return stop(() => giveBack('dataset paused'));
             if (lost) return stop(async () => log.warn('lease lost: another replica runs the transaction'));
-            const before: ActionProgress = structuredClone(progress[a]);
+            const previous = progress[a];
+            const before: ActionProgress = structuredClone(previous);
             before.rowsRead += rowsRead;
             before.bytesRead += bytesRead;
             before.rowsRejected += rejected;
@@ -216,6 +225,11 @@ export class TransactionRunner {
               return stop(async () => log.warn({ outcome: outcome.kind }, 'chunk not written: another replica holds the transaction'));
             }
             progress[a] = outcome.progress;
+            this.options.metrics?.chunk(dataset.id, {
+              read: rowsRead,
+              written: outcome.progress.rowsWritten - previous.rowsWritten,
+              rejected: outcome.progress.rowsRejected - previous.rowsRejected,
+            });
             row = end;
             return true;
           });
@@ -228,6 +242,7 @@ export class TransactionRunner {
         }
       }
       await store.finish(dataset, tx.id, this.owner, { status: 'SUCCEEDED', progress });
+      this.options.metrics?.finished(dataset.id, 'SUCCEEDED');
       log.info({ progress: progress.map(({ errors: _e, ...p }) => p) }, 'transaction succeeded');
     } catch (err) {
       if (isUnavailable(err)) {
@@ -238,6 +253,7 @@ export class TransactionRunner {
       const message = err instanceof SourceError || err instanceof FormatError ? err.message : `load failed: ${(err as Error).message}`;
       if (!(err instanceof SourceError || err instanceof FormatError)) log.error({ err }, 'transaction failed');
       await store.finish(dataset, tx.id, this.owner, { status: 'FAILED', error: message, progress }).catch(() => undefined);
+      this.options.metrics?.finished(dataset.id, 'FAILED');
     } finally {
       clearInterval(renewal);
     }
