@@ -14,6 +14,7 @@ import { PeerCatalog } from './catalog.js';
 import { SnowflakeSqlError } from './errors.js';
 import { RESULT_PARAMETERS } from './results.js';
 import { createPeerServer } from './server.js';
+import { PeerStage, type UploadOutcome } from './stage.js';
 import { errorBody, Session, type QueryLogEntry, type QueryRequest, type ResponseBody } from './sessions.js';
 import { foldName } from './translate.js';
 
@@ -67,6 +68,8 @@ export class SnowflakeTestPeer {
   private readonly stored = new Map<string, StoredQuery>();
   private readonly log: QueryLogEntry[] = [];
   private readonly warehouseNames = new Set<string>();
+  /** The user stages (@~) PUT writes and COPY INTO reads: in memory, dropped on stop. */
+  readonly stage = new PeerStage();
   private nextSessionId = 1;
   /** How many session tokens were renewed with a master token (tests of renewal read it). */
   renewals = 0;
@@ -134,6 +137,7 @@ export class SnowflakeTestPeer {
     });
     await Promise.all([...this.sessions].map((s) => s.close(true)));
     this.sessions.clear();
+    this.stage.clear();
   }
 
   // --- routes (server.ts) ------------------------------------------------------------------
@@ -173,7 +177,10 @@ export class SnowflakeTestPeer {
       warehouse: warehouse ? foldName(warehouse) : null,
       role: foldName(query.get('roleName') ?? this.options.defaultRole ?? 'SYSADMIN'),
     };
-    const session = new Session(this.nextSessionId++, user.toUpperCase(), context, this.options.adminUrl, this.catalog, (r) => this.isReadOnlyRole(r), (e) => this.record(e));
+    const session = new Session(this.nextSessionId++, user.toUpperCase(), context, this.options.adminUrl, this.catalog, (r) => this.isReadOnlyRole(r), (e) => this.record(e), {
+      stage: this.stage,
+      endPoint: () => this.url,
+    });
     try {
       await session.open();
     } catch (err) {
@@ -278,6 +285,14 @@ export class SnowflakeTestPeer {
     };
   }
 
+  stageUpload(authorization: string | undefined, grant: string, fileName: string, body: Buffer): UploadOutcome {
+    return this.stage.upload(authorization, grant, fileName, body);
+  }
+
+  stageHead(authorization: string | undefined, grant: string, fileName: string): UploadOutcome & { size?: number } {
+    return this.stage.head(authorization, grant, fileName);
+  }
+
   private store(queryId: string, stored: StoredQuery): void {
     this.stored.set(queryId, stored);
     if (this.stored.size > MAX_STORED_QUERIES) this.stored.delete(this.stored.keys().next().value!);
@@ -298,6 +313,8 @@ export interface SnowflakeTestPeerHandle {
   warehouses(): string[];
   registerPublicKey(user: string, pem: string): void;
   icebergTables(database: string): Promise<IcebergRecord[]>;
+  /** The paths below @~ staged for a user (default: every user): what PUT left and COPY INTO … PURGE did not remove. */
+  stagedFiles(user?: string): string[];
   stop(): Promise<void>;
   peer: SnowflakeTestPeer;
 }
@@ -315,6 +332,7 @@ export async function startSnowflakeTestPeer(options: SnowflakeTestPeerOptions):
     warehouses: () => peer.warehouses(),
     registerPublicKey: (user, pem) => peer.registerPublicKey(user, pem),
     icebergTables: (database) => peer.icebergTables(database),
+    stagedFiles: (user) => peer.stage.list(user?.toUpperCase()),
     stop: () => peer.stop(),
     peer,
   };

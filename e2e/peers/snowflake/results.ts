@@ -233,6 +233,8 @@ export const STATEMENT_TYPE = {
   update: 0x3200,
   delete: 0x3300,
   merge: 0x3400,
+  /** COPY INTO <table>: DML, but not one whose rows the SDK counts. */
+  copy: 0x3600,
   session: 0x4000,
   transaction: 0x5000,
   ddl: 0x6000,

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { gunzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { ResponseBody } from './sessions.js';
+import { MAX_STAGE_FILE_BYTES, STAGE_ROUTE, type UploadOutcome } from './stage.js';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -18,6 +19,9 @@ export interface PeerRoutes {
   query(authorization: string | undefined, body: Record<string, unknown>): Promise<ResponseBody>;
   result(authorization: string | undefined, queryId: string): Promise<ResponseBody>;
   monitoring(authorization: string | undefined, queryId: string): Promise<ResponseBody>;
+  /** The stage's storage endpoint (stage.ts): the SDK's upload of a PUT file, and its HEAD. */
+  stageUpload(authorization: string | undefined, grant: string, fileName: string, body: Buffer): UploadOutcome;
+  stageHead(authorization: string | undefined, grant: string, fileName: string): UploadOutcome & { size?: number };
 }
 
 class BadRequest extends Error {
@@ -32,15 +36,21 @@ class BadRequest extends Error {
 /** Far above any statement a driver sends; a bound so that a runaway client cannot fill memory. */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (declared > limit) throw new BadRequest(`request body: larger than ${limit} bytes`, 413);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new BadRequest(`request body: larger than ${MAX_BODY_BYTES} bytes`, 413);
+    if (size > limit) throw new BadRequest(`request body: larger than ${limit} bytes`, 413);
     chunks.push(chunk as Buffer);
   }
-  let raw = Buffer.concat(chunks);
+  return Buffer.concat(chunks);
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  let raw = await readBody(req, MAX_BODY_BYTES);
   if (raw.length === 0) return {};
   if ((req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip' || (raw[0] === 0x1f && raw[1] === 0x8b)) {
     raw = await gunzipAsync(raw).catch(() => {
@@ -81,6 +91,16 @@ export function createPeerServer(routes: PeerRoutes): Server {
         if (req.method === 'POST' && path === '/queries/v1/query-request') return send(res, 200, await routes.query(auth, await readJson(req)));
         if (req.method === 'POST' && (path === '/queries/v1/abort-request' || /^\/queries\/[^/]+\/abort-request$/.test(path))) {
           return send(res, 200, { success: true, code: null, message: null, data: null });
+        }
+        const staged = new RegExp(`^/${STAGE_ROUTE}/([0-9a-f]+)/([^/]+)$`).exec(path);
+        if (staged && (req.method === 'PUT' || req.method === 'HEAD')) {
+          const [grant, fileName] = [staged[1], decodeURIComponent(staged[2])];
+          const outcome = req.method === 'PUT' ? routes.stageUpload(auth, grant, fileName, await readBody(req, MAX_STAGE_FILE_BYTES)) : routes.stageHead(auth, grant, fileName);
+          if (req.method === 'HEAD') {
+            res.writeHead(outcome.status, outcome.status === 200 ? { 'content-length': String((outcome as { size?: number }).size ?? 0) } : {});
+            return res.end();
+          }
+          return send(res, outcome.status, outcome.status === 200 ? {} : { error: outcome.message });
         }
         const result = /^\/queries\/([^/]+)\/result$/.exec(path);
         if (req.method === 'GET' && result) return send(res, 200, await routes.result(auth, decodeURIComponent(result[1])));

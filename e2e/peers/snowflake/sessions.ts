@@ -5,10 +5,14 @@
  * from Snowflake SQL in to a Snowflake response body out.
  */
 import { randomUUID } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
 import pg from 'pg';
 import { databaseUrl, pgDatabaseName, pgRoleName, quoteIdent, type PeerCatalog } from './catalog.js';
 import { fromPostgresError, SnowflakeSqlError, swapCase } from './errors.js';
 import { encodeValue, fixedColumn, RESULT_PARAMETERS, rowTypeOf, snowflakeTypeOf, STATEMENT_TYPE, textColumn, type PgField, type RowType, type SnowflakeType } from './results.js';
+import { CsvError, parseCsv } from './csv.js';
+import type { PeerStage } from './stage.js';
+import type { CopyStatement } from './stage-sql.js';
 import { PEER_SCHEMA, translate, type Translated } from './translate.js';
 
 export interface QueryLogEntry {
@@ -66,6 +70,14 @@ interface Outcome {
   rowtype: RowType[];
   rowset: (string | null)[][];
   statementTypeId: number;
+  /** More of the response's `data` (a PUT's upload instructions). */
+  data?: Record<string, unknown>;
+}
+
+/** The peer's user stages and its storage endpoint (stage.ts), for PUT and COPY INTO. */
+export interface StageAccess {
+  stage: PeerStage;
+  endPoint(): string;
 }
 
 export class Session {
@@ -86,6 +98,7 @@ export class Session {
     private readonly catalog: PeerCatalog,
     private readonly isReadOnlyRole: (role: string) => boolean,
     private readonly log: (entry: QueryLogEntry) => void,
+    private readonly stages?: StageAccess,
   ) {}
 
   get current(): SessionContext {
@@ -196,6 +209,7 @@ export class Session {
         version: 1,
         sendResultTime: Date.now(),
         queryResultFormat: 'json',
+        ...outcome.data,
       },
     };
   }
@@ -238,6 +252,11 @@ export class Session {
       case 'use':
         await this.use(translated);
         return this.status('Statement executed successfully.', STATEMENT_TYPE.session);
+      case 'put':
+        // Not transactional (as in Snowflake): the file is on the stage once the SDK uploaded it.
+        return { rowtype: [], rowset: [], statementTypeId: STATEMENT_TYPE.ddl, data: this.stageAccess().stage.putResponse(this.user, translated, this.stageAccess().endPoint()) };
+      case 'copy':
+        return this.copyInto(translated);
       case 'sql': {
         const work = async () => {
           await this.beforeStatement(translated);
@@ -248,6 +267,65 @@ export class Session {
         return this.runSql(translated, request);
       }
     }
+  }
+
+  private stageAccess(): StageAccess {
+    if (!this.stages) throw SnowflakeSqlError.unsupported('A stage in this session');
+    return this.stages;
+  }
+
+  /**
+   * COPY INTO <table> (<cols>) FROM '@~/<file>': the staged CSV's rows inserted with one INSERT
+   * of array binds (the peer's usual conversion of bound text to the columns' types), so all
+   * rows or none (ON_ERROR = ABORT_STATEMENT); PURGE removes the file after a load.
+   */
+  private async copyInto(copy: CopyStatement): Promise<Outcome> {
+    const { stage } = this.stageAccess();
+    const name = `@~/${copy.path}`;
+    const staged = stage.file(this.user, copy.path);
+    if (!staged) {
+      throw new SnowflakeSqlError('091016', '22000', `Remote file '${name}' was not found. There are several potential causes. The file might not exist. The required credentials may be missing or invalid.`);
+    }
+    const gzipped = staged[0] === 0x1f && staged[1] === 0x8b;
+    let bytes = staged;
+    if (copy.gzip && gzipped) {
+      try {
+        bytes = gunzipSync(staged);
+      } catch {
+        throw new SnowflakeSqlError('100069', '22000', `Invalid data encountered during decompression for file: '${copy.path}',compression type used: 'GZIP', cause: 'data error'`);
+      }
+    } else if (gzipped) throw new SnowflakeSqlError('100069', '22000', `Invalid UTF8 detected in string: the file '${copy.path}' is gzip-compressed and COMPRESSION = NONE`);
+    let rows: (string | null)[][];
+    try {
+      rows = parseCsv(bytes.toString('utf8'));
+    } catch (err) {
+      if (!(err instanceof CsvError)) throw err;
+      throw new SnowflakeSqlError('100065', '22000', `${err.message}\n  File '${copy.path}', line ${err.line}`);
+    }
+    rows.forEach((row, i) => {
+      if (row.length !== copy.columns.length) {
+        throw new SnowflakeSqlError(
+          '100080',
+          '22000',
+          `Number of columns in file (${row.length}) does not match that of the corresponding table (${copy.columns.length}), use file format option error_on_column_count_mismatch=false to ignore this error\n  File '${copy.path}', line ${i + 1}`,
+        );
+      }
+    });
+    if (rows.length > 0) {
+      const sqlText = `INSERT INTO ${copy.table} (${copy.columns.join(', ')}) VALUES (${copy.columns.map(() => '?').join(', ')})`;
+      const insert = translate(sqlText, { database: this.context.database, schema: this.context.schema, warehouse: this.context.warehouse ?? '', role: this.context.role });
+      const bindings = Object.fromEntries(copy.columns.map((_, c) => [String(c + 1), { type: 'TEXT', value: rows.map((r) => r[c]) }]));
+      await this.runTranslated(insert, { sqlText, bindings });
+    }
+    if (copy.purge) stage.remove(this.user, copy.path);
+    const n = String(rows.length);
+    const columns = ['file', 'status', 'rows_parsed', 'rows_loaded', 'error_limit', 'errors_seen', 'first_error', 'first_error_line', 'first_error_character', 'first_error_column_name'];
+    const numeric = new Set(['rows_parsed', 'rows_loaded', 'error_limit', 'errors_seen', 'first_error_line', 'first_error_character']);
+    return {
+      rowtype: columns.map((c) => ({ ...(numeric.has(c) ? fixedColumn(c) : textColumn(c)), nullable: true })),
+      rowset: [[copy.path, 'LOADED', n, n, '1', '0', null, null, null, null]],
+      statementTypeId: STATEMENT_TYPE.copy,
+    };
   }
 
   /**

@@ -15,6 +15,7 @@
  */
 import { SnowflakeSqlError, swapCase } from './errors.js';
 import { lex, syntaxError, type Token } from './lexer.js';
+import { parseCopy, parsePut, type CopyStatement, type PutStatement } from './stage-sql.js';
 
 export interface TranslateContext {
   /** Current Snowflake database, schema, warehouse and role names (as stored: folded). */
@@ -55,7 +56,9 @@ export type Translated =
     }
   | { kind: 'begin' | 'commit' | 'rollback' }
   | { kind: 'use'; object: 'WAREHOUSE' | 'ROLE' | 'SCHEMA' | 'DATABASE'; name: string; database?: string }
-  | { kind: 'alterSession'; set: Record<string, string>; unset: string[] };
+  | { kind: 'alterSession'; set: Record<string, string>; unset: string[] }
+  | PutStatement
+  | CopyStatement;
 
 /** The schema each peer database holds its domains, helper functions and INFORMATION_SCHEMA views in. */
 export const PEER_SCHEMA = 'sf_peer';
@@ -371,10 +374,12 @@ export function translate(sql: string, context: TranslateContext): Translated {
     case 'DESCRIBE':
     case 'DESC':
     case 'EXPLAIN':
-    case 'CALL':
     case 'PUT':
-    case 'GET':
+      return parsePut(sql, tokens);
     case 'COPY':
+      return parseCopy(sql, tokens);
+    case 'CALL':
+    case 'GET':
     case 'GRANT':
     case 'REVOKE':
       throw SnowflakeSqlError.unsupported(first.upper);

@@ -1,16 +1,18 @@
 /**
  * Pure statements of bulk loads on the warehouse (bulk-load.ts runs them): the transactions table
  * and its conditional UPDATEs (no RETURNING: a row count of 1 says a claim, renewal or cursor move
- * won), and a chunk's set-based write — the chunk staged in a session's temporary table (one
- * INSERT with the SDK's array binds), then one insert-only MERGE into the history table that gives
- * each staged id its next version, one MERGE of those history rows into the record table (inside a
- * transaction the other way round: the record table first), and for INSERT and DELETE one SELECT
- * of what was refused. The number of statements per chunk is fixed.
+ * won), and a chunk's set-based write — the chunk staged in a session's temporary table (its rows
+ * as a gzip CSV file PUT on the user stage, then COPY INTO the table), then one insert-only MERGE
+ * into the history table that gives each staged id its next version, one MERGE of those history
+ * rows into the record table (inside a transaction the other way round: the record table first),
+ * and for INSERT and DELETE one SELECT of what was refused. The number of statements per chunk is fixed.
  *
  * A chunk's rows are told apart by the chunk's time `at` (their updated time, with a microsecond
  * part that no other write uses: writes elsewhere carry milliseconds): a history row of the chunk's
  * id with that time is the chunk's own, so a re-run finds what an interrupted run wrote.
  */
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import type { ActionProgress, LoadChunk, LoadCursor, LoadOperation, StoredTransaction } from '../../engine/contract.js';
 import { valueAt } from '../../engine/layout.js';
 import { quoteIdent as q, warehouseNaming as naming } from '../sql-naming.js';
@@ -206,23 +208,62 @@ export function createStageSql(layout: WarehouseLayout, operation: LoadOperation
 }
 
 /**
- * The chunk's rows into the staging table: one INSERT with array binds (one bind per column, an
- * array of the rows' values each; the SDK sends them as one statement that runs all rows or none).
- * Typed staging columns take the values as they are (no casts needed in VALUES of an INSERT).
+ * Where a chunk's file goes on the session user's stage (@~): a folder per dataset and
+ * transaction, named from the dataset id (a DNS name) and the transaction id (a UUID) only; an id
+ * with other characters is replaced by its digest, so no input reaches the statement's quotes.
  */
-export function fillStageSql(layout: WarehouseLayout, operation: LoadOperation, records: LoadChunk['records']): { text: string; binds: unknown[][] } {
-  const columns = stageColumns(layout, operation);
-  const fields = columns.slice(2).map((c) => c.field!);
-  return {
-    text: `INSERT INTO ${q(STAGE_TABLE)} (${columns.map((c) => q(c.name)).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
-    binds: records.map((r) => [r.row, r.id, ...fields.map((f) => bindValue(valueAt(r.data, f)))]),
-  };
+export function stageDir(datasetId: string, transaction: string): string {
+  const safe = (id: string) => (/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(id) ? id : createHash('sha256').update(id).digest('hex').slice(0, 32));
+  return `das_bulk/${safe(datasetId)}/${safe(transaction)}/`;
 }
 
-/** A value as a bind: objects (none reach here: fields are leaves) as JSON, undefined as null. */
-function bindValue(value: unknown): unknown {
-  if (value === undefined || value === null) return null;
-  return typeof value === 'object' ? JSON.stringify(value) : value;
+/** The chunk's file name: its first cursor position and its number of rows (numbers only). */
+export function stageFileName(from: LoadCursor, rows: number): string {
+  return `${from.action}-${from.file}-${from.row}-${rows}.csv.gz`;
+}
+
+/**
+ * The chunk's rows as the file COPY INTO reads, gzip-compressed: CSV in stageColumns order, null
+ * an empty unquoted field and every other value quoted with its quotes doubled (with
+ * FIELD_OPTIONALLY_ENCLOSED_BY = '"' and EMPTY_FIELD_AS_NULL = TRUE, Snowflake reads an unquoted
+ * empty field as NULL and "" as the empty string). Objects as JSON text.
+ */
+export function stageFile(layout: WarehouseLayout, operation: LoadOperation, records: LoadChunk['records']): Buffer {
+  const fields = stageColumns(layout, operation)
+    .slice(2)
+    .map((c) => c.field!);
+  let text = '';
+  for (const r of records) {
+    text += String(r.row) + ',' + csvValue(r.id);
+    for (const f of fields) text += ',' + csvValue(valueAt(r.data, f));
+    text += '\n';
+  }
+  return gzipSync(text);
+}
+
+function csvValue(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  return `"${text.replace(/"/g, '""')}"`;
+}
+
+/** Uploads the chunk's file (the SDK sends it from memory): PUT is not transactional, so it runs before BEGIN. */
+export function putSql(dir: string, fileName: string): string {
+  return `PUT 'file://${fileName}' '@~/${dir}' AUTO_COMPRESS = FALSE SOURCE_COMPRESSION = GZIP OVERWRITE = TRUE`;
+}
+
+/**
+ * The file into the staging table. FORCE: a re-run chunk loads its file again (Snowflake's load
+ * metadata would skip a file it loaded before); PURGE: the stage does not fill up;
+ * ABORT_STATEMENT: all rows or none.
+ */
+export function copyIntoSql(layout: WarehouseLayout, operation: LoadOperation, dir: string, fileName: string): string {
+  const columns = stageColumns(layout, operation).map((c) => q(c.name));
+  return (
+    `COPY INTO ${q(STAGE_TABLE)} (${columns.join(', ')}) FROM '@~/${dir}${fileName}' ` +
+    `FILE_FORMAT = (TYPE = CSV FIELD_OPTIONALLY_ENCLOSED_BY = '"' COMPRESSION = GZIP EMPTY_FIELD_AS_NULL = TRUE) ` +
+    'FORCE = TRUE PURGE = TRUE ON_ERROR = ABORT_STATEMENT'
+  );
 }
 
 const timeCast = (layout: WarehouseLayout) => layout.cast(layout.columns[SYS_CREATED].sqlType);

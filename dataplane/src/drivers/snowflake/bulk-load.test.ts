@@ -293,9 +293,10 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         const rows = (k: number, base: number) => Array.from({ length: k }, (_, i) => ({ id: `s-${base + i}`, data: { count: i } }));
         const small = await sent(() => store.loadChunk(dataset, chunk(tx, rows(2, 0), at(0), { ctx: { executor: 'big', warehouse: 'WH_LOADS' } })));
         const large = await sent(() => store.loadChunk(dataset, chunk(tx, rows(60, 2), at(2), { ctx: { executor: 'big', warehouse: 'WH_LOADS' } })));
-        const shape = (log: QueryLogEntry[]) => log.map((q) => q.sqlText.split(/\s+/).slice(0, 3).join(' '));
+        // A PUT names the chunk's file (its cursor and size): the statement's kind is what must not change.
+        const shape = (log: QueryLogEntry[]) => log.map((q) => (q.sqlText.startsWith('PUT ') ? 'PUT' : q.sqlText.split(/\s+/).slice(0, 3).join(' ')));
         expect(shape(large)).to.deep.equal(shape(small));
-        const stage = ['CREATE OR REPLACE', 'INSERT INTO "DAS_LOAD_STAGE"'];
+        const stage = ['CREATE OR REPLACE', 'PUT', 'COPY INTO "DAS_LOAD_STAGE"'];
         const [history, record, cursor] = ['MERGE INTO "SHOP"."SHOP_ORDER_HISTORY"', 'MERGE INTO "SHOP"."SHOP_ORDER"', 'UPDATE "SHOP"."DAS_TRANSACTIONS" SET'];
         const expected = [...stage, history, record, cursor];
         if (format.transactions) {
@@ -309,6 +310,14 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         }
         expect(large.every((q) => q.warehouse === 'WH_LOADS' && q.status === 'succeeded'), JSON.stringify(large.map((q) => [q.warehouse, q.status]))).to.equal(true);
         expect(large.filter((q) => /RETURNING/i.test(q.sqlText))).to.deep.equal([]);
+        // The rows travel as a file on the user stage, never as array binds of an INSERT; PURGE leaves nothing there.
+        expect(large.filter((q) => /^INSERT INTO "DAS_LOAD_STAGE"/.test(q.sqlText))).to.deep.equal([]);
+        const dir = `@~/das_bulk/${dataset.id}/${tx.id}/`;
+        expect(large.find((q) => q.sqlText.startsWith('PUT '))?.sqlText).to.equal(`PUT 'file://0-0-2-60.csv.gz' '${dir}' AUTO_COMPRESS = FALSE SOURCE_COMPRESSION = GZIP OVERWRITE = TRUE`);
+        expect(large.find((q) => q.sqlText.startsWith('COPY '))?.sqlText).to.match(
+          new RegExp(`FROM '${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}0-0-2-60\\.csv\\.gz' FILE_FORMAT = \\(TYPE = CSV .*\\) FORCE = TRUE PURGE = TRUE ON_ERROR = ABORT_STATEMENT$`),
+        );
+        expect(peer.stagedFiles().filter((f) => f.startsWith('das_bulk/'))).to.deep.equal([]);
         expect((await read('s-61'))?.version).to.equal(1);
       });
 

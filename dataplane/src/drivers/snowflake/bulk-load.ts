@@ -3,8 +3,11 @@
  * schema) and the chunk writer. Claims, renewals, cursor moves and finishes are conditional UPDATEs
  * whose row count says whether they won (the warehouse has no RETURNING and no SELECT … FOR UPDATE).
  *
- * A chunk (bulk-load-sql.ts): staged in a session's temporary table with one array-bound INSERT,
- * then one history MERGE and one record MERGE, then the cursor moved from `from` to `to`.
+ * A chunk (bulk-load-sql.ts): staged in a session's temporary table — its rows as one gzip CSV
+ * file, PUT from memory on the session user's stage (@~/das_bulk/<dataset>/<transaction>/) and
+ * loaded with COPY INTO (FORCE, PURGE, ON_ERROR = ABORT_STATEMENT) — then one history MERGE and
+ * one record MERGE, then the cursor moved from `from` to `to`. Statements per chunk are fixed
+ * whatever its size.
  * - snowflake: the MERGEs and the cursor move in one BEGIN … COMMIT; a run whose cursor move finds
  *   the cursor elsewhere (or the lease gone) rolls back, so a chunk is written once. The record
  *   MERGE comes first there (the lock order of the driver's atomic writes: no deadlock with one).
@@ -17,11 +20,6 @@
  *   cursor moves last, conditional on `from`, so a chunk is either still due (and re-running it
  *   writes only what is missing) or done. What was written and refused is counted from the rows
  *   at the chunk's time, so a re-run reports the same progress as an uninterrupted run.
- *
- * Production loads into Snowflake would COPY INTO the staging table from files PUT on a stage; the
- * SDK does exactly that itself for an array bind over its threshold (CLIENT_STAGE_ARRAY_BINDING_
- * THRESHOLD, 100,000 values): it uploads the rows to a temporary stage and the INSERT reads them
- * there. The test peer has no stages; the SDK then falls back to sending the binds inline.
  */
 import type { DatasetConfig } from '../../../../model/types.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StatementContext, type StoredTransaction } from '../../engine/contract.js';
@@ -33,9 +31,9 @@ import {
   claimCandidatesSql,
   claimSql,
   createStageSql,
+  copyIntoSql,
   createTransactionsTableSql,
   cursorText,
-  fillStageSql,
   finishSql,
   giveBackSql,
   historyAfterRecordSql,
@@ -46,9 +44,13 @@ import {
   markChunkSql,
   moveCursorSql,
   outcomeSql,
+  putSql,
   recordFirstMergeSql,
   renewSql,
   selectTransactionSql,
+  stageDir,
+  stageFile,
+  stageFileName,
 } from './bulk-load-sql.js';
 import { warehouseSqlDialect } from './dialect.js';
 import { outageOf } from './errors.js';
@@ -221,12 +223,13 @@ export class WarehouseBulkLoad implements BulkLoadStore {
     const progress = structuredClone(chunk.progress);
     const { records, duplicates } = dedupe(chunk.records, chunk.operation);
     for (const d of duplicates) reject(progress, chunk.maxErrors, d.row, `id "${d.id}" appears earlier in the same chunk; INSERT keeps the first`);
-    const write: ChunkWrite = { dbSchema: this.dbSchema(dataset), layout, chunk, records, progress };
+    const write: ChunkWrite = { datasetId: dataset.id, dbSchema: this.dbSchema(dataset), layout, chunk, records, progress };
     return this.host.withSession(dataset, chunk.ctx, (session) => (this.host.format().transactions ? inTransaction(session, write) : idempotent(session, write)));
   }
 }
 
 interface ChunkWrite {
+  datasetId: string;
   dbSchema: string;
   layout: WarehouseLayout;
   chunk: LoadChunk;
@@ -243,6 +246,19 @@ function runner(session: Session): Runner {
     const { text, binds } = typeof statement === 'string' ? { text: statement, binds: [] } : statement;
     return (await session.exec(text, { binds, rowMode: 'object' })).rows as Row[];
   };
+}
+
+/**
+ * The session's staging table (re)created and filled: the chunk's file PUT on the user stage (on
+ * this session: the stage is its user's), then COPY INTO, which purges the file.
+ */
+async function fillStage(session: Session, { datasetId, layout, chunk, records }: ChunkWrite): Promise<void> {
+  const run = runner(session);
+  const dir = stageDir(datasetId, chunk.transaction);
+  const file = stageFileName(chunk.from, records.length);
+  await run(createStageSql(layout, chunk.operation));
+  await session.exec(putSql(dir, file), { fileStream: stageFile(layout, chunk.operation, records) });
+  await run(copyIntoSql(layout, chunk.operation, dir, file));
 }
 
 /** What the stored state says about a chunk starting at `from`, or its outcome when it is not this runner's to write. */
@@ -286,17 +302,15 @@ function withProgress(stored: unknown, action: number, progress: ActionProgress)
 }
 
 /**
- * snowflake: the stage outside the transaction (Snowflake commits an open transaction before DDL:
- * the CREATE, and the SDK's own CREATE STAGE when it uploads a large array bind), then everything
- * else in one BEGIN … COMMIT.
+ * snowflake: the staging table filled outside the transaction (Snowflake commits an open
+ * transaction before DDL: the CREATE; PUT is not transactional; the COPY INTO only fills the
+ * session's temporary table, which the chunk rebuilds on a re-run), then everything else in one
+ * BEGIN … COMMIT.
  */
 async function inTransaction(session: Session, write: ChunkWrite): Promise<ChunkOutcome> {
   const run = runner(session);
-  const { dbSchema, layout, chunk, records, progress } = write;
-  if (records.length) {
-    await run(createStageSql(layout, chunk.operation));
-    await run(fillStageSql(layout, chunk.operation, records));
-  }
+  const { dbSchema, chunk, records, progress } = write;
+  if (records.length) await fillStage(session, write);
   await run('BEGIN');
   try {
     const [state] = await run(chunkStateSql(dbSchema, chunk.transaction));
@@ -325,7 +339,7 @@ async function inTransaction(session: Session, write: ChunkWrite): Promise<Chunk
 /** iceberg: no BEGIN/COMMIT; the chunk's time chosen once and kept, every write idempotent, the cursor last (see the top). */
 async function idempotent(session: Session, write: ChunkWrite): Promise<ChunkOutcome> {
   const run = runner(session);
-  const { dbSchema, layout, chunk, records, progress } = write;
+  const { dbSchema, chunk, records, progress } = write;
   const [state] = await run(chunkStateSql(dbSchema, chunk.transaction));
   const settled = checkState(state, chunk);
   if (settled) return settled;
@@ -335,8 +349,7 @@ async function idempotent(session: Session, write: ChunkWrite): Promise<ChunkOut
     if (count(await run(markChunkSql(dbSchema, chunk.transaction, chunk.owner, chunk.from, at)), 'number of rows updated') !== 1) return { kind: 'lease-lost' };
   }
   if (records.length) {
-    await run(createStageSql(layout, chunk.operation));
-    await run(fillStageSql(layout, chunk.operation, records));
+    await fillStage(session, write);
     await writeRecords(run, write, at, false);
   }
   const now = new Date();

@@ -35,6 +35,8 @@ export interface ExecOptions {
   stream?: boolean;
   /** Called with the statement as soon as it is submitted (to cancel it while it runs). */
   onSubmit?: (statement: SnowflakeStatement) => void;
+  /** A PUT's file, uploaded from memory (the SDK's `fileStream`): no local file is written. */
+  fileStream?: Buffer;
 }
 
 export interface ExecResult {
@@ -61,6 +63,7 @@ export class Session {
         parameters: options.parameters,
         rowMode: options.rowMode ?? 'array',
         streamResult: options.stream,
+        ...(options.fileStream ? { fileStream: options.fileStream } : {}),
         complete: (err, statement, rows) => {
           if (err) {
             if (isOutage(err)) this.broken = true;
