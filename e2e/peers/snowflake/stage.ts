@@ -25,9 +25,11 @@ interface Grant {
   expiresAt: number;
 }
 
-export type UploadOutcome = { status: 200 | 404 | 401 | 403 | 507; message?: string };
+export type UploadOutcome = { status: 200 | 404 | 401 | 403 | 503 | 507; message?: string };
 
 export class PeerStage {
+  /** Tests set it to make the storage endpoint answer 503 (a storage outage). */
+  refuseUploads = false;
   private readonly files = new Map<string, Buffer>();
   private readonly grants = new Map<string, Grant>();
 
@@ -85,6 +87,7 @@ export class PeerStage {
 
   /** The storage's PUT of the file's bytes (the size is bounded by the server while reading). */
   upload(authorization: string | undefined, id: string, fileName: string, body: Buffer): UploadOutcome {
+    if (this.refuseUploads) return { status: 503, message: 'the stage storage is unavailable' };
     const grant = this.grantFor(authorization, id, fileName);
     if ('status' in grant) return grant;
     const key = this.key(grant.user, grant.dir + grant.fileName);

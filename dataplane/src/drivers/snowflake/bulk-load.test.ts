@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import type { QueryLogEntry, SnowflakeTestPeerHandle } from '../../../../e2e/peers/snowflake/peer.js';
 import type { DatasetConfig } from '../../../../model/types.js';
 import type { ActionProgress, LoadChunk, LoadCursor, StoredTransaction } from '../../engine/contract.js';
+import { isUnavailable } from '../../engine/store-outcomes.js';
 import { chunkTime, cursorText } from './bulk-load-sql.js';
 import { WarehouseBulkLoad, type WarehouseBulkLoadHost } from './bulk-load.js';
 import type { SnowflakeDriver } from './driver.js';
@@ -319,6 +320,25 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         );
         expect(peer.stagedFiles().filter((f) => f.startsWith('das_bulk/'))).to.deep.equal([]);
         expect((await read('s-61'))?.version).to.equal(1);
+      });
+
+      it('a chunk whose file the stage storage refuses (503, after the SDK\'s retries) is the store outcome unavailable, writes nothing, and loads when the storage is back', async () => {
+        const tx = await running('UPSERT');
+        const rows = [{ id: 'up-1', data: { count: 1 } }];
+        peer.peer.stage.refuseUploads = true;
+        try {
+          const err = await store.loadChunk(dataset, chunk(tx, rows, at(0))).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(isUnavailable(err), String(err)).to.equal(true);
+          expect((err as Error).message).to.match(/stage upload/);
+        } finally {
+          peer.peer.stage.refuseUploads = false;
+        }
+        expect(await read('up-1')).to.equal(undefined);
+        expect(await store.loadChunk(dataset, chunk(tx, rows, at(0)))).to.include({ kind: 'committed' });
+        expect((await read('up-1'))?.version).to.equal(1);
       });
 
       // Last: it drops what the tests above wrote.

@@ -257,7 +257,12 @@ async function fillStage(session: Session, { datasetId, layout, chunk, records }
   const dir = stageDir(datasetId, chunk.transaction);
   const file = stageFileName(chunk.from, records.length);
   await run(createStageSql(layout, chunk.operation));
-  await session.exec(putSql(dir, file), { fileStream: stageFile(layout, chunk.operation, records) });
+  await session.exec(putSql(dir, file), { fileStream: stageFile(layout, chunk.operation, records) }).catch((err: unknown) => {
+    // The SDK's upload to the stage's storage failed after its own retries (an error with no
+    // Snowflake code): the store is out of reach, so the load pauses and is taken up again later.
+    if (codeOf(err) === '') throw new StoreError({ kind: 'unavailable', detail: `Snowflake stage upload: ${(err as Error).message}` });
+    throw err;
+  });
   await run(copyIntoSql(layout, chunk.operation, dir, file));
 }
 
