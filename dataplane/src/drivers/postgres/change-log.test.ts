@@ -254,6 +254,35 @@ describe('postgres change log', function () {
     }
   });
 
+  it('indexes positions and times of numbered changes only (a log with the earlier whole indexes gets them on prepare); readers and pruning use them', async () => {
+    const indexes = async () =>
+      (await db.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'feed' AND tablename = 'das$changes' ORDER BY indexname`)).rows;
+    // The layout before: position and time indexed whole.
+    await db.query(`DROP INDEX feed."das$changes_pos_numbered"; DROP INDEX feed."das$changes_committed_numbered"`);
+    await db.query(`CREATE UNIQUE INDEX "das$changes_pos" ON feed."das$changes" (pos); CREATE INDEX "das$changes_committed_at" ON feed."das$changes" (committed_at)`);
+    const report = await driver.prepare(dataset);
+    expect(report.refused).to.deep.equal([]);
+    const now = await indexes();
+    expect(now.map((i) => i.indexname)).to.deep.equal(['das$changes_committed_numbered', 'das$changes_pkey', 'das$changes_pos_numbered', 'das$changes_unnumbered']);
+    expect(now.find((i) => i.indexname === 'das$changes_pos_numbered')!.indexdef).to.match(/UNIQUE .*\(pos\) WHERE \(pos IS NOT NULL\)$/);
+    expect(now.find((i) => i.indexname === 'das$changes_committed_numbered')!.indexdef).to.match(/\(committed_at\) WHERE \(pos IS NOT NULL\)$/);
+    // The feed still reads in order after the change.
+    const head = await driver.changes.head(dataset);
+    await driver.write(dataset, [{ op: 'create', schema: 'feed.Company', id: 'after-index', data: { name: 'I' } }], 'QUORUM');
+    expect((await all(head)).map((c) => c.id)).to.deep.equal(['after-index']);
+    // With the sequential scan priced out, the planner can answer a page, the head and the pruning from the partial indexes.
+    await db.query('BEGIN');
+    try {
+      await db.query('SET LOCAL enable_seqscan = off');
+      const plan = async (sql: string) => (await db.query(`EXPLAIN ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(await plan(`SELECT * FROM feed."das$changes" WHERE pos > 5 ORDER BY pos LIMIT 10`)).to.include('das$changes_pos_numbered');
+      expect(await plan(`SELECT max(pos) FROM feed."das$changes"`)).to.include('das$changes_pos_numbered');
+      expect(await plan(`SELECT * FROM feed."das$changes" WHERE committed_at < now() AND pos IS NOT NULL`)).to.include('das$changes_committed_numbered');
+    } finally {
+      await db.query('ROLLBACK');
+    }
+  });
+
   it('wakes a LISTENer on every committed write, not on a rolled-back one', async () => {
     let wakes = 0;
     const stop = await driver.changes.subscribeWakeups(dataset, () => wakes++);

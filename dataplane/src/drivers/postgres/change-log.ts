@@ -31,6 +31,8 @@ export const CHANGES_TABLE = 'das$changes';
 export const PRUNED_TABLE = 'das$changes_pruned';
 /** The column of a change's position (its cursor); its absence means the log predates it and its DDL must run. */
 export const POSITION_COLUMN = 'pos';
+/** The index of numbered positions; its absence means the log's DDL must run (a log from before it). */
+export const POSITION_INDEX = 'das$changes_pos_numbered';
 
 export const changesTable = (dbSchema: string) => `${q(dbSchema)}.${q(CHANGES_TABLE)}`;
 const prunedTable = (dbSchema: string) => `${q(dbSchema)}.${q(PRUNED_TABLE)}`;
@@ -49,7 +51,6 @@ export function changeLogDdl(dbSchema: string): string[] {
   const t = changesTable(dbSchema);
   return [
     `CREATE TABLE IF NOT EXISTS ${t} (seq bigserial PRIMARY KEY, schema_name text NOT NULL, record_id text NOT NULL, version integer NOT NULL, op text NOT NULL, committed_at timestamp with time zone NOT NULL DEFAULT clock_timestamp())`,
-    `CREATE INDEX IF NOT EXISTS ${q('das$changes_committed_at')} ON ${t} (committed_at)`,
     // The highest position pruned away: a cursor below it has lost changes (CURSOR_EXPIRED).
     `CREATE TABLE IF NOT EXISTS ${prunedTable(dbSchema)} (one boolean PRIMARY KEY DEFAULT true CHECK (one), through bigint NOT NULL)`,
     `INSERT INTO ${prunedTable(dbSchema)} (through) VALUES (0) ON CONFLICT DO NOTHING`,
@@ -60,7 +61,14 @@ export function changeLogDdl(dbSchema: string): string[] {
     `ALTER TABLE ${t} ALTER COLUMN tx SET DEFAULT txid_current()`,
     `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS ${POSITION_COLUMN} bigint`,
     `UPDATE ${t} SET ${POSITION_COLUMN} = seq WHERE ${POSITION_COLUMN} IS NULL AND tx IS NULL`,
-    `CREATE UNIQUE INDEX IF NOT EXISTS ${q('das$changes_pos')} ON ${t} (${POSITION_COLUMN})`,
+    // Readers (by position) and pruning (by time) look only at numbered rows, so their indexes
+    // leave the others out: a writer's row enters two indexes (seq, unnumbered), not four, and
+    // concurrent writers do not meet on the NULL end of the position index. Logs from before this
+    // had both indexes whole; they are replaced.
+    `DROP INDEX IF EXISTS ${q(dbSchema)}.${q('das$changes_pos')}`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS ${q(POSITION_INDEX)} ON ${t} (${POSITION_COLUMN}) WHERE ${POSITION_COLUMN} IS NOT NULL`,
+    `DROP INDEX IF EXISTS ${q(dbSchema)}.${q('das$changes_committed_at')}`,
+    `CREATE INDEX IF NOT EXISTS ${q('das$changes_committed_numbered')} ON ${t} (committed_at) WHERE ${POSITION_COLUMN} IS NOT NULL`,
     `CREATE INDEX IF NOT EXISTS ${q('das$changes_unnumbered')} ON ${t} (seq) WHERE ${POSITION_COLUMN} IS NULL`,
   ];
 }
