@@ -1,11 +1,13 @@
 /**
  * `npm run bench:bulk-load`: a Parquet UPSERT of BENCH_ROWS demo.Person rows (default 1,000,000)
  * through a transaction on the data plane (a child process as `npm start` runs it) against
- * PostgreSQL's own COPY of the same rows from CSV into a plain table, side by side in one run on
- * one embedded PostgreSQL (and, for the same work, COPY into a live and a history table with the
- * data plane's indexes, the two COPYs at once on two connections). Reports rows/s of both, their ratio, and the data plane's peak RSS
- * (sampled from /proc every 50 ms) for the full file and for a quarter of it: with row-group
- * streaming the peak does not grow with the file. Not a test: read the figures.
+ * PostgreSQL's own COPY of the same rows from CSV, side by side in one run on one embedded
+ * PostgreSQL: into the tables the transaction writes (a live and a history table with the data
+ * plane's indexes, the two COPYs at once on two connections, as the transaction writes on two: the
+ * expectation's baseline, docs/transactions.md "Figures"), and into a plain table with one index.
+ * Reports the times, their ratios, and the data plane's peak RSS (sampled from /proc every 50 ms)
+ * for the full file and for a quarter of it: with row-group streaming the peak does not grow with
+ * the file. Not a test: read the figures.
  *
  * Beside the wall-clock times it reports the CPU seconds PostgreSQL (all its processes) and the
  * data plane spent on each, from /proc (PostgreSQL's background processes included), and the
@@ -179,9 +181,9 @@ async function main(): Promise<void> {
     const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
     console.log(`rows: ${ROWS} (row groups of ${ROW_GROUP}), Parquet ${mb(readFileSync(full.parquet).length)}, CSV ${mb(readFileSync(full.csv).length)}`);
     console.log(`data plane transaction (Parquet UPSERT, history, versions): ${big.seconds.toFixed(1)} s, ${(ROWS / big.seconds).toFixed(0)} rows/s; rowsWritten ${big.tx.actions[0].rowsWritten}`);
-    console.log(`PostgreSQL COPY from CSV into a plain table:              ${copySeconds.toFixed(1)} s, ${(ROWS / copySeconds).toFixed(0)} rows/s`);
-    console.log(`ratio (COPY time / transaction time): ${(copySeconds / big.seconds).toFixed(2)}`);
-    console.log(`PostgreSQL COPY into a live and a history table with the data plane's indexes (both at once): ${shapedSeconds.toFixed(1)} s; ratio ${(shapedSeconds / big.seconds).toFixed(2)}`);
+    console.log(`PostgreSQL COPY into a live and a history table with the data plane's indexes (both at once): ${shapedSeconds.toFixed(1)} s`);
+    console.log(`ratio to it (COPY time / transaction time; the expectation's baseline, docs/transactions.md): ${(shapedSeconds / big.seconds).toFixed(2)}`);
+    console.log(`PostgreSQL COPY from CSV into a plain table (one index): ${copySeconds.toFixed(1)} s, ${(ROWS / copySeconds).toFixed(0)} rows/s; ratio ${(copySeconds / big.seconds).toFixed(2)}`);
     console.log(`data plane RSS: before ${mb(small.before)}, peak ${mb(small.peak)} loading ${ROWS / 4} rows; before ${mb(big.before)}, peak ${mb(big.peak)} loading ${ROWS} rows`);
     const s = (n: number) => `${n.toFixed(1)} s`;
     console.log(`CPU: transaction PostgreSQL ${s(big.cpu.postgres)} + data plane ${s(big.cpu.dataPlane)}; COPY plain table PostgreSQL ${s(copyCpu)}; COPY live + history PostgreSQL ${s(shapedCpu)}`);
