@@ -21,18 +21,18 @@
  * BENCH_ROWS (1000000), BENCH_ROW_GROUP (50000), BENCH_CHUNK_ROWS (the data plane's default),
  * BENCH_WRITERS (DAS_BULK_WRITERS, the data plane's default).
  */
-import { chmodSync, createReadStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import copyStreams from 'pg-copy-streams';
-import { parquetWriteBuffer } from 'hyparquet-writer';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
 import { startMain, waitReady } from '../dataplane/test-support/main-process.js';
-import { HEADERS } from './support.js';
+import { cpuMs, HEADERS, postgresCpuMs } from './support.js';
+import { parquetFile } from '../dataplane/test-support/transactions.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const ROW_GROUP = Number(process.env.BENCH_ROW_GROUP ?? 50_000);
@@ -42,26 +42,10 @@ function rss(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
 }
 
-/** CPU seconds of a process (utime + stime), with its reaped children's (cutime + cstime) if asked. */
-function cpuSeconds(pid: number, children = false): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]) + (children ? Number(fields[13]) + Number(fields[14]) : 0);
-  return ticks / 100; // USER_HZ
-}
-
-/** CPU seconds of the whole PostgreSQL server: the postmaster, its live processes and the ones it reaped. */
-function postgresCpu(postmaster: number): number {
-  let total = cpuSeconds(postmaster, true);
-  for (const entry of readdirSync('/proc')) {
-    if (!/^[0-9]+$/.test(entry)) continue;
-    try {
-      if (Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]) === postmaster) total += cpuSeconds(Number(entry), true);
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return total;
-}
+/** CPU seconds of a process (user + system). */
+const cpuSeconds = (pid: number) => (cpuMs(pid) ?? 0) / 1000;
+/** CPU seconds of the whole PostgreSQL server, background processes included. */
+const postgresCpu = (postmaster: number) => postgresCpuMs(postmaster) / 1000;
 
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 
@@ -73,16 +57,14 @@ function fixtures(dir: string, rows: number, name: string): { parquet: string; c
   const parquet = join(dir, `${name}.parquet`);
   writeFileSync(
     parquet,
-    Buffer.from(
-      parquetWriteBuffer({
-        columnData: [
-          { name: 'id', data: ids, type: 'STRING' },
-          { name: 'name', data: names, type: 'STRING' },
-          { name: 'email', data: emails, type: 'STRING' },
-          { name: 'age', data: ages, type: 'INT32' },
-        ],
-        rowGroupSize: ROW_GROUP,
-      } as Parameters<typeof parquetWriteBuffer>[0]),
+    parquetFile(
+      [
+        { name: 'id', data: ids, type: 'STRING' },
+        { name: 'name', data: names, type: 'STRING' },
+        { name: 'email', data: emails, type: 'STRING' },
+        { name: 'age', data: ages, type: 'INT32' },
+      ],
+      { rowGroupSize: ROW_GROUP },
     ),
   );
   const csv = join(dir, `${name}.csv`);

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { parquetWriteBuffer } from 'hyparquet-writer';
+import { parquetFile } from '../dataplane/test-support/transactions.js';
 import { startDynamoDbLocal } from '../e2e/peers/dynamodb/peer.js';
 import { freePort } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
@@ -44,14 +44,12 @@ async function main(): Promise<void> {
   const parquet = join(dataDir, 'imports', 'customers.parquet');
   writeFileSync(
     parquet,
-    Buffer.from(
-      parquetWriteBuffer({
-        columnData: [
-          { name: 'id', data: ids, type: 'STRING' },
-          { name: 'name', data: names, type: 'STRING' },
-        ],
-        rowGroupSize: ROW_GROUP,
-      } as Parameters<typeof parquetWriteBuffer>[0]),
+    parquetFile(
+      [
+        { name: 'id', data: ids, type: 'STRING' },
+        { name: 'name', data: names, type: 'STRING' },
+      ],
+      { rowGroupSize: ROW_GROUP },
     ),
   );
   const aws = { AWS_ACCESS_KEY_ID: peer.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: peer.credentials.secretAccessKey, AWS_REGION: peer.region };

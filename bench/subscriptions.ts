@@ -23,7 +23,7 @@
  * the data planes' RSS, and the load average before and after.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +32,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
-import { cpuMs, HEADERS, start, waitFor } from './support.js';
+import { cpuMs, HEADERS, postgresCpuMs, start, waitFor } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const RATE = Number(process.env.BENCH_WRITES_PER_SECOND ?? 200);
@@ -51,24 +51,6 @@ const rssMb = (pid: number | undefined) => {
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 };
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
-
-/** CPU ms of the whole PostgreSQL server: the postmaster with its reaped children, and its live processes. */
-function postgresCpuMs(postmaster: number): number {
-  const ms = (pid: number) => {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / 100; // USER_HZ
-  };
-  let total = ms(postmaster);
-  for (const entry of readdirSync('/proc')) {
-    if (!/^[0-9]+$/.test(entry)) continue;
-    try {
-      if (Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]) === postmaster) total += ms(Number(entry));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return total;
-}
 
 /** One subscriber, as the main process hands it to a client process. */
 interface SubSpec {

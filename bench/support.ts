@@ -1,6 +1,6 @@
 /** What the benchmarks share: starting servers the same way, waiting for them, CPU time from /proc, medians. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { call } from '../dataplane/test-support/http.js';
 
@@ -42,6 +42,25 @@ export function cpuMs(pid: number | undefined): number | undefined {
   const stat = readFileSync(file, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+}
+
+/** CPU ms of the whole PostgreSQL server: the postmaster with its reaped children, and its live processes (and theirs). */
+export function postgresCpuMs(postmaster: number): number {
+  const ms = (pid: number) => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / TICKS_PER_SECOND;
+  };
+  let total = ms(postmaster);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      if (Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]) === postmaster) total += ms(Number(entry));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return total;
 }
 
 /** The true median (the mean of the middle two for an even count). */

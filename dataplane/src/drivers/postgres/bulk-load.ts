@@ -12,7 +12,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
 import type { DatasetConfig } from '../../../../model/types.js';
-import { valueAt } from '../../engine/layout.js';
+import { stageCsv } from '../sql/stage-csv.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StoredTransaction } from '../../engine/contract.js';
 import { quoteIdent as q, postgresNaming as naming } from '../sql-naming.js';
 import { changeChannel, changesTable } from './change-log.js';
@@ -360,38 +360,19 @@ async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) =
 
 /**
  * The staging of a chunk: a temporary table shaped like the live one (no indexes, dropped at
- * commit) and the COPY text of its rows, built lazily in pieces of ~64 KB as COPY takes them, so
- * PostgreSQL parses one piece while the next is built.
+ * commit) and the COPY text of its rows (sql/stage-csv.ts), built lazily in pieces of ~64 KB as
+ * COPY takes them, so PostgreSQL parses one piece while the next is built.
  */
 export function stageCopy(layout: TableLayout, records: LoadChunk['records'], idsOnly: boolean): { create: string; copy: string; text: () => Generator<string> } {
   const fields = idsOnly ? [] : layout.columns.filter((c) => c.field);
   const cols = ['das_row integer', `${q(naming.system.id)} text`, ...fields.map((c) => `${q(c.name)} ${c.sqlType}`)];
-  const text = function* () {
-    let batch = '';
-    for (const r of records) {
-      batch += String(r.row) + ',' + csvValue(r.id);
-      for (const c of fields) batch += ',' + csvValue(valueAt(r.data, c.field!));
-      batch += '\n';
-      if (batch.length > 64 * 1024) {
-        yield batch;
-        batch = '';
-      }
-    }
-    if (batch) yield batch;
-  };
+  const fieldNames = fields.map((c) => c.field!);
   const names = ['das_row', naming.system.id, ...fields.map((c) => c.name)].map(q).join(', ');
   return {
     create: `CREATE TEMP TABLE das_stage (${cols.join(', ')}) ON COMMIT DROP`,
     copy: `COPY das_stage (${names}) FROM STDIN WITH (FORMAT csv)`,
-    text,
+    text: () => stageCsv(records, fieldNames),
   };
-}
-
-/** CSV for COPY: null is an empty unquoted field, every value is quoted (quotes doubled). */
-function csvValue(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return text.includes('"') ? `"${text.replace(/"/g, '""')}"` : `"${text}"`;
 }
 
 /**

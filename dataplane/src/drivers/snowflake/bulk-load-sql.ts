@@ -13,8 +13,8 @@
  */
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { stageCsv } from '../sql/stage-csv.js';
 import type { ActionProgress, LoadChunk, LoadCursor, LoadOperation, StoredTransaction } from '../../engine/contract.js';
-import { valueAt } from '../../engine/layout.js';
 import { quoteIdent as q, warehouseNaming as naming } from '../sql-naming.js';
 import type { Column } from '../sql/table-shape.js';
 import type { Statement, WarehouseLayout } from './layout.js';
@@ -232,19 +232,7 @@ export function stageFile(layout: WarehouseLayout, operation: LoadOperation, rec
   const fields = stageColumns(layout, operation)
     .slice(2)
     .map((c) => c.field!);
-  let text = '';
-  for (const r of records) {
-    text += String(r.row) + ',' + csvValue(r.id);
-    for (const f of fields) text += ',' + csvValue(valueAt(r.data, f));
-    text += '\n';
-  }
-  return gzipSync(text);
-}
-
-function csvValue(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return `"${text.replace(/"/g, '""')}"`;
+  return gzipSync([...stageCsv(records, fields)].join(''));
 }
 
 /** Uploads the chunk's file (the SDK sends it from memory): PUT is not transactional, so it runs before BEGIN. */
@@ -302,12 +290,7 @@ export function historyMergeSql(layout: WarehouseLayout, operation: LoadOperatio
       (operation === 'INSERT' ? ` AND L.${ID} IS NULL` : '');
     binds = [at, at, at];
   }
-  return {
-    text:
-      `MERGE INTO ${layout.history} AS TGT USING (${select}) AS SRC ON TGT.${ID} = SRC.${ID} AND TGT.${VERSION} = SRC.${VERSION} ` +
-      `WHEN NOT MATCHED THEN INSERT (${columns.join(', ')}) VALUES (${columns.map((c) => `SRC.${c}`).join(', ')})`,
-    binds,
-  };
+  return insertOnlyHistoryMerge(layout, select, columns, binds);
 }
 
 /**
@@ -384,6 +367,11 @@ export function historyAfterRecordSql(layout: WarehouseLayout, operation: LoadOp
     select = `SELECT ${columns.map((c) => `R.${c} AS ${c}`).join(', ')} FROM ${layout.table} R JOIN ${q(STAGE_TABLE)} S ON S.${ID} = R.${ID} WHERE R.${UPDATED} = ${time}`;
     binds = [at];
   }
+  return insertOnlyHistoryMerge(layout, select, columns, binds);
+}
+
+/** The history rows `select` gives (in `columns`), inserted where (id, version) is not there yet: a re-run adds nothing. */
+function insertOnlyHistoryMerge(layout: WarehouseLayout, select: string, columns: string[], binds: unknown[]): Statement {
   return {
     text:
       `MERGE INTO ${layout.history} AS TGT USING (${select}) AS SRC ON TGT.${ID} = SRC.${ID} AND TGT.${VERSION} = SRC.${VERSION} ` +
