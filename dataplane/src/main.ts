@@ -8,11 +8,15 @@
  *   DAS_ENVIRONMENT    the Environment to serve (files: default the first one; kubernetes: required)
  *   DAS_NAMESPACE      kubernetes: the namespace of the ConfigMaps
  *   DATABASE_URL / PG* an external PostgreSQL; without them an embedded one under DATA_DIR
- *   SHUTDOWN_TIMEOUT_MS how long SIGTERM may take to drain (25000)
+ *   DAS_SHUTDOWN_DELAY_MS after SIGTERM, how long to keep serving with /readyz "draining" (5000 in a Pod, else 0)
+ *   SHUTDOWN_TIMEOUT_MS how long SIGTERM may take to drain after that delay (25000)
  *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME)
  *
+ * `--help` prints the usage (usage.ts) and exits 0.
+ *
  * This file owns the process's signals: one shutdown path, whatever started. On SIGTERM or SIGINT
- * the server stops accepting, in-flight requests finish, ASYNC writes drain (retrying through a
+ * /readyz turns `draining` and the server keeps serving for DAS_SHUTDOWN_DELAY_MS (every response
+ * closing its connection), then stops accepting, in-flight requests finish, subscriptions end with 1012, ASYNC writes drain (retrying through a
  * store outage until the deadline), pools close, and only then is the embedded PostgreSQL
  * stopped. Exit code 0 when nothing was lost, 1 when some ASYNC writes could not be written
  * (each is logged). A second signal while draining (a second or more after the first) exits at once with 1.
@@ -26,6 +30,13 @@ import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
 import { startFunctionGateway } from './function-gateway/server.js';
 import { wholeNumberSetting } from './env-settings.js';
+import { defaultShutdownDelayMs } from './http/drain.js';
+import { USAGE } from './usage.js';
+
+if (process.argv.slice(2).some((a) => a === '--help' || a === '-h')) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 
 // Buffered, asynchronous writes: one access-log line per request must not block the event loop,
 // and lines are batched for up to 100 ms (see log-destination.ts). Every exit path below calls
@@ -87,9 +98,12 @@ async function shutdown(signal: string): Promise<void> {
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));
 
+const shutdownDelayMs = (env: NodeJS.ProcessEnv) => wholeNumberSetting(env, 'DAS_SHUTDOWN_DELAY_MS', defaultShutdownDelayMs(env));
+
 /** DAS_MODE=function-gateway: the environment's function gateway, a proxy to the internal REST API. */
 async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
   if (!env.DAS_UPSTREAM_URL || !env.DAS_FUNCTION_NAME) throw new Error('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
+  const delayMs = shutdownDelayMs(env);
   const gateway = await startFunctionGateway({
     upstreamUrl: env.DAS_UPSTREAM_URL,
     principal: env.DAS_FUNCTION_NAME,
@@ -97,7 +111,7 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
     port: Number(env.PORT ?? 8080),
     host: env.HOST ?? '0.0.0.0',
   });
-  parts.push({ name: 'function gateway', stop: () => gateway.stop() });
+  parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs }) });
 }
 
 async function main(): Promise<void> {
@@ -105,6 +119,7 @@ async function main(): Promise<void> {
   if (env.DAS_MODE === 'function-gateway') return functionGateway(env);
   if (env.DAS_MODE && env.DAS_MODE !== 'dataplane') throw new Error(`unknown DAS_MODE "${env.DAS_MODE}": dataplane or function-gateway`);
   const deadlineMs = wholeNumberSetting(env, 'SHUTDOWN_TIMEOUT_MS', 25_000);
+  const delayMs = shutdownDelayMs(env);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   if (!usesExternalDatabase(env)) {
     const { startEmbeddedPostgres } = await import('./db/embedded.js');
@@ -127,7 +142,7 @@ async function main(): Promise<void> {
     host: env.HOST ?? '0.0.0.0',
     env,
   });
-  parts.push({ name: 'data plane', stop: () => dataPlane.stop({ deadlineMs }) });
+  parts.push({ name: 'data plane', stop: () => dataPlane.stop({ deadlineMs, delayMs }) });
 }
 
 process.on('uncaughtException', (err) => {

@@ -18,6 +18,7 @@ import type { AsyncWriterOptions } from './engine/async-writes.js';
 import { isUnavailable } from './engine/store-outcomes.js';
 import { BodyBudget } from './http/body.js';
 import { installClientErrorHandler, renderRestError } from './http/client-error.js';
+import { Drain } from './http/drain.js';
 import { StoreHealth } from './store-health.js';
 import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
@@ -62,8 +63,10 @@ export interface DataPlaneOptions {
 }
 
 export interface StopOptions {
-  /** How long in-flight requests and ASYNC writes may take before they are cut off (default 25 s). */
+  /** How long in-flight requests and ASYNC writes may take before they are cut off (default 25 s), counted after the delay. */
   deadlineMs?: number;
+  /** How long to keep accepting and serving, `/readyz` saying `draining`, before the listener closes (DAS_SHUTDOWN_DELAY_MS; default 0). */
+  delayMs?: number;
 }
 
 /** Headers up to 32 KiB pass (browsers with large cookies and bearer tokens); more is a 431. */
@@ -170,6 +173,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     bodyLimit: options.bodyLimit,
     bodyBudget: new BodyBudget(options.bodyBudgetBytes),
     storeHealth: async () => ({ unavailable: await health.unavailable() }),
+    draining: () => drain.draining,
     metrics: async () => ({ contentType: metrics.contentType, body: await metrics.metrics() }),
     observeRequest: (sample) => requests.observe(sample),
     extraRoutes: options.extraRoutes,
@@ -183,6 +187,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout) }, handler);
+  const drain = new Drain(server);
   installClientErrorHandler(server, logger, renderRestError);
   server.on('upgrade', (req, socket, head) => subscriptions.handleUpgrade(req, socket, head));
   // Every replica prunes the change logs of the datasets it serves (idempotent between replicas).
@@ -199,16 +204,19 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     server.listen(options.port ?? 8080, options.host ?? '0.0.0.0', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  logger.info({ port, datasets: store.datasetIds() }, 'data plane listening');
+  logger.info({ port, datasets: store.datasetIds(), caps: settings.caps }, 'data plane listening');
 
   let stopping: Promise<number> | undefined;
   const stop = (stopOptions: StopOptions = {}) =>
     (stopping ??= (async () => {
+      const delayMs = stopOptions.delayMs ?? 0;
+      logger.info({ delayMs }, 'draining: /readyz answers 503, every response closes its connection');
+      await drain.begin(delayMs);
       const deadline = Date.now() + (stopOptions.deadlineMs ?? 25_000);
       logger.info({ inFlightAsync: engine.asyncWrites.pending }, 'shutting down: finishing in-flight requests');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Subscribers are told the server is going away (1001) and reconnect to another replica.
-      await subscriptions.close();
+      // Subscribers are told the service restarts (1012): they reconnect to another replica and resume after their last cursor.
+      await subscriptions.close(Math.max(0, deadline - Date.now()));
       await dispatcher.close();
       server.closeIdleConnections();
       // Requests still running at the deadline lose their connection rather than hold the exit.

@@ -7,7 +7,8 @@
  * - Afterwards every change re-reads the whole file or directory: changed datasets are upserted,
  *   datasets whose manifests are gone are removed (their stored data is kept: removing a file is not
  *   a `deletionPolicy: Delete`), and the environment is updated. An invalid edit is logged (file,
- *   JSON path, problem) and the previous config keeps serving until the files are valid again.
+ *   JSON path, problem) and reported to the sink (/readyz says `degraded`, naming the file); the
+ *   previous config keeps serving until the files are valid again.
  * - Changes are noticed by fs.watch (debounced, since editors write a file in several steps) and,
  *   as a fallback where fs.watch misses events (network mounts, a replaced directory), by a slow
  *   poll of the files' names, sizes and modification times.
@@ -140,11 +141,14 @@ export async function startFileConfigSource(options: FileConfigSourceOptions, si
     } catch (err) {
       if (err instanceof ManifestError) {
         logger.warn({ file: err.file, problems: err.problems }, `invalid manifest, not loaded; the previous config keeps serving:\n${err.message}`);
+        sink.reportSourceProblem?.({ file: err.file, problem: `invalid manifest, not loaded (the previous config keeps serving): ${err.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}` });
       } else {
         logger.warn({ path, err: (err as Error).message }, 'manifests could not be read; the previous config keeps serving');
+        sink.reportSourceProblem?.({ file: path, problem: `manifests could not be read (the previous config keeps serving): ${(err as Error).message}` });
       }
       return;
     }
+    sink.reportSourceProblem?.(undefined);
     try {
       const changes = apply(next);
       if (changes.length) logger.info({ path, changes }, 'manifests reloaded');

@@ -8,6 +8,13 @@ export interface ConfigSink {
   setEnvironment(config: EnvironmentConfig): void;
   upsertDataset(config: DatasetConfig): void;
   removeDataset(id: string): void;
+  /** An edit the source refused (an invalid manifest: the file and the problem), or undefined once the files load again. */
+  reportSourceProblem?(problem: SourceProblem | undefined): void;
+}
+
+export interface SourceProblem {
+  file?: string;
+  problem: string;
 }
 
 /** The ConfigMap conventions are shared with the operator, so they live in model/. */

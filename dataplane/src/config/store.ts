@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
-import type { ConfigSink } from './sink.js';
+import type { ConfigSink, SourceProblem } from './sink.js';
 
 export type DatasetState =
   | { status: 'ready'; config: DatasetConfig; warning?: string }
@@ -32,6 +32,8 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
   /** The newest config received per dataset, and its pending retry after an unreachable store. */
   private readonly latest = new Map<string, DatasetConfig>();
   private readonly retries = new Map<string, { timer: NodeJS.Timeout; delay: number }>();
+  /** The config source's refused edit, if any: /readyz reports it (`degraded`). */
+  sourceProblem: SourceProblem | undefined;
 
   constructor(private readonly preparer: DatasetPreparer) {
     super();
@@ -44,6 +46,10 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
   setEnvironment(config: EnvironmentConfig): void {
     this.env = config;
     this.emit('environment', config);
+  }
+
+  reportSourceProblem(problem: SourceProblem | undefined): void {
+    this.sourceProblem = problem;
   }
 
   dataset(id: string): DatasetState | undefined {

@@ -15,6 +15,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { installClientErrorHandler, type ClientErrorRenderer } from '../http/client-error.js';
+import { Drain } from '../http/drain.js';
 import { InvocationError, toFunctionResult, toRestCall, type FunctionResult } from './translate.js';
 
 export interface FunctionGatewayOptions {
@@ -109,7 +110,7 @@ function send(res: ServerResponse, httpStatus: number, result: FunctionResult, e
 /** Framing refusals: the HTTP status is the status code, and the connection ends if a body is left unread. */
 const refusal = (code: number, message: string): FunctionResult => ({ data: null, status: { code, message } });
 
-export async function startFunctionGateway(options: FunctionGatewayOptions): Promise<{ server: Server; url: string; stop(): Promise<void> }> {
+export async function startFunctionGateway(options: FunctionGatewayOptions): Promise<{ server: Server; url: string; stop(options?: { delayMs?: number }): Promise<void> }> {
   const max = options.maxPayload ?? 1024 * 1024;
   const { logger } = options;
 
@@ -119,6 +120,10 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         send(res, 405, refusal(405, `${path} answers GET`), { allow: 'GET, HEAD' });
         return { code: 405 };
+      }
+      if (path === '/readyz' && drain.draining) {
+        send(res, 503, { data: { status: 'draining' }, status: { code: 503, message: 'shutting down' } }, { 'retry-after': '1' });
+        return { code: 503 };
       }
       send(res, 200, { data: { status: 'ok' }, status: { code: 200 } });
       return { code: 200 };
@@ -186,6 +191,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
       },
     );
   });
+  const drain = new Drain(server);
   installClientErrorHandler(server, logger, renderFunctionError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -196,10 +202,13 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
   return {
     server,
     url: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    // As the data plane's: readiness drains for delayMs while serving, then in-flight calls finish.
+    stop: async ({ delayMs = 0 }: { delayMs?: number } = {}) => {
+      await drain.begin(delayMs);
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-      }),
+      });
+    },
   };
 }

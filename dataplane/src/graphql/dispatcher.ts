@@ -116,6 +116,11 @@ export class ChangeDispatcher {
     return this.active;
   }
 
+  /** The per-replica cap (memory-caps.ts): WebSocket upgrades are refused once it is reached. */
+  get maxSubscriptions(): number {
+    return this.options.maxSubscriptions;
+  }
+
   /**
    * Opens a subscription: checks the request (400s), replays from `after` (410 CURSOR_EXPIRED when
    * older than the retention), and gives the events as an async iterable.

@@ -2,21 +2,26 @@
 import { wholeNumberSetting } from '../env-settings.js';
 import type { DispatcherOptions } from './dispatcher.js';
 import { DEFAULT_LIMITS, type SubscriptionLimits } from './websocket.js';
+import { processMemoryCaps, type MemoryCaps } from '../memory-caps.js';
 
 export interface SubscriptionSettings {
   limits: SubscriptionLimits;
   dispatcher: DispatcherOptions;
+  /** The per-replica caps and where they came from (the cgroup memory limit or a setting). */
+  caps: MemoryCaps;
 }
 
-export function subscriptionSettings(env: NodeJS.ProcessEnv = process.env): SubscriptionSettings {
+export function subscriptionSettings(env: NodeJS.ProcessEnv = process.env, caps: MemoryCaps = processMemoryCaps(env)): SubscriptionSettings {
   return {
+    caps,
     limits: {
+      maxConnections: caps.connections,
       perConnection: wholeNumberSetting(env, 'DAS_SUBSCRIPTIONS_PER_CONNECTION', DEFAULT_LIMITS.perConnection, 1),
       initTimeoutMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_INIT_TIMEOUT_MS', DEFAULT_LIMITS.initTimeoutMs, 1),
       keepAliveMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_KEEPALIVE_MS', DEFAULT_LIMITS.keepAliveMs, 1),
     },
     dispatcher: {
-      maxSubscriptions: wholeNumberSetting(env, 'DAS_SUBSCRIPTIONS_PER_REPLICA', 10_000, 1),
+      maxSubscriptions: caps.subscriptions,
       queueBound: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_QUEUE', 1000, 1),
       pollMs: wholeNumberSetting(env, 'DAS_CHANGE_POLL_MS', 1000, 10),
       minReadIntervalMs: wholeNumberSetting(env, 'DAS_CHANGE_READ_INTERVAL_MS', 25, 0),

@@ -31,6 +31,8 @@ import { datasetSchema, graphqlErrorOf, type GraphQLContext, type SubscriptionRe
 
 export const TRANSPORT_WS = 'graphql-transport-ws';
 export const LEGACY_WS = 'graphql-ws';
+/** WebSocket close code 1012, "service restart": the replica stops; resume elsewhere from the last cursor. */
+export const SERVICE_RESTART = 1012;
 
 export interface SubscriptionLimits {
   /** Subscriptions one connection may hold at once. */
@@ -39,9 +41,11 @@ export interface SubscriptionLimits {
   initTimeoutMs: number;
   /** Interval of keep-alives (pings; `ka` on the older protocol). */
   keepAliveMs: number;
+  /** WebSocket connections this replica holds at once; past it an upgrade is refused with 503 (memory-caps.ts). */
+  maxConnections: number;
 }
 
-export const DEFAULT_LIMITS: SubscriptionLimits = { perConnection: 100, initTimeoutMs: 10_000, keepAliveMs: 12_000 };
+export const DEFAULT_LIMITS: SubscriptionLimits = { perConnection: 100, initTimeoutMs: 10_000, keepAliveMs: 12_000, maxConnections: 10_000 };
 
 export interface SubscriptionServerDeps {
   store: ConfigStore;
@@ -99,6 +103,9 @@ export class SubscriptionServer {
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse): Promise<void> {
+    // Refused before anything is allocated, so the autoscaler or another replica takes the load, not the OOM killer.
+    const full = this.full();
+    if (full) throw new ApiError(503, 'TOO_MANY_CONNECTIONS', full, [], 5);
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     let route;
     try {
@@ -138,6 +145,14 @@ export class SubscriptionServer {
       if (protocol === LEGACY_WS) serveLegacyProtocol(ws, connection, this.session(connection), this.limits);
       else this.serveTransportWs(ws, connection);
     });
+  }
+
+  /** Why this replica takes no more WebSockets (a per-replica cap reached), or undefined. */
+  private full(): string | undefined {
+    if (this.connections.size >= this.limits.maxConnections) return `this replica holds its maximum of ${this.limits.maxConnections} WebSocket connections; retry, another replica may take it`;
+    const max = this.deps.dispatcher.maxSubscriptions;
+    if (this.deps.dispatcher.subscriptions >= max) return `this replica serves its maximum of ${max} subscriptions; retry, another replica may take it`;
+    return undefined;
   }
 
   /** Authentication as REST's; its refusals as ApiErrors (401, 403). */
@@ -268,11 +283,19 @@ export class SubscriptionServer {
     }
   }
 
-  /** Shutdown: every connection is told the server is going away (1001). */
-  async close(): Promise<void> {
+  /**
+   * Shutdown: every connection is closed with 1012 (service restart), on both protocols, so
+   * clients reconnect (to another replica) and resume with `after: <cursor>`. Waits up to
+   * `waitMs` (at most 2 s) for the clients' close frames, then cuts the rest.
+   */
+  async close(waitMs = 2000): Promise<void> {
     this.deps.store.off('dataset', this.onDataset);
     this.deps.store.off('environment', this.onEnvironment);
-    for (const c of this.connections) c.close(1001, 'server shutting down');
+    const gone = [...this.connections].map((c) => new Promise<void>((resolve) => (c.socket.readyState === c.socket.CLOSED ? resolve() : c.socket.once('close', () => resolve()))));
+    for (const c of this.connections) c.close(SERVICE_RESTART, 'service restart: reconnect and resume after your last cursor');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(gone), new Promise((resolve) => (timer = setTimeout(resolve, Math.min(waitMs, 2000))))]);
+    clearTimeout(timer);
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     for (const c of this.connections) c.socket.terminate();
   }

@@ -58,6 +58,8 @@ export interface AppDeps {
   bodyBudget?: BodyBudget;
   /** Readiness beyond the configs: the stores' reachability. */
   storeHealth?: () => Promise<import('./readiness.js').StoreReadiness>;
+  /** True from SIGTERM on: /readyz answers 503 `draining` (http/drain.ts). */
+  draining?: () => boolean;
   /** GET /metrics: the Prometheus text exposition (metrics.ts, graphql/metrics.ts). */
   metrics?: () => Promise<{ contentType: string; body: string }>;
   /** Each finished response, for the request metrics. */
@@ -109,7 +111,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     });
 
   const handlers = datasetHandlers(deps);
-  const readiness = () => readinessOf(deps.store, deps.storeHealth);
+  const readiness = () => readinessOf(deps.store, deps.storeHealth, deps.draining);
 
   async function serve(x: Exchange, { route, params }: RouteMatch): Promise<void> {
     const { methods } = route;

@@ -29,6 +29,16 @@ export function toApiError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
+/**
+ * How loud a 5xx answer is logged: a paused dataset is a state an operator chose (info); a 503 the
+ * client is told to retry (a store outage, a full queue) is expected and recovers (warn); any
+ * other 5xx is an error.
+ */
+export function serverErrorLevel(e: ApiError): 'info' | 'warn' | 'error' {
+  if (e.code === 'DATASET_PAUSED') return 'info';
+  return e.status === 503 ? 'warn' : 'error';
+}
+
 /** Answers an error: 4xx for what the caller can fix, 500 (logged with its stack, never sent) otherwise. */
 export function respondWithError(x: Exchange, err: unknown, logger: Logger): void {
   const apiError = toApiError(err);
@@ -42,7 +52,7 @@ export function respondWithError(x: Exchange, err: unknown, logger: Logger): voi
     if (apiError.status === 503 || apiError.status === 429) x.res.setHeader('retry-after', String(apiError.retryAfter ?? 1));
     // The rest of an unread body is not worth draining: close the connection after this answer.
     if (!x.req.complete && x.req.method !== 'GET' && x.req.method !== 'HEAD') x.res.setHeader('connection', 'close');
-    if (apiError.status >= 500) logger.error({ reqId: x.id, code: apiError.code }, apiError.message);
+    if (apiError.status >= 500) logger[serverErrorLevel(apiError)]({ reqId: x.id, code: apiError.code }, apiError.message);
     return sendJson(x.res, apiError.status, apiError.toBody(x.id));
   }
   logger.error({ reqId: x.id, err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'unhandled error');

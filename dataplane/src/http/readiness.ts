@@ -5,6 +5,9 @@
  * unreachable store) while others can — one bad dataset must not take the replica out of its
  * Service; 503 `starting` until every dataset's first preparation finished, and 503
  * `unavailable` when no dataset can be served because their stores cannot be reached.
+ * 200 `degraded` too when the config source refused an edit (an invalid manifest): the replica
+ * still serves the last good config, and `config` names the file and the problem.
+ * 503 `draining` from SIGTERM on (http/drain.ts), whatever else holds, so endpoints drop the Pod.
  */
 import type { ConfigStore } from '../config/store.js';
 
@@ -13,7 +16,8 @@ export interface StoreReadiness {
   unavailable: Record<string, string>;
 }
 
-export async function readinessOf(store: ConfigStore, storeHealth?: () => Promise<StoreReadiness>) {
+export async function readinessOf(store: ConfigStore, storeHealth?: () => Promise<StoreReadiness>, draining?: () => boolean) {
+  if (draining?.()) return { status: 503, body: { status: 'draining' } as Record<string, unknown> };
   const datasets: Record<string, ReturnType<typeof describeState> & { store?: string }> = Object.fromEntries(
     store.datasetIds().map((id) => [id, describeState(store, id)]),
   );
@@ -24,8 +28,9 @@ export async function readinessOf(store: ConfigStore, storeHealth?: () => Promis
   const broken = entries.filter(([, d]) => d.status === 'failed' || d.store).map(([id]) => id);
   const servable = entries.filter(([, d]) => d.status === 'ready' && !d.store).length;
   const anyStoreDown = Object.keys(stores).length > 0;
-  const status = starting ? 'starting' : anyStoreDown && servable === 0 ? 'unavailable' : broken.length ? 'degraded' : 'ready';
-  const body = { status, environment: store.environment?.id, ...(broken.length ? { degraded: broken } : {}), datasets };
+  const refused = store.sourceProblem;
+  const status = starting ? 'starting' : anyStoreDown && servable === 0 ? 'unavailable' : broken.length || refused ? 'degraded' : 'ready';
+  const body = { status, environment: store.environment?.id, ...(broken.length ? { degraded: broken } : {}), ...(refused ? { config: refused } : {}), datasets };
   return { status: status === 'ready' || status === 'degraded' ? 200 : 503, body };
 }
 
