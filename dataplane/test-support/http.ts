@@ -1,5 +1,5 @@
 /** A small HTTP client for tests that can set any Host header (fetch cannot). */
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type Agent } from 'node:http';
 
 export interface CallOptions {
   method?: string;
@@ -8,6 +8,8 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** An object is sent as JSON; a string or Buffer as it is. */
   body?: unknown;
+  /** A keep-alive agent, or false for a connection of its own (default: Node's global agent). */
+  agent?: Agent | false;
 }
 
 export interface CallResult {
@@ -28,7 +30,7 @@ export function call(baseUrl: string, options: CallOptions): Promise<CallResult>
   }
   if (options.host) headers.host = options.host;
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: options.method ?? (payload ? 'POST' : 'GET'), headers }, (res) => {
+    const req = httpRequest(url, { method: options.method ?? (payload ? 'POST' : 'GET'), headers, agent: options.agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
