@@ -24,11 +24,9 @@
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ManifestError } from '../../model/manifests.js';
-import { bootstrapDataPlane } from './bootstrap.js';
 import { BatchedLogDestination } from './log-destination.js';
 import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
-import { startFunctionGateway } from './function-gateway/server.js';
 import { wholeNumberSetting } from './env-settings.js';
 import { defaultShutdownDelayMs } from './http/drain.js';
 import { USAGE } from './usage.js';
@@ -104,6 +102,7 @@ const shutdownDelayMs = (env: NodeJS.ProcessEnv) => wholeNumberSetting(env, 'DAS
 async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
   if (!env.DAS_UPSTREAM_URL || !env.DAS_FUNCTION_NAME) throw new Error('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
   const delayMs = shutdownDelayMs(env);
+  const { startFunctionGateway } = await import('./function-gateway/server.js');
   const gateway = await startFunctionGateway({
     upstreamUrl: env.DAS_UPSTREAM_URL,
     principal: env.DAS_FUNCTION_NAME,
@@ -134,6 +133,8 @@ async function main(): Promise<void> {
     logger.info({ port: embedded.port, dir }, 'embedded PostgreSQL started');
   }
   if (exiting) return; // a signal came while the database started: shutdown() stops it
+  // Imported here, not at the top: `--help` answers without loading the drivers.
+  const { bootstrapDataPlane } = await import('./bootstrap.js');
   const dataPlane = await bootstrapDataPlane({
     logger,
     configSource: configSource(env),

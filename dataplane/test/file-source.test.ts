@@ -74,6 +74,12 @@ describe('data plane: local manifest files are hot-reloaded', function () {
     expect(warning.problems[0].path).to.equal('$.spec.schemas["demo.Company"].properties.founded.type');
     expect(warning.msg).to.include('previous config keeps serving');
     expect((await createCompany('hr-2', { name: 'B', founded: 2001 })).status).to.equal(201);
+    // Readiness says so too, naming the file: still 200 (the last good config serves), but `degraded`.
+    const refused = await admin({ path: '/readyz' });
+    expect(refused.status).to.equal(200);
+    expect(refused.json.status).to.equal('degraded');
+    expect(refused.json.config.file).to.equal(demoFile());
+    expect(refused.json.config.problem).to.include('$.spec.schemas["demo.Company"].properties.founded.type');
     // Broken YAML too.
     writeFileSync(demoFile(), `${valid}\n  : [unclosed\n`);
     await eventually(() => log.lines.filter((l) => l.file === demoFile() && l.level === 40).length >= 2, 8000, 'the second warning');
@@ -81,6 +87,9 @@ describe('data plane: local manifest files are hot-reloaded', function () {
     // Fixed again (written as an editor does, by rename): a further change is picked up.
     replaceFile(demoFile(), valid.replace('founded: { type: integer }', 'founded: { type: integer }\n        motto: { type: string }'));
     await eventually(async () => (await createCompany('hr-4', { name: 'D', motto: 'onwards' })).status === 201, 8000, 'the fixed manifest');
+    const fixed = await admin({ path: '/readyz' });
+    expect(fixed.json.status, JSON.stringify(fixed.json)).to.equal('ready');
+    expect(fixed.json.config).to.equal(undefined);
   });
 
   it('deleting a dataset file unloads the dataset (404); restoring it serves it again', async () => {

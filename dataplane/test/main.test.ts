@@ -1,6 +1,7 @@
 /** `npm start` as a user runs it: embedded PostgreSQL under DATA_DIR, example manifests, SIGTERM. */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { chmodSync, mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -93,5 +94,16 @@ describe('npm start (dataplane/src/main.ts)', function () {
     expect(started.output()).to.contain(join(dir, 'bad.yaml'));
     expect(started.output()).to.contain('$.spec.schemas["demo.Person"].properties.age.type');
     expect(started.output()).to.contain('must be one of');
+  });
+
+  it('--help prints the usage with the environment variables and exits 0, from npm start and from the compiled build', async () => {
+    const run = promisify(execFile);
+    const fromNpm = await run('npm', ['start', '-s', '--', '--help'], { cwd: ROOT, env: { ...process.env, npm_config_loglevel: 'silent' } });
+    const compiled = await run(process.execPath, [resolve(ROOT, 'dist/dataplane/src/main.js'), '--help'], { cwd: ROOT });
+    for (const { stdout } of [fromNpm, compiled]) {
+      expect(stdout).to.contain('Usage:');
+      for (const variable of ['PORT', 'DATA_DIR', 'DAS_MANIFESTS', 'DAS_SHUTDOWN_DELAY_MS', 'SHUTDOWN_TIMEOUT_MS', 'DAS_WS_CONNECTIONS_PER_REPLICA']) expect(stdout).to.contain(variable);
+      expect(stdout, 'it does not start serving').to.not.contain('listening');
+    }
   });
 });
