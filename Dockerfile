@@ -5,7 +5,8 @@
 #
 #   docker build -t ghcr.io/data-access-service/data-access:0.1.0 .
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 24 LTS (in support); the project also runs on Node 20 or later (package.json engines).
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- build: compile the TypeScript to dist/ ------------------------------------------------------
 FROM ${NODE_IMAGE} AS build

@@ -26,10 +26,11 @@ export function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-export function startMain(env: Record<string, string>, entry: EntryPoint = 'tsx'): MainProcess {
+/** `node` is the Node.js binary to run it with (default this one; node24.test.ts passes Node 24's). */
+export function startMain(env: Record<string, string>, entry: EntryPoint = 'tsx', node = process.execPath): MainProcess {
   if (entry === 'compiled' && !existsSync(COMPILED_MAIN)) throw new Error(`${COMPILED_MAIN} is missing: run npm run build (npm test's pretest does)`);
   const args = entry === 'tsx' ? ['--import', 'tsx', 'dataplane/src/main.ts'] : [COMPILED_MAIN];
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...cleanEnv(), LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(node, args, { cwd: ROOT, env: { ...cleanEnv(), LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
