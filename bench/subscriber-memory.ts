@@ -13,7 +13,7 @@
  */
 import { fork, type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
@@ -28,29 +28,38 @@ const RATE = Number(process.env.BENCH_WRITES_PER_SECOND ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const PER_PROCESS = 2000;
 const SETTLE_MS = 5000;
+const OPENING = 50;
 
 type ToClients = { url: string; count: number; filtered: boolean; offset: number };
 
-/** A client process: opens `count` subscribers, reports 'ready' once each is acknowledged and subscribed, then holds them. */
+/**
+ * A client process: opens `count` subscribers, OPENING at a time (a stampede of thousands on a
+ * loaded machine would outlast the init timeout), reports 'ready' once each has been acknowledged
+ * and has subscribed, then holds them. A connection closed before that is opened again.
+ */
 function clientProcess(): void {
   process.once('message', (m: ToClients) => {
     let ready = 0;
-    let received = 0;
-    for (let i = 0; i < m.count; i++) {
+    let next = 0;
+    const openOne = (i: number) => {
+      let subscribed = false;
       const ws = new WebSocket(m.url.replace('http://', 'ws://') + '/demo/graphql', 'graphql-transport-ws', { headers: { host: HEADERS.host } });
       ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: HEADERS.authorization } })));
       ws.on('message', (data) => {
-        const message = JSON.parse(String(data));
-        if (message.type === 'connection_ack') {
-          const filter = m.filtered ? `age == ${(m.offset + i) % 100}` : undefined;
-          ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription S($f: String) { demo_Person(filter: $f) { op cursor record { id name age } } }', variables: { f: filter } } }));
-          if (++ready === m.count) process.send!({ kind: 'ready' });
-        } else if (message.type === 'next') received++;
+        if (JSON.parse(String(data)).type !== 'connection_ack') return;
+        const filter = m.filtered ? `age == ${(m.offset + i) % 100}` : undefined;
+        ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription S($f: String) { demo_Person(filter: $f) { op cursor record { id name age } } }', variables: { f: filter } } }));
+        subscribed = true;
+        if (++ready === m.count) process.send!({ kind: 'ready' });
+        if (next < m.count) openOne(next++);
       });
       ws.on('error', (err) => process.send!({ kind: 'error', message: err.message }));
-      ws.on('close', (code) => code !== 1000 && code !== 1005 && process.send!({ kind: 'error', message: `closed ${code}` }));
-    }
-    setInterval(() => process.send!({ kind: 'received', n: received }), 1000).unref();
+      ws.on('close', (code) => {
+        if (!subscribed) return void setTimeout(() => openOne(i), 200);
+        process.send!({ kind: 'error', message: `closed ${code}` });
+      });
+    };
+    while (next < Math.min(OPENING, m.count)) openOne(next++);
   });
 }
 
@@ -69,16 +78,22 @@ async function main(): Promise<void> {
   chmodSync(dir, 0o755);
   const db = await startEmbeddedPostgres({ dir: join(dir, 'pg') });
   const clients: ChildProcess[] = [];
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  // The caps are set high here: the benchmark measures what the derived caps are made from.
-  const server = spawn(process.execPath, [compiled], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'warn', DAS_SUBSCRIPTIONS_PER_REPLICA: '50000', DAS_WS_CONNECTIONS_PER_REPLICA: '50000' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
   const errors: string[] = [];
-  const open = async (count: number, filtered: boolean, base: number) => {
+  const servers: ChildProcess[] = [];
+  /** A fresh replica; the caps are set high: the benchmark measures what the derived caps are made from. */
+  const startServer = async () => {
+    const port = await freePort();
+    const server = spawn(process.execPath, [compiled], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'warn', DAS_SUBSCRIPTIONS_PER_REPLICA: '50000', DAS_WS_MAX_CONNECTIONS: '50000' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    servers.push(server);
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(url, '/readyz', server);
+    return { url, pid: server.pid! };
+  };
+  const open = async (url: string, count: number, filtered: boolean, base: number) => {
     const started: Promise<void>[] = [];
     for (let offset = 0; offset < count; offset += PER_PROCESS) {
       const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, BENCH_ROLE: 'clients' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -95,42 +110,48 @@ async function main(): Promise<void> {
     }
     await Promise.all(started);
   };
-  const closeAll = async () => {
-    for (const c of clients.splice(0)) c.kill();
-    for (let i = 0; i < 100 && (await subscriptionsOf(url)) > 0; i++) await sleep(200);
-  };
-  const settled = async (expected: number) => {
-    for (let i = 0; i < 150 && (await subscriptionsOf(url)) < expected; i++) await sleep(200);
-    const n = await subscriptionsOf(url);
+  const settled = async (target: { url: string; pid: number }, expected: number) => {
+    console.error(`  … waiting for ${expected} subscriptions, then ${SETTLE_MS / 1000} s of quiet`);
+    for (let i = 0; i < 600 && (await subscriptionsOf(target.url)) < expected; i++) await sleep(200);
+    const n = await subscriptionsOf(target.url);
     if (n < expected) throw new Error(`only ${n} of ${expected} subscriptions registered`);
     await sleep(SETTLE_MS);
-    return rssMb(server.pid!);
+    return rssMb(target.pid);
   };
-  const write = (n: number) =>
-    call(url, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: { create: { schema: 'demo.Person', id: `w-${n}`, data: { name: `writer ${n}`, age: n % 100 } } } });
+  // One connection per write, so the writer's own sockets stay few and the failures, if any, are the server's.
+  const write = (url: string, n: number) =>
+    call(url, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, agent: false, body: { create: { schema: 'demo.Person', id: `w-${n}`, data: { name: `writer ${n}`, age: n % 100 } } } });
+  const warm = async (url: string, from: number) => {
+    for (let n = 0; n < 200; n++) await write(url, from + n); // pools, schema caches, JIT
+  };
 
   try {
-    await waitFor(url, '/readyz', server);
-    for (let n = 0; n < 200; n++) await write(-1 - n); // warm: pools, schema caches, JIT
-    const rss0 = await settled(0);
-    await open(1000, false, 0);
-    const rss1k = await settled(1000);
-    await open(IDLE_MAX - 1000, false, 1000);
-    const rss10k = await settled(IDLE_MAX);
-    await closeAll();
-    const rssAfterIdle = await settled(0);
+    // Idle subscribers.
+    const idle = await startServer();
+    await warm(idle.url, -1000);
+    const rss0 = await settled(idle, 0);
+    await open(idle.url, 1000, false, 0);
+    const rss1k = await settled(idle, 1000);
+    await open(idle.url, IDLE_MAX - 1000, false, 1000);
+    const rss10k = await settled(idle, IDLE_MAX);
+    for (const c of clients.splice(0)) c.kill();
+    servers[0].kill('SIGTERM');
 
-    await open(LOADED, true, 0);
-    const rssLoadedIdle = await settled(LOADED);
+    // Subscribers under load, on a fresh replica (the first one's heap stays grown after its subscribers leave).
+    const loaded = await startServer();
+    await warm(loaded.url, -2000);
+    const rssLoaded0 = await settled(loaded, 0);
+    await open(loaded.url, LOADED, true, 0);
+    const rssLoadedIdle = await settled(loaded, LOADED);
     const samples: number[] = [];
-    const sampler = setInterval(() => samples.push(rssMb(server.pid!)), 250);
+    const sampler = setInterval(() => samples.push(rssMb(loaded.pid)), 250);
     const begin = Date.now();
     const inflight: Promise<unknown>[] = [];
-    let failed = 0;
+    const failures: string[] = [];
     for (let n = 0; n < RATE * SECONDS; n++) {
       const wait = begin + (n * 1000) / RATE - Date.now();
       if (wait > 0) await sleep(wait);
-      inflight.push(write(n).then((r) => r.status !== 201 && failed++, () => failed++));
+      inflight.push(write(loaded.url, n).then((r) => r.status !== 201 && failures.push(`${r.status} ${r.text.slice(0, 120)}`), (err: Error) => failures.push(err.message)));
     }
     await Promise.all(inflight);
     clearInterval(sampler);
@@ -141,21 +162,20 @@ async function main(): Promise<void> {
     const kb = (mb: number, n: number) => ((mb * 1024) / n).toFixed(1);
     const caps = memoryCaps(512 * MiB, { reserveBytes: DEFAULT_RESERVE_BYTES, bytesPerSubscriber: DEFAULT_BYTES_PER_SUBSCRIBER });
     const idlePerSub = ((rss10k - rss0) * MiB) / IDLE_MAX;
-    const loadedPerSub = ((peak - rss0) * MiB) / LOADED;
-    console.log(`\nsubscriber memory on the compiled build (node ${process.version}, RSS from /proc, settled ${SETTLE_MS / 1000} s)`);
+    const loadedPerSub = ((peak - rssLoaded0) * MiB) / LOADED;
+    console.log(`\nsubscriber memory on the compiled build (node ${process.version}, RSS from /proc, settled ${SETTLE_MS / 1000} s; load average ${loadavg()[0].toFixed(1)})`);
     console.log(`  0 subscribers                          ${rss0.toFixed(0)} MB`);
     console.log(`  1,000 idle subscribers                 ${rss1k.toFixed(0)} MB   (${kb(rss1k - rss0, 1000)} KB per subscriber)`);
     console.log(`  ${IDLE_MAX.toLocaleString('en')} idle subscribers                ${rss10k.toFixed(0)} MB   (${kb(rss10k - rss0, IDLE_MAX)} KB per subscriber)`);
-    console.log(`  all closed again                       ${rssAfterIdle.toFixed(0)} MB`);
-    console.log(`  ${LOADED.toLocaleString('en')} subscribers, idle                ${rssLoadedIdle.toFixed(0)} MB`);
-    console.log(`  ${LOADED.toLocaleString('en')} subscribers at ${RATE} writes/s    peak ${peak.toFixed(0)} MB, mean ${mean.toFixed(0)} MB (${kb(peak - rss0, LOADED)} KB per subscriber at the peak); ${achieved.toFixed(0)} writes/s achieved, ${failed} failed`);
+    console.log(`  fresh replica: 0 subscribers           ${rssLoaded0.toFixed(0)} MB; ${LOADED.toLocaleString('en')} idle ${rssLoadedIdle.toFixed(0)} MB`);
+    console.log(`  ${LOADED.toLocaleString('en')} subscribers at ${RATE} writes/s    peak ${peak.toFixed(0)} MB, mean ${mean.toFixed(0)} MB (${kb(peak - rssLoaded0, LOADED)} KB per subscriber at the peak); ${achieved.toFixed(0)} writes/s achieved, ${failures.length} failed${failures.length ? ` (${[...new Set(failures)].slice(0, 3).join('; ')})` : ''}`);
     console.log(`\nderived cap for the default 512Mi limit: (512 MiB - ${DEFAULT_RESERVE_BYTES / MiB} MiB) / ${DEFAULT_BYTES_PER_SUBSCRIBER / 1024} KiB = ${caps.subscriptions} subscribers`);
-    console.log(`  RSS predicted at the cap: idle ${((rss0 * MiB + caps.subscriptions * idlePerSub) / MiB).toFixed(0)} MB, at the loaded rate ${((rss0 * MiB + caps.subscriptions * Math.max(idlePerSub, loadedPerSub)) / MiB).toFixed(0)} MB (limit 512 MiB)`);
-    if (errors.length) console.log(`client errors: ${errors.join('; ')}`);
+    console.log(`  RSS predicted at the cap: idle ${((rss0 * MiB + caps.subscriptions * idlePerSub) / MiB).toFixed(0)} MB (limit 512 MiB); the loaded figure includes the write traffic's own heap, not a per-subscriber cost (${(loadedPerSub / 1024).toFixed(1)} KB each)`);
+    if (errors.length) console.log(`client errors (retried): ${errors.join('; ')}`);
   } finally {
     for (const c of clients) c.kill();
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
+    for (const s of servers) if (s.exitCode === null) s.kill('SIGTERM');
+    await Promise.all(servers.map((s) => (s.exitCode === null ? new Promise((r) => s.once('exit', r)) : undefined)));
     await db.stop();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -54,7 +54,7 @@ describe('memory caps from the cgroup limit', () => {
       writeFileSync(join(root, 'memory/memory.limit_in_bytes'), '9223372036854771712\n');
       expect(processMemoryCaps({ DAS_CGROUP_ROOT: root }).subscriptions).to.equal(UNLIMITED_DEFAULT_CAP);
       expect(processMemoryCaps({ DAS_CGROUP_ROOT: root, DAS_SUBSCRIPTIONS_PER_REPLICA: '3' }).subscriptions).to.equal(3);
-      expect(() => processMemoryCaps({ DAS_CGROUP_ROOT: root, DAS_WS_CONNECTIONS_PER_REPLICA: 'lots' })).to.throw('DAS_WS_CONNECTIONS_PER_REPLICA must be a whole number');
+      expect(() => processMemoryCaps({ DAS_CGROUP_ROOT: root, DAS_WS_MAX_CONNECTIONS: 'lots' })).to.throw('DAS_WS_MAX_CONNECTIONS must be a whole number');
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -9,7 +9,7 @@
  * The reserve is the replica's own footprint plus room for requests (bodies are bounded by
  * DAS_BODY_BUDGET_BYTES); the per-subscriber figure is a subscriber's measured RSS (one connection
  * and one subscription, events in flight) with headroom — docs/subscriptions.md has the
- * measurements. DAS_SUBSCRIPTIONS_PER_REPLICA and DAS_WS_CONNECTIONS_PER_REPLICA, when set, win.
+ * measurements. DAS_SUBSCRIPTIONS_PER_REPLICA and DAS_WS_MAX_CONNECTIONS, when set, win.
  * Pure functions here; readCgroupMemoryLimit is the only I/O.
  */
 import { readFileSync } from 'node:fs';
@@ -56,7 +56,7 @@ export function readCgroupFiles(root = '/sys/fs/cgroup'): CgroupFiles {
 export interface MemoryCapSettings {
   reserveBytes: number;
   bytesPerSubscriber: number;
-  /** Explicit caps (DAS_SUBSCRIPTIONS_PER_REPLICA, DAS_WS_CONNECTIONS_PER_REPLICA): they win over the derived ones. */
+  /** Explicit caps (DAS_SUBSCRIPTIONS_PER_REPLICA, DAS_WS_MAX_CONNECTIONS): they win over the derived ones. */
   subscriptions?: number;
   connections?: number;
 }
@@ -95,6 +95,6 @@ export function processMemoryCaps(env: NodeJS.ProcessEnv = process.env): MemoryC
     reserveBytes: wholeNumberSetting(env, 'DAS_MEMORY_RESERVE_BYTES', DEFAULT_RESERVE_BYTES),
     bytesPerSubscriber: wholeNumberSetting(env, 'DAS_MEMORY_PER_SUBSCRIBER_BYTES', DEFAULT_BYTES_PER_SUBSCRIBER, 1),
     subscriptions: optional(env, 'DAS_SUBSCRIPTIONS_PER_REPLICA'),
-    connections: optional(env, 'DAS_WS_CONNECTIONS_PER_REPLICA'),
+    connections: optional(env, 'DAS_WS_MAX_CONNECTIONS'),
   });
 }

@@ -102,7 +102,7 @@ describe('npm start (dataplane/src/main.ts)', function () {
     const compiled = await run(process.execPath, [resolve(ROOT, 'dist/dataplane/src/main.js'), '--help'], { cwd: ROOT });
     for (const { stdout } of [fromNpm, compiled]) {
       expect(stdout).to.contain('Usage:');
-      for (const variable of ['PORT', 'DATA_DIR', 'DAS_MANIFESTS', 'DAS_SHUTDOWN_DELAY_MS', 'SHUTDOWN_TIMEOUT_MS', 'DAS_WS_CONNECTIONS_PER_REPLICA']) expect(stdout).to.contain(variable);
+      for (const variable of ['PORT', 'DATA_DIR', 'DAS_MANIFESTS', 'DAS_SHUTDOWN_DELAY_MS', 'SHUTDOWN_TIMEOUT_MS', 'DAS_WS_MAX_CONNECTIONS']) expect(stdout).to.contain(variable);
       expect(stdout, 'it does not start serving').to.not.contain('listening');
     }
   });
