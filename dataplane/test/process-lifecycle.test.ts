@@ -171,3 +171,28 @@ describe('data plane process: crash and restart (dataplane/src/main.ts)', functi
     rmSync(closed, { recursive: true, force: true });
   });
 });
+
+describe('function gateway process (DAS_MODE=function-gateway, dataplane/src/main.ts)', function () {
+  this.timeout(60_000);
+
+  it('on SIGTERM answers /readyz 503 draining at once, keeps serving for DAS_SHUTDOWN_DELAY_MS, then exits 0', async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const main = startMain({ DAS_MODE: 'function-gateway', DAS_UPSTREAM_URL: 'http://127.0.0.1:1', DAS_FUNCTION_NAME: 'fn', PORT: String(port), HOST: '127.0.0.1', DAS_SHUTDOWN_DELAY_MS: '1500' });
+    try {
+      await waitReady(url, main);
+      main.child.kill('SIGTERM');
+      let ready = await call(url, { path: '/readyz' });
+      for (let i = 0; i < 50 && ready.status === 200; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        ready = await call(url, { path: '/readyz' });
+      }
+      expect(ready.status).to.equal(503);
+      expect(ready.json.data.status).to.equal('draining');
+      expect((await call(url, { path: '/healthz' })).status, 'still serving during the delay').to.equal(200);
+      expect(await main.exited, main.output().slice(-2000)).to.equal(0);
+    } finally {
+      if (main.child.exitCode === null) main.child.kill('SIGKILL');
+    }
+  });
+});
