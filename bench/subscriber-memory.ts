@@ -3,8 +3,10 @@
  * the caps derived from the Pod's memory limit (dataplane/src/memory-caps.ts, docs/subscriptions.md
  * "Memory"). One compiled data plane (`node dist/dataplane/src/main.js`, as the image runs it) on an
  * embedded PostgreSQL; its RSS (from /proc) settled with 0, 1,000 and 10,000 idle subscribers
- * (BENCH_IDLE_MAX), then with 1,000 subscribers (BENCH_SUBSCRIBERS) during BENCH_WRITES_PER_SECOND
- * (200) writes/s for BENCH_SECONDS (20). The subscribers are bare `ws` clients speaking
+ * (BENCH_IDLE_MAX; 0 skips the stage). Then, on a fresh replica (a heap does not shrink when its
+ * subscribers leave), the peak RSS during BENCH_WRITES_PER_SECOND (200) writes/s for BENCH_SECONDS
+ * (20) without subscribers and again with 1,000 (BENCH_SUBSCRIBERS): the difference is what a
+ * subscriber receiving events costs. The subscribers are bare `ws` clients speaking
  * graphql-transport-ws in separate client processes (2,000 each), one subscription per connection;
  * under load each filters on `age == k` (k = 0..99), so a write reaches about 10 of them.
  *
@@ -12,6 +14,7 @@
  * limit with the default reserve and per-subscriber figure, with the RSS predicted at that cap.
  */
 import { fork, type ChildProcess, spawn } from 'node:child_process';
+import { Agent } from 'node:http';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -118,59 +121,72 @@ async function main(): Promise<void> {
     await sleep(SETTLE_MS);
     return rssMb(target.pid);
   };
-  // One connection per write, so the writer's own sockets stay few and the failures, if any, are the server's.
+  // Writers as services are: keep-alive connections, a bounded number of them.
+  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
   const write = (url: string, n: number) =>
-    call(url, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, agent: false, body: { create: { schema: 'demo.Person', id: `w-${n}`, data: { name: `writer ${n}`, age: n % 100 } } } });
+    call(url, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, agent, body: { create: { schema: 'demo.Person', id: `w-${n}`, data: { name: `writer ${n}`, age: n % 100 } } } });
   const warm = async (url: string, from: number) => {
     for (let n = 0; n < 200; n++) await write(url, from + n); // pools, schema caches, JIT
   };
 
   try {
-    // Idle subscribers.
-    const idle = await startServer();
-    await warm(idle.url, -1000);
-    const rss0 = await settled(idle, 0);
-    await open(idle.url, 1000, false, 0);
-    const rss1k = await settled(idle, 1000);
-    await open(idle.url, IDLE_MAX - 1000, false, 1000);
-    const rss10k = await settled(idle, IDLE_MAX);
-    for (const c of clients.splice(0)) c.kill();
-    servers[0].kill('SIGTERM');
+    // Idle subscribers (BENCH_IDLE_MAX=0 skips this stage).
+    let rss0 = NaN;
+    let rss1k = NaN;
+    let rss10k = NaN;
+    if (IDLE_MAX > 0) {
+      const idle = await startServer();
+      await warm(idle.url, -1000);
+      rss0 = await settled(idle, 0);
+      await open(idle.url, 1000, false, 0);
+      rss1k = await settled(idle, 1000);
+      await open(idle.url, IDLE_MAX - 1000, false, 1000);
+      rss10k = await settled(idle, IDLE_MAX);
+      for (const c of clients.splice(0)) c.kill();
+      servers[0].kill('SIGTERM');
+    }
 
     // Subscribers under load, on a fresh replica (the first one's heap stays grown after its subscribers leave).
     const loaded = await startServer();
     await warm(loaded.url, -2000);
     const rssLoaded0 = await settled(loaded, 0);
+    const failures: string[] = [];
+    /** RATE writes/s for SECONDS; the replica's RSS sampled every 250 ms. */
+    const writeLoad = async (from: number) => {
+      const samples: number[] = [];
+      const sampler = setInterval(() => samples.push(rssMb(loaded.pid)), 250);
+      const begin = Date.now();
+      const inflight: Promise<unknown>[] = [];
+      for (let n = 0; n < RATE * SECONDS; n++) {
+        const wait = begin + (n * 1000) / RATE - Date.now();
+        if (wait > 0) await sleep(wait);
+        inflight.push(write(loaded.url, from + n).then((r) => r.status !== 201 && failures.push(`${r.status} ${r.text.slice(0, 120)}`), (err: Error) => failures.push(err.message)));
+      }
+      await Promise.all(inflight);
+      clearInterval(sampler);
+      return { achieved: (RATE * SECONDS) / ((Date.now() - begin) / 1000), peak: Math.max(...samples), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
+    };
+    // The same writes without subscribers first: what the write traffic itself costs.
+    const bare = await writeLoad(0);
     await open(loaded.url, LOADED, true, 0);
     const rssLoadedIdle = await settled(loaded, LOADED);
-    const samples: number[] = [];
-    const sampler = setInterval(() => samples.push(rssMb(loaded.pid)), 250);
-    const begin = Date.now();
-    const inflight: Promise<unknown>[] = [];
-    const failures: string[] = [];
-    for (let n = 0; n < RATE * SECONDS; n++) {
-      const wait = begin + (n * 1000) / RATE - Date.now();
-      if (wait > 0) await sleep(wait);
-      inflight.push(write(loaded.url, n).then((r) => r.status !== 201 && failures.push(`${r.status} ${r.text.slice(0, 120)}`), (err: Error) => failures.push(err.message)));
-    }
-    await Promise.all(inflight);
-    clearInterval(sampler);
-    const achieved = (RATE * SECONDS) / ((Date.now() - begin) / 1000);
-    const peak = Math.max(...samples);
-    const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+    const { achieved, peak, mean } = await writeLoad(1_000_000);
 
     const kb = (mb: number, n: number) => ((mb * 1024) / n).toFixed(1);
     const caps = memoryCaps(512 * MiB, { reserveBytes: DEFAULT_RESERVE_BYTES, bytesPerSubscriber: DEFAULT_BYTES_PER_SUBSCRIBER });
     const idlePerSub = ((rss10k - rss0) * MiB) / IDLE_MAX;
-    const loadedPerSub = ((peak - rssLoaded0) * MiB) / LOADED;
+    const loadedPerSub = ((peak - bare.peak) * MiB) / LOADED;
     console.log(`\nsubscriber memory on the compiled build (node ${process.version}, RSS from /proc, settled ${SETTLE_MS / 1000} s; load average ${loadavg()[0].toFixed(1)})`);
     console.log(`  0 subscribers                          ${rss0.toFixed(0)} MB`);
     console.log(`  1,000 idle subscribers                 ${rss1k.toFixed(0)} MB   (${kb(rss1k - rss0, 1000)} KB per subscriber)`);
     console.log(`  ${IDLE_MAX.toLocaleString('en')} idle subscribers                ${rss10k.toFixed(0)} MB   (${kb(rss10k - rss0, IDLE_MAX)} KB per subscriber)`);
-    console.log(`  fresh replica: 0 subscribers           ${rssLoaded0.toFixed(0)} MB; ${LOADED.toLocaleString('en')} idle ${rssLoadedIdle.toFixed(0)} MB`);
-    console.log(`  ${LOADED.toLocaleString('en')} subscribers at ${RATE} writes/s    peak ${peak.toFixed(0)} MB, mean ${mean.toFixed(0)} MB (${kb(peak - rssLoaded0, LOADED)} KB per subscriber at the peak); ${achieved.toFixed(0)} writes/s achieved, ${failures.length} failed${failures.length ? ` (${[...new Set(failures)].slice(0, 3).join('; ')})` : ''}`);
+    console.log(`  fresh replica: 0 subscribers           ${rssLoaded0.toFixed(0)} MB`);
+    console.log(`  0 subscribers at ${RATE} writes/s         peak ${bare.peak.toFixed(0)} MB, mean ${bare.mean.toFixed(0)} MB; ${bare.achieved.toFixed(0)} writes/s achieved`);
+    console.log(`  ${LOADED.toLocaleString('en')} subscribers, idle after that       ${rssLoadedIdle.toFixed(0)} MB`);
+    console.log(`  ${LOADED.toLocaleString('en')} subscribers at ${RATE} writes/s    peak ${peak.toFixed(0)} MB, mean ${mean.toFixed(0)} MB (${kb(peak - bare.peak, LOADED)} KB per subscriber over the peak without them); ${achieved.toFixed(0)} writes/s achieved`);
+    console.log(`  writes failed: ${failures.length}${failures.length ? ` (${[...new Set(failures)].slice(0, 3).join('; ')})` : ''}`);
     console.log(`\nderived cap for the default 512Mi limit: (512 MiB - ${DEFAULT_RESERVE_BYTES / MiB} MiB) / ${DEFAULT_BYTES_PER_SUBSCRIBER / 1024} KiB = ${caps.subscriptions} subscribers`);
-    console.log(`  RSS predicted at the cap: idle ${((rss0 * MiB + caps.subscriptions * idlePerSub) / MiB).toFixed(0)} MB (limit 512 MiB); the loaded figure includes the write traffic's own heap, not a per-subscriber cost (${(loadedPerSub / 1024).toFixed(1)} KB each)`);
+    console.log(`  RSS predicted at the cap: idle ${((rss0 * MiB + caps.subscriptions * idlePerSub) / MiB).toFixed(0)} MB, under this write load ${((bare.peak * MiB + caps.subscriptions * loadedPerSub) / MiB).toFixed(0)} MB (limit 512 MiB = 537 MB)`);
     if (errors.length) console.log(`client errors (retried): ${errors.join('; ')}`);
   } finally {
     for (const c of clients) c.kill();
