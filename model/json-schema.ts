@@ -20,6 +20,13 @@ export const CIDR_PATTERN = '^([0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9A-Fa-
  */
 export const SUB_PATH_PATTERN = '^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$';
 
+/**
+ * A Secret data key as the API server accepts it: letters, digits, `-`, `_` and `.`, but not `.`,
+ * `..` or anything starting with `..` (the key is also a file name under the Secret's mount).
+ * RE2-compatible for the CRD.
+ */
+export const SECRET_KEY_PATTERN = '^([-_a-zA-Z0-9]|\\.[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$';
+
 /** Query argument names, as `${name}` placeholders write them. */
 export const ARGUMENT_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
 /** Longest query SQL, in characters: the raw SQL endpoint's limit. */
@@ -77,7 +84,7 @@ export const datasetSpecSchema = {
           type: 'object',
           required: ['name', 'key'],
           additionalProperties: false,
-          properties: { name: { type: 'string', pattern: NAME_PATTERN }, key: { type: 'string', pattern: '^[-._a-zA-Z0-9]{1,253}$' } },
+          properties: { name: { type: 'string', pattern: NAME_PATTERN }, key: { type: 'string', pattern: SECRET_KEY_PATTERN, maxLength: 253 } },
         },
         databaseSchema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
         account: { type: 'string', pattern: WAREHOUSE_ACCOUNT_PATTERN },

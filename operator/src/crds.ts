@@ -19,6 +19,7 @@ import {
   SUB_PATH_PATTERN,
   WAREHOUSE_ACCOUNT_PATTERN,
   WAREHOUSE_IDENTIFIER_PATTERN,
+  SECRET_KEY_PATTERN,
 } from '../../model/json-schema.js';
 import { DEFAULT_ALGORITHMS, DEFAULT_CONSISTENCY } from '../../model/render.js';
 import { API_GROUP, API_VERSION, CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, QUERY_ARGUMENT_TYPES, SCALAR_PROPERTY_TYPES } from '../../model/types.js';
@@ -210,7 +211,7 @@ const datasetSpecSchema = obj(
         ),
         connectionSecretRef: obj(
           'The Secret key holding the connection settings: for postgres a connection URL; for snowflake and iceberg a JSON object {"username", "password"} or {"username", "privateKey" (PEM), "passphrase"} (required for those two).',
-          { name: str('Secret name, in the Dataset\'s namespace.', { pattern: NAME_PATTERN }), key: str('Key within the Secret: letters, digits, "-", "_" and ".".', { pattern: '^[-._a-zA-Z0-9]{1,253}$' }) },
+          { name: str('Secret name, in the Dataset\'s namespace.', { pattern: NAME_PATTERN }), key: str('Key within the Secret: letters, digits, "-", "_" and "." (not ".", ".." or starting with "..").', { pattern: SECRET_KEY_PATTERN, maxLength: 253 }) },
           { required: ['name', 'key'] },
         ),
         databaseSchema: str('SQL locations: the database schema holding this dataset\'s tables.', { pattern: '^[a-z_][a-z0-9_]{0,62}$' }),

@@ -27,7 +27,7 @@ export async function reconcileDataset(ctx: ReconcileContext, namespace: string,
 
   let outcome: Outcome;
   let failure: unknown;
-  const problems = checkDatasetSpec(dataset.spec);
+  const problems = checkDatasetSpec(dataset.spec, '$.spec', name);
   const environment = problems.length ? undefined : ctx.environments.get(namespace, dataset.spec.environment);
   if (problems.length) {
     outcome = { kind: 'invalid', problems };
