@@ -31,6 +31,7 @@ import { TransactionRunner, runnerSettings, type RunnerOptions } from './transac
 import { TransactionService } from './transactions/service.js';
 import { FilesAdmin } from './admin/files-admin.js';
 import { KubeAdmin } from './admin/kube-admin.js';
+import { allowedEndpointsOf } from './admin/admin-checks.js';
 
 export type ConfigSource =
   | { kind: 'files'; path: string; environment?: string }
@@ -95,6 +96,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     },
     logger,
   );
+  const adminSettings = { allowedEndpoints: allowedEndpointsOf(options.env ?? process.env) };
   const store = new ConfigStore({
     async prepare(config: DatasetConfig) {
       const report = await drivers.for(config).prepare(config);
@@ -176,9 +178,9 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     // The administrative API writes manifests locally, Dataset resources in a cluster.
     admin:
       options.configSource.kind === 'kubernetes'
-        ? new KubeAdmin(options.configSource.namespace, store)
+        ? new KubeAdmin(options.configSource.namespace, store, undefined, adminSettings)
         : options.adminDirectory
-          ? new FilesAdmin(options.adminDirectory, store)
+          ? new FilesAdmin(options.adminDirectory, store, adminSettings)
           : undefined,
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;

@@ -153,6 +153,12 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     if (method === 'POST' && x.req.headers['content-type'] !== undefined) {
       if (!isJsonMediaType(x.req.headers['content-type'])) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send application/json');
       const raw = await readRawBody(x.req, bodyOptions);
+      // The firewall's body rules apply to admin bodies as to every other body.
+      (x.req as IncomingMessage & { rawBody?: Buffer }).rawBody = raw;
+      if (raw.length && deps.bodyFirewall && !(await run(deps.bodyFirewall, x))) {
+        x.redactPath = true;
+        return;
+      }
       body = raw.length ? parseJsonBody(raw) : undefined;
     }
     let segments: string[];

@@ -11,6 +11,7 @@ export type Outcome =
   | { kind: 'invalid'; problems: SpecProblem[] }
   | { kind: 'environment-missing'; environment: string; namespace: string }
   | { kind: 'conflict'; message: string }
+  | { kind: 'storage-in-use'; dataset: string; message: string }
   | { kind: 'failed'; message: string };
 
 export function describeProblems(problems: readonly SpecProblem[]): string {
@@ -39,6 +40,12 @@ export function problemOf(outcome: Outcome): Problem | undefined {
       };
     case 'conflict':
       return { reason: 'OwnershipConflict', message: outcome.message, degraded: true };
+    case 'storage-in-use':
+      return {
+        reason: 'StorageInUse',
+        message: `The storage this spec names belongs to Dataset "${outcome.dataset}": ${outcome.message}. Nothing was applied; give this Dataset storage of its own.`,
+        degraded: true,
+      };
     case 'failed':
       return { reason: 'ApplyFailed', message: `Applying failed and is retried with backoff: ${outcome.message}`, degraded: true };
   }
