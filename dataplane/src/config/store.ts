@@ -65,9 +65,10 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
     this.overlapping.delete(config.id);
     const held = this.datasets.get(config.id);
     const previous = held && !this.refusedConfigs.has(held.config) ? held : undefined;
+    this.refusedConfigs.delete(config); // a refused config tried again (reconsiderOverlapping) now holds its storage
     if (!previous) this.datasets.set(config.id, { status: 'pending', config });
     this.latest.set(config.id, config);
-    // A dataset that moved its storage may have freed what a refused one asked for.
+    // A dataset that moved its storage before it was served frees the old one at once (served ones: below).
     if (moved && JSON.stringify(moved.location) !== JSON.stringify(config.location)) queueMicrotask(() => this.reconsiderOverlapping());
     const chain = (this.chains.get(config.id) ?? Promise.resolve()).then(async () => {
       if (this.latest.get(config.id) !== config) return; // superseded, or removed
@@ -87,8 +88,11 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
       }
       this.clearRetry(config.id);
       if (!this.datasets.has(config.id) && previous) return; // removed meanwhile
-      if (!problem) this.datasets.set(config.id, { status: 'ready', config });
-      else if (served) this.datasets.set(config.id, { status: 'ready', config: served, warning: `generation ${config.generation} refused: ${problem}` });
+      if (!problem) {
+        this.datasets.set(config.id, { status: 'ready', config });
+        // Serving a new location frees the old one: a dataset refused for it may fit now.
+        if (served && JSON.stringify(served.location) !== JSON.stringify(config.location)) queueMicrotask(() => this.reconsiderOverlapping());
+      } else if (served) this.datasets.set(config.id, { status: 'ready', config: served, warning: `generation ${config.generation} refused: ${problem}` });
       else this.datasets.set(config.id, { status: 'failed', config, problem });
       this.emit('dataset', config.id, this.datasets.get(config.id));
     });
@@ -127,11 +131,11 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
       .flatMap(([other, state]) => [state.config, this.latest.get(other)].filter((c): c is DatasetConfig => c !== undefined && !this.refusedConfigs.has(c)));
   }
 
-  /** Refused datasets, in name order, get another look (one of them may now fit). */
+  /** Refused datasets, in name order, get another look: one may now fit, the others' reports name the current holder. */
   private reconsiderOverlapping(): void {
     for (const id of [...this.overlapping].sort()) {
       const config = this.latest.get(id);
-      if (config && this.overlapping.has(id) && !firstOverlap(config, this.holders(id))) this.upsertDataset(config);
+      if (config && this.overlapping.has(id)) this.upsertDataset(config);
     }
   }
 

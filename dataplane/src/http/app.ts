@@ -125,7 +125,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     }
     // Addressing and authentication come before the body is read: an unauthenticated caller
     // cannot make the service buffer a megabyte.
-    const d = await prepareDatasetRequest(deps, x);
+    const d = await prepareDatasetRequest(deps, x, ENGINE_ROUTES.has(route.name));
     if (method === 'POST') {
       const raw = await readRawBody(x.req, bodyOptions);
       if (raw.length === 0) throw badRequest('INVALID_BODY', 'the request needs a JSON body', [{ path: '$', message: 'empty body' }]);
@@ -247,11 +247,18 @@ export function isJsonMediaType(value: string): boolean {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
 
-async function prepareDatasetRequest(deps: AppDeps, x: Exchange): Promise<DatasetRequest> {
+/**
+ * Routes served by the record engine alone: a dataset still being prepared is checked against its
+ * config, so a request that can never succeed gets its 400 before the 503 (the engine refuses its
+ * store calls until the dataset is served). Other routes need the dataset served first.
+ */
+const ENGINE_ROUTES: ReadonlySet<string> = new Set(['structured', 'read', 'list', 'link', 'namedQuery', 'graphql']);
+
+async function prepareDatasetRequest(deps: AppDeps, x: Exchange, engineRoute: boolean): Promise<DatasetRequest> {
   const route = x.route!;
   const env = deps.store.environment;
   if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
-  const dataset = deps.engine.dataset(route.datasetId!);
+  const dataset = engineRoute ? deps.engine.requestDataset(route.datasetId!) : deps.engine.dataset(route.datasetId!);
   const caller = await deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization }, env, dataset);
   checkAddressingHeaders(x.req.headers, env, dataset);
   const ctx = statementContext(x.req.headers, env);
