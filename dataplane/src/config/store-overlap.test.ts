@@ -5,6 +5,8 @@
  */
 import { expect } from 'chai';
 import type { DatasetConfig } from '../../../model/types.js';
+import pino from 'pino';
+import { configMapHandlers } from './kube-source.js';
 import { ConfigStore } from './store.js';
 
 const config = (id: string, databaseSchema: string, generation = 1): DatasetConfig => ({
@@ -12,7 +14,7 @@ const config = (id: string, databaseSchema: string, generation = 1): DatasetConf
   environment: 'local',
   generation,
   location: { kind: 'postgres', databaseSchema, defaultConsistency: 'ATOMIC' },
-  auth: { iam: { principals: [] }, public: { enabled: false, subjects: [] } },
+  auth: { iam: { principals: [], rawSqlEndpointEnabled: false }, public: { enabled: false, subjects: [] } },
   caller: { super: [], anon: false },
   schemas: { 'a.B': { properties: { n: { type: 'string' } } } },
   queries: {},
@@ -55,6 +57,19 @@ describe('data plane: config store keeps datasets\' storage apart', () => {
     await store.settled();
     expect(store.dataset('demo')?.status).to.equal('ready');
     expect(store.dataset('demo')?.config.generation).to.equal(2);
+  });
+
+  it('ConfigMaps (the cluster\'s source) too: the later one is refused while the first serves, and served once the first\'s ConfigMap goes', async () => {
+    const { deliver, remove } = configMapHandlers('team-a', store, pino({ level: 'silent' }));
+    const configMap = (c: DatasetConfig) => ({ metadata: { name: `local-dataset-${c.id}`, labels: { 'dataaccess.dev/config': 'dataset' } }, data: { 'dataset.json': JSON.stringify(c) } });
+    deliver(configMap(config('demo', 'demo')));
+    deliver(configMap(config('mallory', 'demo')));
+    await store.settled();
+    expect(store.dataset('demo')?.status).to.equal('ready');
+    expect(store.dataset('mallory')?.status).to.equal('failed');
+    remove(configMap(config('demo', 'demo')));
+    await store.settled();
+    expect(store.dataset('mallory')?.status).to.equal('ready');
   });
 
   it('when the holder goes (or moves), the refused dataset is prepared and served', async () => {
