@@ -10,7 +10,8 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { firstOverlap, type StorageClaim } from '../../../model/storage.js';
-import type { LocationSpec } from '../../../model/types.js';
+import type { DatasetSpec, LocationSpec } from '../../../model/types.js';
+import type { ConfigStore } from '../config/store.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import { isPublicAddress } from '../transactions/locations.js';
 
@@ -96,4 +97,28 @@ export function servedOrigins(locations: Iterable<LocationSpec>): string[] {
     }
   }
   return origins;
+}
+
+/** What the process configures about the administrative API. */
+export interface AdminSettings {
+  /** Origins an admin's Dataset may name as endpoints although they are not public (DAS_ADMIN_ALLOWED_ENDPOINTS). */
+  allowedEndpoints?: string[];
+}
+
+/**
+ * The checks of a new Dataset beyond its schema: storage apart from every other dataset's
+ * (`others`), endpoints public unless allowed or already used by a served dataset.
+ */
+export async function checkNewDataset(name: string, spec: DatasetSpec, others: StorageClaim[], store: ConfigStore, settings: AdminSettings): Promise<void> {
+  checkStorageFree({ id: name, location: spec.location }, others);
+  const served = storeClaims(store).map((claim) => claim.location);
+  await checkEndpoints(spec.location, new Set([...(settings.allowedEndpoints ?? []), ...servedOrigins(served)]));
+}
+
+/** Every dataset the store holds, as storage claims. */
+export function storeClaims(store: ConfigStore): StorageClaim[] {
+  return store.datasetIds().flatMap((id) => {
+    const state = store.dataset(id);
+    return state ? [{ id, location: state.config.location }] : [];
+  });
 }

@@ -10,12 +10,11 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { loadManifests, ManifestError, parseManifests } from '../../../model/manifests.js';
 import type { StorageClaim } from '../../../model/storage.js';
-import type { DatasetConfig, DatasetSpec, EnvironmentConfig } from '../../../model/types.js';
-import { checkEndpoints, checkStorageFree, servedOrigins } from './admin-checks.js';
+import { API_GROUP_VERSION, type DatasetConfig, type DatasetSpec, type EnvironmentConfig } from '../../../model/types.js';
 import { authenticateIam } from '../auth/iam.js';
 import type { ConfigStore } from '../config/store.js';
-import { API_GROUP_VERSION } from '../../../model/types.js';
 import { ApiError, badRequest } from '../engine/errors.js';
+import { checkNewDataset, storeClaims, type AdminSettings } from './admin-checks.js';
 
 export interface AdminRequest {
   method: string;
@@ -26,33 +25,6 @@ export interface AdminRequest {
 
 const NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** What the process configures about the administrative API. */
-export interface AdminSettings {
-  /** Origins an admin's Dataset may name as endpoints although they are not public (DAS_ADMIN_ALLOWED_ENDPOINTS). */
-  allowedEndpoints?: string[];
-}
-
-/**
- * The checks of a new Dataset beyond its schema: storage apart from every other dataset's
- * (`others`), endpoints public unless allowed or already used by a served dataset.
- */
-export async function checkNewDataset(name: string, spec: DatasetSpec, others: StorageClaim[], store: ConfigStore, settings: AdminSettings): Promise<void> {
-  checkStorageFree({ id: name, location: spec.location }, others);
-  const served = store.datasetIds().flatMap((id) => {
-    const state = store.dataset(id);
-    return state ? [state.config.location] : [];
-  });
-  await checkEndpoints(spec.location, new Set([...(settings.allowedEndpoints ?? []), ...servedOrigins(served)]));
-}
-
-/** Every dataset the store holds, as storage claims. */
-export function storeClaims(store: ConfigStore): StorageClaim[] {
-  return store.datasetIds().flatMap((id) => {
-    const state = store.dataset(id);
-    return state ? [{ id, location: state.config.location }] : [];
-  });
-}
 
 export class FilesAdmin {
   constructor(

@@ -6,11 +6,11 @@
  * of this Environment are listed or changed.
  */
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { EnvironmentConfig } from '../../../model/types.js';
+import type { DatasetSpec, EnvironmentConfig } from '../../../model/types.js';
 import type { ConfigStore } from '../config/store.js';
 import { ApiError } from '../engine/errors.js';
-import type { DatasetSpec } from '../../../model/types.js';
-import { adminRoute, authenticateAdmin, checkNewDataset, datasetManifest, notFound, storeClaims, type AdminRequest, type AdminSettings } from './files-admin.js';
+import { checkNewDataset, storeClaims, type AdminSettings } from './admin-checks.js';
+import { adminRoute, authenticateAdmin, datasetManifest, notFound, type AdminRequest } from './files-admin.js';
 
 const GROUP = 'dataaccess.dev';
 const VERSION = 'v1alpha1';
