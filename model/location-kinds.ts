@@ -47,6 +47,16 @@ export interface StorageArea {
 /** The database schema of a dataset that names none: its id with `-` as `_` (the SQL dialects use it, in their case). */
 export const defaultDatabaseSchema = (datasetId: string): string => datasetId.replace(/-/g, '_');
 
+/** A relative path without empty, `.` and `..` segments: `a//b/./c/../d` and `a/b/d` name the same files. */
+function normalPath(path: string): string {
+  const segments: string[] = [];
+  for (const segment of path.split('/')) {
+    if (segment === '..') segments.pop();
+    else if (segment !== '' && segment !== '.') segments.push(segment);
+  }
+  return segments.join('/');
+}
+
 /** Connections, accounts and regions are not compared: two Secrets or endpoints may reach the same store. */
 const sqlSchemaArea = (location: LocationSpec, datasetId: string): StorageArea => ({
   store: 'PostgreSQL schema',
@@ -106,7 +116,7 @@ export const LOCATION_KIND_FACTS: Readonly<Record<LocationKind, LocationKindFact
       warehouseArea(location, id),
       {
         store: 'Iceberg base location',
-        name: `${(location.externalVolume ?? '').toUpperCase()}:${(location.baseLocation ?? '').replace(/\/+$/, '')}/`,
+        name: `${(location.externalVolume ?? '').toUpperCase()}:${normalPath(location.baseLocation ?? '')}/`,
         prefix: true,
         field: 'externalVolume/baseLocation',
       },

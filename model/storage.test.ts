@@ -39,6 +39,9 @@ describe('storage boundaries (model/storage.ts)', () => {
     expect(storageOverlap(lake('x', 'X', 'lake_vol', 'lake/events/'), events)).to.contain('Iceberg base location');
     expect(storageOverlap(lake('x', 'X', 'LAKE_VOL', 'lake'), events)).to.contain('overlaps dataset "events"\'s');
     expect(storageOverlap(lake('x', 'X', 'LAKE_VOL', 'lake/events2'), events)).to.equal(undefined);
+    // Spelled differently, the same files.
+    expect(storageOverlap(lake('x', 'X', 'LAKE_VOL', './lake//other/../events/'), events)).to.contain('Iceberg base location');
+    expect(storageOverlap(lake('x', 'X', 'LAKE_VOL', '/lake/events/sub'), events)).to.contain('Iceberg base location');
     expect(storageOverlap(lake('x', 'X', 'OTHER_VOL', 'lake/events'), events)).to.equal(undefined);
   });
 
