@@ -187,6 +187,14 @@ describe('administrative API and manifests: a dataset\'s storage is its own (npm
     expect((await admin({ path: '/_admin/datasets/local-shop', method: 'DELETE' })).status).to.equal(200);
   });
 
+  it('two creates at once on the same schema: one is written, the other is 409', async () => {
+    const body = (name: string) => ({ metadata: { name }, spec: { ...copycat('x').spec, location: { kind: 'postgres', databaseSchema: 'twins' } } });
+    const answers = await Promise.all([admin({ path: '/_admin/datasets', body: body('twin-a') }), admin({ path: '/_admin/datasets', body: body('twin-b') })]);
+    expect(answers.map((a) => a.status).sort()).to.deep.equal([201, 409]);
+    const refused = answers.find((a) => a.status === 409)!;
+    expect(refused.json.error.code).to.equal('STORAGE_IN_USE');
+  });
+
   it('the process stayed up throughout', async () => {
     expect(main.child.exitCode).to.equal(null);
     expect((await client(url, {})({ path: '/healthz' })).status).to.equal(200);

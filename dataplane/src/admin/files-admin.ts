@@ -45,7 +45,7 @@ export class FilesAdmin {
     };
     if (id === undefined) {
       allow('GET,POST');
-      return request.method === 'GET' ? { status: 200, body: { items: this.store.datasetIds().sort().map((d) => this.describe(d)) } } : this.create(request.body, env);
+      return request.method === 'GET' ? { status: 200, body: { items: this.store.datasetIds().sort().map((d) => this.describe(d)) } } : this.createInTurn(request.body, env);
     }
     if (action === undefined) {
       allow('GET,DELETE');
@@ -89,6 +89,14 @@ export class FilesAdmin {
       managed: existsSync(join(this.directory, `${id}.yaml`)),
       ...(state ? { generation: state.config.generation } : {}),
     };
+  }
+
+  /** Creates one at a time: two at once could each find the other's storage still free. */
+  private creating: Promise<unknown> = Promise.resolve();
+  private createInTurn(body: unknown, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {
+    const result = this.creating.then(() => this.create(body, env));
+    this.creating = result.catch(() => undefined);
+    return result;
   }
 
   private async create(body: unknown, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {
