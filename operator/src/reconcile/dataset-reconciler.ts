@@ -56,6 +56,14 @@ export async function reconcileDataset(ctx: ReconcileContext, namespace: string,
   return outcome.kind === 'waiting' ? { requeueAfterMs: WAIT_REQUEUE_MS } : {};
 }
 
+/** Validity per cached object (a changed Dataset is a new object): every reconcile looks at all the namespace's Datasets. */
+const validity = new WeakMap<object, boolean>();
+function isValid(dataset: DatasetObject): boolean {
+  let valid = validity.get(dataset);
+  if (valid === undefined) validity.set(dataset, (valid = checkDatasetSpec(dataset.spec, '$.spec', dataset.metadata.name).length === 0));
+  return valid;
+}
+
 /** A Dataset refused for its storage looks again this often: the holder may have moved or gone. */
 const STORAGE_RECHECK_MS = 15_000;
 
@@ -63,7 +71,7 @@ const STORAGE_RECHECK_MS = 15_000;
 function storageConflictOf(ctx: ReconcileContext, dataset: DatasetObject) {
   const view = (d: DatasetObject): DatasetView => ({ name: d.metadata.name, spec: d.spec, published: publishedLocation(configMapsOf(ctx, d)[0] as { data?: Record<string, string> } | undefined) });
   const others = (ctx.datasets.list(dataset.metadata.namespace) as DatasetObject[])
-    .filter((d) => d.metadata.name !== dataset.metadata.name && !d.metadata.deletionTimestamp && checkDatasetSpec(d.spec, '$.spec', d.metadata.name).length === 0)
+    .filter((d) => d.metadata.name !== dataset.metadata.name && !d.metadata.deletionTimestamp && isValid(d))
     .map(view);
   return storageConflict(view(dataset), others);
 }
