@@ -64,7 +64,7 @@ export function prepareOperation(schema: GraphQLSchema, text: string, variables:
     document = parse(text, { maxTokens: limits.maxTokens });
   } catch (err) {
     const e = err as GraphQLError;
-    if (/more than \d+ tokens/.test(e.message)) return { errors: [limitError(LIMIT_CODES.tokens, `the query has more than ${limits.maxTokens} tokens`)] };
+    if (/contains more th\w+ \d+ tokens/.test(e.message)) return { errors: [limitError(LIMIT_CODES.tokens, `the query has more than ${limits.maxTokens} tokens`)] };
     return { errors: [e] };
   }
   return validateDocument(schema, document, variables, limits);
