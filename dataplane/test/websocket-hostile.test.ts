@@ -203,33 +203,25 @@ describe('WebSocket and GraphQL surface under hostile input (main.ts)', function
       await alive();
     });
 
-    it('graphql-transport-ws: an error message naming the limit; the connection stays usable', async () => {
-      const c = await wsClient(port, 'graphql-transport-ws');
-      for (const [name, query, code] of refusals) {
-        c.ws.send(JSON.stringify({ id: name, type: 'subscribe', payload: { query } }));
-        const error = await c.next('error');
-        expect(error.id).to.equal(name);
-        expect(error.payload[0].extensions.code, name).to.equal(code);
-      }
-      c.ws.send(JSON.stringify({ id: 'ok', type: 'subscribe', payload: { query: ordinary } }));
-      expect((await c.next('next')).payload).to.deep.equal({ data: { demo_Company: { name: 'Acme', employees: { items: [] } } } });
-      c.ws.close();
-      await alive();
-    });
-
-    it('the older graphql-ws protocol: an error message naming the limit; the connection stays usable', async () => {
-      const c = await wsClient(port, 'graphql-ws');
-      for (const [name, query, code] of refusals) {
-        c.ws.send(JSON.stringify({ id: name, type: 'start', payload: { query } }));
-        const error = await c.next('error');
-        expect(error.id).to.equal(name);
-        expect(error.payload[0].extensions.code, name).to.equal(code);
-      }
-      c.ws.send(JSON.stringify({ id: 'ok', type: 'start', payload: { query: ordinary } }));
-      expect((await c.next('data')).payload).to.deep.equal({ data: { demo_Company: { name: 'Acme', employees: { items: [] } } } });
-      c.ws.close();
-      await alive();
-    });
+    const protocols = [
+      { protocol: 'graphql-transport-ws', start: 'subscribe', result: 'next' },
+      { protocol: 'graphql-ws', start: 'start', result: 'data' },
+    ] as const;
+    for (const { protocol, start, result } of protocols) {
+      it(`${protocol}: an error message naming the limit; the connection stays usable`, async () => {
+        const c = await wsClient(port, protocol);
+        for (const [name, query, code] of refusals) {
+          c.ws.send(JSON.stringify({ id: name, type: start, payload: { query } }));
+          const error = await c.next('error');
+          expect(error.id).to.equal(name);
+          expect(error.payload[0].extensions.code, name).to.equal(code);
+        }
+        c.ws.send(JSON.stringify({ id: 'ok', type: start, payload: { query: ordinary } }));
+        expect((await c.next(result)).payload).to.deep.equal({ data: { demo_Company: { name: 'Acme', employees: { items: [] } } } });
+        c.ws.close();
+        await alive();
+      });
+    }
   });
 
   describe('a subscriber that stops reading', () => {
