@@ -7,14 +7,14 @@
  * documented close code or JSON error.
  */
 import { expect } from 'chai';
-import { chmodSync, mkdtempSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { freePort } from '../src/db/embedded.js';
 import { call, client } from '../test-support/http.js';
-import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { frame, OPCODE, rawUpgrade, textFrame } from '../test-support/ws-frames.js';
 
 const ADMIN = 'Proxy demo-admin';
@@ -22,12 +22,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const MAX_CONNECTIONS = 12;
 const MAX_UNAUTHENTICATED = 6;
 const BUFFER_BUDGET = 1024 * 1024;
-
-/** The child's resident set, in bytes (Linux). */
-export function rssOf(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kb) * 1024;
-}
 
 async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
