@@ -9,13 +9,9 @@
  * and its peak RSS stays within the bound below.
  */
 import { expect } from 'chai';
-import { chmodSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { freePort } from '../src/db/embedded.js';
 import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { call, client } from '../test-support/http.js';
-import { rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { rssOf, startReadyMain, stopMain, type MainProcess } from '../test-support/main-process.js';
 import { frame, OPCODE, rawUpgrade } from '../test-support/ws-frames.js';
 
 /** A small LCG: the same sequence on every run. */
@@ -182,20 +178,11 @@ describe('WebSocket frames under seeded random input (main.ts)', function () {
   let url: string;
 
   before(async () => {
-    port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    const dataDir = mkdtempSync(join(tmpdir(), 'das-ws-fuzz-'));
-    chmodSync(dataDir, 0o755); // as root, the embedded server runs as the postgres user and must reach it
-    main = startMain({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', DAS_SUBSCRIPTION_INIT_TIMEOUT_MS: '500' });
-    await waitReady(url, main);
+    main = await startReadyMain({ DAS_SUBSCRIPTION_INIT_TIMEOUT_MS: '500' });
+    ({ port, url } = main);
     await call(url, { path: '/demo', host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' }, body: { create: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } } } });
   });
-  after(async () => {
-    if (main?.child.exitCode === null) {
-      main.child.kill('SIGTERM');
-      await main.exited;
-    }
-  });
+  after(() => stopMain(main));
 
   // DAS_FUZZ_WS_FRAMES scales it up by hand (the issue asks for at least 20,000 frames).
   const target = Number(process.env.DAS_FUZZ_WS_FRAMES ?? 600);

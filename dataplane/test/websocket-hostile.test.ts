@@ -7,14 +7,10 @@
  * documented close code or JSON error.
  */
 import { expect } from 'chai';
-import { chmodSync, mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import WebSocket from 'ws';
-import { freePort } from '../src/db/embedded.js';
 import { call, client } from '../test-support/http.js';
-import { rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { rssOf, startReadyMain, stopMain, type MainProcess } from '../test-support/main-process.js';
 import { frame, OPCODE, rawUpgrade, textFrame } from '../test-support/ws-frames.js';
 
 const ADMIN = 'Proxy demo-admin';
@@ -65,14 +61,7 @@ describe('WebSocket and GraphQL surface under hostile input (main.ts)', function
   };
 
   before(async () => {
-    port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    const dataDir = mkdtempSync(join(tmpdir(), 'das-ws-hostile-'));
-    chmodSync(dataDir, 0o755); // as root, the embedded server runs as the postgres user and must reach it
-    main = startMain({
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
+    main = await startReadyMain({
       DAS_WS_MAX_CONNECTIONS: String(MAX_CONNECTIONS),
       DAS_WS_MAX_UNAUTHENTICATED: String(MAX_UNAUTHENTICATED),
       DAS_WS_MAX_BUFFERED_BYTES: String(BUFFER_BUDGET),
@@ -80,18 +69,13 @@ describe('WebSocket and GraphQL surface under hostile input (main.ts)', function
       // Only the byte budget bounds the slow consumer below, not the count of queued events.
       DAS_SUBSCRIPTION_QUEUE: '100000',
     });
-    await waitReady(url, main);
+    ({ port, url } = main);
     api = client(url, { host: 'iam.localhost', headers: { authorization: ADMIN } });
     const made = await api({ path: '/demo', body: { create: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } } } });
     expect(made.status, made.text).to.equal(201);
   });
 
-  after(async () => {
-    if (main?.child.exitCode === null) {
-      main.child.kill('SIGTERM');
-      await main.exited;
-    }
-  });
+  after(() => stopMain(main));
 
   describe('frames ws refuses, before connection_init', () => {
     const cases: Array<[string, () => Buffer[], number]> = [
