@@ -63,7 +63,9 @@ export function rssOf(pid: number): number {
 }
 
 /** main.ts on a free port of 127.0.0.1 with a fresh DATA_DIR (embedded PostgreSQL, the examples), once ready. */
-export async function startReadyMain(env: Record<string, string> = {}): Promise<MainProcess & { port: number; url: string }> {
+export type ReadyMain = MainProcess & { port: number; url: string };
+
+export async function startReadyMain(env: Record<string, string> = {}): Promise<ReadyMain> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'das-main-'));

@@ -11,7 +11,7 @@
 import { expect } from 'chai';
 import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { call, client } from '../test-support/http.js';
-import { rssOf, startReadyMain, stopMain, type MainProcess } from '../test-support/main-process.js';
+import { rssOf, startReadyMain, stopMain, type ReadyMain } from '../test-support/main-process.js';
 import { frame, OPCODE, rawUpgrade } from '../test-support/ws-frames.js';
 
 /** A small LCG: the same sequence on every run. */
@@ -173,13 +173,14 @@ function wsGenerator(seed: number) {
 
 describe('WebSocket frames under seeded random input (main.ts)', function () {
   this.timeout(600_000);
-  let main: MainProcess;
+  let main: ReadyMain;
   let port: number;
   let url: string;
 
   before(async () => {
     main = await startReadyMain({ DAS_SUBSCRIPTION_INIT_TIMEOUT_MS: '500' });
-    ({ port, url } = main);
+    port = main.port;
+    url = main.url;
     await call(url, { path: '/demo', host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' }, body: { create: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } } } });
   });
   after(() => stopMain(main));

@@ -10,8 +10,8 @@ import { expect } from 'chai';
 import { connect } from 'node:net';
 import WebSocket from 'ws';
 import { call, client } from '../test-support/http.js';
-import { rssOf, startReadyMain, stopMain, type MainProcess } from '../test-support/main-process.js';
-import { frame, OPCODE, rawUpgrade, textFrame } from '../test-support/ws-frames.js';
+import { rssOf, startReadyMain, stopMain, type ReadyMain } from '../test-support/main-process.js';
+import { frame, OPCODE, rawUpgrade, textFrame, type RawWebSocket } from '../test-support/ws-frames.js';
 
 const ADMIN = 'Proxy demo-admin';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -51,7 +51,7 @@ async function wsClient(port: number, protocol: 'graphql-transport-ws' | 'graphq
 
 describe('WebSocket and GraphQL surface under hostile input (main.ts)', function () {
   this.timeout(120_000);
-  let main: MainProcess;
+  let main: ReadyMain;
   let port: number;
   let url: string;
   let api: ReturnType<typeof client>;
@@ -69,7 +69,8 @@ describe('WebSocket and GraphQL surface under hostile input (main.ts)', function
       // Only the byte budget bounds the slow consumer below, not the count of queued events.
       DAS_SUBSCRIPTION_QUEUE: '100000',
     });
-    ({ port, url } = main);
+    port = main.port;
+    url = main.url;
     api = client(url, { host: 'iam.localhost', headers: { authorization: ADMIN } });
     const made = await api({ path: '/demo', body: { create: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } } } });
     expect(made.status, made.text).to.equal(201);
@@ -115,9 +116,10 @@ describe('WebSocket and GraphQL surface under hostile input (main.ts)', function
 
   describe('per-replica connection caps', () => {
     it(`holds at most ${MAX_UNAUTHENTICATED} unauthenticated and ${MAX_CONNECTIONS} in all; past a cap the upgrade is a 503 JSON error with Retry-After`, async () => {
-      const open = [];
+      const open: RawWebSocket[] = [];
       for (let i = 0; i < MAX_UNAUTHENTICATED; i++) open.push(await rawUpgrade(port));
       expect(open.map((r) => r.status)).to.deep.equal(Array(MAX_UNAUTHENTICATED).fill(101));
+      expect((await call(url, { path: '/metrics' })).text).to.match(new RegExp(`^das_subscription_unauthenticated_connections ${MAX_UNAUTHENTICATED}$`, 'm'));
       const refused = await rawUpgrade(port);
       expect(refused.status).to.equal(503);
       expect(refused.head).to.match(/\r\nretry-after: \d+/i);
