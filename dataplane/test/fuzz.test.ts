@@ -192,7 +192,8 @@ describe('WebSocket frames under seeded random input (main.ts)', function () {
   /** Peak RSS allowed: the process's baseline (about 0.3 GB) plus the frames' bounded buffers. */
   const RSS_BOUND = 768 * 2 ** 20;
 
-  it(`${target} random frames (seed ${seed}) on ${parallel} connections at a time: the process lives and answers, RSS bounded`, async () => {
+  it(`${target} random frames (seed ${seed}) on ${parallel} connections at a time: the process lives and answers, RSS bounded`, async function () {
+    this.timeout(Math.max(120_000, target * 200));
     const gen = wsGenerator(seed);
     let sent = 0;
     let connections = 0;
@@ -201,7 +202,8 @@ describe('WebSocket frames under seeded random input (main.ts)', function () {
     const sampler = setInterval(() => (peak = Math.max(peak, rssOf(main.child.pid!))), 100);
     const one = async () => {
       const c = gen.connection();
-      const raw = await rawUpgrade(port, { protocol: c.protocol, headers: c.headers });
+      const answered = rawUpgrade(port, { protocol: c.protocol, headers: c.headers });
+      const raw = await Promise.race([answered, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer to upgrade ${connections} within 20 s: ${JSON.stringify(c.headers)} ${c.protocol}`)), 20_000).unref())]);
       connections++;
       if (raw.status === 101) for (const f of c.frames) raw.send(f);
       sent += c.frames.length;
@@ -213,6 +215,7 @@ describe('WebSocket frames under seeded random input (main.ts)', function () {
       while (sent < target) {
         await Promise.all(Array.from({ length: parallel }, one));
         if (connections % (parallel * 25) === 0) {
+          if (process.env.DAS_FUZZ_WS_FRAMES) console.log(`      … ${sent} frames, ${connections} connections, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB`);
           expect(main.child.exitCode, main.output().slice(-3000)).to.equal(null);
           expect((await call(url, { path: '/readyz' })).status).to.equal(200);
         }
