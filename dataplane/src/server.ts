@@ -17,7 +17,7 @@ import { RecordEngine } from './engine/engine.js';
 import type { AsyncWriterOptions } from './engine/async-writes.js';
 import { isUnavailable } from './engine/store-outcomes.js';
 import { BodyBudget } from './http/body.js';
-import { installClientErrorHandler, renderRestError } from './http/client-error.js';
+import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, renderRestError, requireHost } from './http/client-error.js';
 import { StoreHealth } from './store-health.js';
 import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
@@ -157,7 +157,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const dispatcher = new ChangeDispatcher((d) => drivers.for(d), logger.child({ component: 'subscriptions' }), settings.dispatcher);
   // One firewall for requests and WebSocket upgrades alike.
   const firewall = options.firewall?.(store, logger);
-  const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits });
+  const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits, queryLimits: settings.query });
   const metrics = subscriptionMetrics(dispatcher, subscriptions, registry);
   const requests = requestMetrics(registry, (id) => store.dataset(id) !== undefined);
   const handler = createRequestHandler({
@@ -174,6 +174,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     storeHealth: async () => ({ unavailable: await health.unavailable() }),
     metrics: async () => ({ contentType: metrics.contentType, body: await metrics.metrics() }),
     observeRequest: (sample) => requests.observe(sample),
+    queryLimits: settings.query,
     extraRoutes: options.extraRoutes,
     // The administrative API writes manifests locally, Dataset resources in a cluster.
     admin:
@@ -184,7 +185,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
           : undefined,
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout) }, handler);
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout), ...HOST_CHECKED_BY_HANDLER }, requireHost(logger, renderRestError, handler));
   installClientErrorHandler(server, logger, renderRestError);
   server.on('upgrade', (req, socket, head) => subscriptions.handleUpgrade(req, socket, head));
   // Every replica prunes the change logs of the datasets it serves (idempotent between replicas).

@@ -27,6 +27,7 @@ import { checkAddressingHeaders, statementContext } from './headers.js';
 import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from './exchange.js';
 import type { RequestSample } from '../metrics.js';
 import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
+import type { QueryLimits } from '../graphql/limits.js';
 
 export type Authenticate = (input: { authkind: Authkind; authorization?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
 
@@ -60,6 +61,8 @@ export interface AppDeps {
   storeHealth?: () => Promise<import('./readiness.js').StoreReadiness>;
   /** GET /metrics: the Prometheus text exposition (metrics.ts, graphql/metrics.ts). */
   metrics?: () => Promise<{ contentType: string; body: string }>;
+  /** GraphQL operation limits (graphql/limits.ts), the same on every transport. */
+  queryLimits?: QueryLimits;
   /** Each finished response, for the request metrics. */
   observeRequest?: (sample: RequestSample) => void;
   /** Routes under `/.well-known/` (e.g. the development issuer's JWKS), served by Express. */
