@@ -32,7 +32,7 @@ describe('operator: Environment reconciler (fake API server)', () => {
     await reconcileEnvironment(ctx, NS, 'local');
     const created = cluster.writes.filter((w) => w.verb === 'create').map((w) => `${w.kind}/${w.name}`);
     expect(created).to.have.members(EXAMPLE_ENVIRONMENT_OBJECTS);
-    expect(events.events.filter((e) => e.reason === 'Created')).to.have.length(10);
+    expect(events.events.filter((e) => e.reason === 'Created')).to.have.length(EXAMPLE_ENVIRONMENT_OBJECTS.length);
     const env = cluster.get('Environment', NS, 'local');
     expect(conditions(env).Reconciled.status).to.equal('True');
     expect(conditions(env).Ready.reason).to.equal('DataPlaneUnavailable'); // no pods in a fake cluster
