@@ -109,7 +109,7 @@ describe('operator: elastic workloads and monitoring (rendering)', () => {
     const defaults = render();
     expect(podSpec(defaults, DP).containers[0].resources).to.deep.equal({ requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '768Mi' } });
     expect(podSpec(defaults, FG).containers[0].resources).to.deep.equal({ requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } });
-    const custom = render({ dataplane: { resources: { requests: { cpu: 0.5, memory: '1024Mi' }, limits: { cpu: '1000m', memory: '1.5Gi' } } } });
+    const custom = render({ dataplane: { resources: { requests: { cpu: '0.5', memory: '1024Mi' }, limits: { cpu: '1000m', memory: '1.5Gi' } } } });
     expect(podSpec(custom, DP).containers[0].resources).to.deep.equal({ requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '1', memory: '1536Mi' } });
   });
 
