@@ -18,17 +18,14 @@ import {
   httpGet,
   kubectl,
   resyncAndCountWrites,
-  serviceAccountKubeconfig,
-  startOperator,
+  startChartOperator,
   waitFor,
   waitForCondition,
   type OperatorProcess,
 } from './harness.js';
 import { promtool } from './promtool.js';
 
-const RELEASE = 'dao';
 const RELEASE_NAMESPACE = 'dao-system';
-const FULLNAME = `${RELEASE}-data-access-operator`;
 const MONITORING_CRDS = join(import.meta.dirname, 'fixtures', 'monitoring-crds.yaml');
 const HPA = 'horizontalpodautoscalers.v2beta2.autoscaling';
 const PDB = 'poddisruptionbudgets.v1beta1.policy';
@@ -45,10 +42,7 @@ describe('operator e2e: autoscaling, disruption budgets, spread, PodMonitors (ku
 
   before(async () => {
     cluster = await startKubeCluster({ controllerManager: true });
-    const install = await cluster.helm(['install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace']);
-    expect(install.code, install.stderr).to.equal(0);
-    const kubeconfig = await serviceAccountKubeconfig(cluster, RELEASE_NAMESPACE, FULLNAME);
-    operator = await startOperator(kubeconfig, { LEASE_NAMESPACE: RELEASE_NAMESPACE, LEASE_NAME: FULLNAME, RESYNC_PERIOD_SECONDS: '0', POD_NAME: `elastic-${process.pid}` });
+    operator = await startChartOperator(cluster, 'dao', `elastic-${process.pid}`);
   });
 
   after(async () => {
