@@ -59,8 +59,12 @@ describe('operator e2e: autoscaling, disruption budgets, spread, PodMonitors (ku
       cluster,
       ns,
       environment('shop', {
-        dataplane: { replicas: 3, resources: { requests: { cpu: '0.5', memory: '1024Mi' }, limits: { memory: '1.5Gi' } }, autoscaling: { minReplicas: 2, maxReplicas: 6 } },
-        functionGateway: { replicas: 2 },
+        dataplane: {
+          replicas: 3,
+          resources: { requests: { cpu: '0.5', memory: '1024Mi', 'ephemeral-storage': '1000Ki' }, limits: { cpu: '1.5', memory: '1.5Gi', 'ephemeral-storage': '2048Ki' } },
+          autoscaling: { minReplicas: 2, maxReplicas: 6 },
+        },
+        functionGateway: { replicas: 2, resources: { requests: { cpu: '2000m', memory: '1e8' }, limits: { memory: '1000M' } } },
       }),
     );
     await waitForCondition(cluster, ns, 'environment', 'shop', 'Reconciled', 'True');
@@ -90,7 +94,12 @@ describe('operator e2e: autoscaling, disruption budgets, spread, PodMonitors (ku
     }
     // The quantities as the API server stores them: what the operator renders, so nothing to rewrite.
     const dataplane = await get(ns, 'deployment', 'shop-dataplane');
-    expect(dataplane.spec.template.spec.containers[0].resources).to.deep.equal({ requests: { cpu: '500m', memory: '1Gi' }, limits: { memory: '1536Mi' } });
+    expect(dataplane.spec.template.spec.containers[0].resources).to.deep.equal({
+      requests: { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '1000Ki' },
+      limits: { cpu: '1500m', memory: '1536Mi', 'ephemeral-storage': '2Mi' },
+    });
+    const gateway = await get(ns, 'deployment', 'service-shop-function-service-gateway');
+    expect(gateway.spec.template.spec.containers[0].resources).to.deep.equal({ requests: { cpu: '2', memory: '100e6' }, limits: { memory: '1G' } });
 
     // What the HPA does: the scale subresource. Inside [min, max] and without metrics the HPA controller leaves it.
     await kubectl(cluster, ['-n', ns, 'scale', 'deployment', 'shop-dataplane', '--replicas=5']);

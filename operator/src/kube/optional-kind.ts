@@ -51,10 +51,13 @@ export class OptionalKind {
     return this.current?.synced ?? false;
   }
 
-  /** Resolves once the CRD watch has synced (and, if the CRD exists, once its kind's informer has). */
+  /**
+   * Resolves once the CRD watch has synced. The kind's own informer syncs on its own time
+   * (`onAvailable`): a kind the operator may not list (RBAC of an older chart) must not hold up
+   * everything else.
+   */
   async start(): Promise<void> {
     await this.crds.start();
-    await this.starting;
   }
 
   async stop(): Promise<void> {
@@ -63,17 +66,13 @@ export class OptionalKind {
     this.current = undefined;
   }
 
-  private starting: Promise<void> = Promise.resolve();
-
   private async enable(): Promise<void> {
     if (this.current) return;
     const informer = this.options.informer();
     this.current = informer;
     this.options.logger.info({ crd: this.options.crdName }, 'CRD established: watching its objects');
-    this.starting = informer.start().then(() => {
-      if (this.current === informer) this.options.onAvailable(informer);
-    });
-    await this.starting;
+    await informer.start();
+    if (this.current === informer && informer.synced) this.options.onAvailable(informer);
   }
 
   private async disable(): Promise<void> {
