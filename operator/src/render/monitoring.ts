@@ -13,7 +13,12 @@ export function podMonitorsWanted(env: EnvironmentResource, cluster: ClusterCapa
   return cluster.podMonitors && env.spec.monitoring?.podMonitor !== false;
 }
 
-export function renderPodMonitor(workload: Workload, owner: OwnerRef, namespace: string): DesiredObject {
+/** The fields of the Prometheus Operator's PodMonitor the operator sets. */
+export interface PodMonitor extends DesiredObject {
+  spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: { port: string; path: string }[] };
+}
+
+export function renderPodMonitor(workload: Workload, owner: OwnerRef, namespace: string): PodMonitor {
   return {
     apiVersion: POD_MONITOR_API_VERSION,
     kind: 'PodMonitor',
@@ -22,5 +27,5 @@ export function renderPodMonitor(workload: Workload, owner: OwnerRef, namespace:
       selector: { matchLabels: workload.selector },
       podMetricsEndpoints: [{ port: 'http', path: '/metrics' }],
     },
-  } as DesiredObject;
+  };
 }
