@@ -1,7 +1,8 @@
 /**
  * The PodDisruptionBudget of a workload that runs 2 or more replicas (or may scale down to 2):
  * a node drain then evicts one Pod at a time, so the workload never loses every replica at once.
- * With fewer replicas there is none: a budget would block drains of a single-replica workload.
+ * With fewer there is none: a single replica goes down in a drain anyway (`maxUnavailable: 1` allows
+ * it, and a budget that refused it would block the drain). With autoscaling, `minReplicas` decides.
  */
 import type { V1PodDisruptionBudget } from '@kubernetes/client-node';
 import type { PolicyApiVersion } from './capabilities.js';
