@@ -103,11 +103,12 @@ describe('operator e2e: autoscaling, disruption budgets, spread, PodMonitors (ku
 
     // What the HPA does: the scale subresource. Inside [min, max] and without metrics the HPA controller leaves it.
     await kubectl(cluster, ['-n', ns, 'scale', 'deployment', 'shop-dataplane', '--replicas=5']);
+    // The Deployment's change wakes the Environment, whose status then reports the new count.
+    await waitFor('status.replicas 5', async () => (await get(ns, 'environment', 'shop')).status?.replicas === 5);
     const resync = await resyncAndCountWrites(operator);
     expect(resync.reconciles).to.be.greaterThan(0);
     expect(resync.writes, 'a resync writes nothing (no replicas reset, no quantity rewritten)').to.equal(0);
     expect((await get(ns, 'deployment', 'shop-dataplane')).spec.replicas).to.equal(5);
-    expect((await waitForCondition(cluster, ns, 'environment', 'shop', 'Reconciled', 'True')).status.replicas).to.equal(5);
 
     // Autoscaling removed: the spec's count comes back, the HPA goes; 3 replicas keep the PDB.
     await patchEnv(ns, 'shop', [{ op: 'remove', path: '/spec/dataplane/autoscaling' }]);
