@@ -198,6 +198,34 @@ export const datasetSpecSchema = {
   },
 } as const;
 
+/** A non-negative Kubernetes quantity (the API server's resource.Quantity syntax without a sign). */
+export const QUANTITY_PATTERN = '^(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$';
+export const MAX_WORKLOAD_REPLICAS = 100;
+const quantity = { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: QUANTITY_PATTERN }] } as const;
+const quantities = { type: 'object', propertyNames: { pattern: '^[a-z0-9]([-a-z0-9./]*[a-z0-9])?$', maxLength: 253 }, additionalProperties: quantity } as const;
+const percentage = { type: 'integer', minimum: 1, maximum: 100 } as const;
+
+/** replicas, resources and autoscaling of the data plane and the function gateway. */
+const workloadProperties = {
+  replicas: { type: 'integer', minimum: 0, maximum: MAX_WORKLOAD_REPLICAS },
+  resources: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { requests: quantities, limits: quantities },
+  },
+  autoscaling: {
+    type: 'object',
+    required: ['maxReplicas'],
+    additionalProperties: false,
+    properties: {
+      minReplicas: { type: 'integer', minimum: 1, maximum: MAX_WORKLOAD_REPLICAS },
+      maxReplicas: { type: 'integer', minimum: 1, maximum: MAX_WORKLOAD_REPLICAS },
+      targetCPUUtilizationPercentage: percentage,
+      targetMemoryUtilizationPercentage: percentage,
+    },
+  },
+} as const;
+
 export const environmentSpecSchema = {
   $id: 'https://dataaccess.dev/schemas/environment-spec.json',
   type: 'object',
@@ -211,7 +239,7 @@ export const environmentSpecSchema = {
       additionalProperties: false,
       properties: {
         image: { type: 'string', minLength: 1 },
-        replicas: { type: 'integer', minimum: 0, maximum: 100 },
+        ...workloadProperties,
         logLevel: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] },
         serviceAccountAnnotations: {
           type: 'object',
@@ -285,7 +313,12 @@ export const environmentSpecSchema = {
     functionGateway: {
       type: 'object',
       additionalProperties: false,
-      properties: { enabled: { type: 'boolean' }, image: { type: 'string', minLength: 1 } },
+      properties: { enabled: { type: 'boolean' }, image: { type: 'string', minLength: 1 }, ...workloadProperties },
+    },
+    monitoring: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { podMonitor: { type: 'boolean' } },
     },
     admin: {
       type: 'object',

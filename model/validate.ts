@@ -6,6 +6,7 @@ import { checkQueries } from './queries.js';
 import { reservedStorageProblems } from './storage.js';
 import { datasetSpecSchema, environmentSpecSchema, propertyDefSchema } from './json-schema.js';
 import { datasetConfigSchema, environmentConfigSchema } from './config-schema.js';
+import { DATAPLANE_DEFAULT_RESOURCES, FUNCTION_GATEWAY_DEFAULT_RESOURCES, checkWorkload } from './workloads.js';
 import type { DatasetConfig, DatasetSpec, EnvironmentConfig, EnvironmentSpec } from './types.js';
 
 export type SpecProblem = {
@@ -124,7 +125,11 @@ export function checkDatasetSpec(spec: unknown, base = '$.spec', name?: string):
 
 export function checkEnvironmentSpec(spec: unknown, base = '$.spec'): SpecProblem[] {
   if (!validateEnvironmentSpec(spec)) return problemsOf(validateEnvironmentSpec, base);
-  return crossCheckEnvironment(spec, base);
+  return [
+    ...crossCheckEnvironment(spec, base),
+    ...checkWorkload(spec.dataplane, DATAPLANE_DEFAULT_RESOURCES, `${base}.dataplane`),
+    ...checkWorkload(spec.functionGateway, FUNCTION_GATEWAY_DEFAULT_RESOURCES, `${base}.functionGateway`),
+  ];
 }
 
 /** A rendered dataset config as read back from a ConfigMap (model/config-schema.ts), then the spec's cross-checks. */

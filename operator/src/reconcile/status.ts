@@ -65,6 +65,8 @@ export interface EnvironmentStatus {
   observedGeneration: number;
   conditions: Condition[];
   datasets: number;
+  /** The data plane Deployment's replica count now (the autoscaler's choice while autoscaling is set). */
+  replicas?: number;
   endpoints: { api: string; internal?: string; functionGateway?: string };
 }
 
@@ -84,6 +86,7 @@ export function environmentStatus(
     observedGeneration: generation,
     conditions: setConditions(env.status?.conditions, outcomeConditions(ready, problem), generation, now),
     datasets: facts.datasets,
+    ...(facts.dataplane?.spec?.replicas === undefined ? {} : { replicas: facts.dataplane.spec.replicas }),
     endpoints: {
       api: svc(objectNames.apiService(name)),
       ...(env.spec.type === 'internal' ? { internal: svc(objectNames.internalService(name)) } : {}),
