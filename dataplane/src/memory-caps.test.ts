@@ -34,6 +34,7 @@ describe('memory caps from the cgroup limit', () => {
 
     expect(memoryCaps(undefined, settings)).to.deep.include({ subscriptions: UNLIMITED_DEFAULT_CAP, connections: UNLIMITED_DEFAULT_CAP, source: { subscriptions: 'default', connections: 'default' } });
     expect(memoryCaps(64 * MiB, settings).subscriptions, 'a limit below the reserve takes none').to.equal(0);
+    expect(memoryCaps(undefined, { ...settings, unlimited: { subscriptions: 10_000, connections: 5_000 } }), 'the caller\'s defaults without a limit').to.deep.include({ subscriptions: 10_000, connections: 5_000 });
   });
 
   it('with the defaults, the 512Mi default limit lands at a cap of at least 10,000 subscribers', () => {

@@ -22,7 +22,7 @@ export const MiB = 1024 * 1024;
 /** The defaults of the formula (docs/subscriptions.md, "Memory"). */
 export const DEFAULT_RESERVE_BYTES = 160 * MiB;
 export const DEFAULT_BYTES_PER_SUBSCRIBER = 32 * 1024;
-/** Without a memory limit (or set explicitly): the caps as configured before memory was considered. */
+/** Without a memory limit (and no setting): the caps' defaults, unless the caller gives its own. */
 export const UNLIMITED_DEFAULT_CAP = 10_000;
 
 /** What the cgroup files hold (undefined: the file is not there). */
@@ -59,6 +59,8 @@ export interface MemoryCapSettings {
   /** Explicit caps (DAS_SUBSCRIPTIONS_PER_REPLICA, DAS_WS_MAX_CONNECTIONS): they win over the derived ones. */
   subscriptions?: number;
   connections?: number;
+  /** The caps when there is no limit (default UNLIMITED_DEFAULT_CAP each). */
+  unlimited?: { subscriptions: number; connections: number };
 }
 
 export interface MemoryCaps {
@@ -79,22 +81,24 @@ export interface MemoryCaps {
  */
 export function memoryCaps(limitBytes: number | undefined, settings: MemoryCapSettings): MemoryCaps {
   const derived = limitBytes === undefined ? undefined : Math.max(0, Math.floor((limitBytes - settings.reserveBytes) / settings.bytesPerSubscriber));
-  const pick = (explicit: number | undefined) =>
-    explicit !== undefined ? { cap: explicit, source: 'setting' as const } : derived !== undefined ? { cap: derived, source: 'memory limit' as const } : { cap: UNLIMITED_DEFAULT_CAP, source: 'default' as const };
-  const subscriptions = pick(settings.subscriptions);
-  const connections = pick(settings.connections);
+  const unlimited = settings.unlimited ?? { subscriptions: UNLIMITED_DEFAULT_CAP, connections: UNLIMITED_DEFAULT_CAP };
+  const pick = (explicit: number | undefined, fallback: number) =>
+    explicit !== undefined ? { cap: explicit, source: 'setting' as const } : derived !== undefined ? { cap: derived, source: 'memory limit' as const } : { cap: fallback, source: 'default' as const };
+  const subscriptions = pick(settings.subscriptions, unlimited.subscriptions);
+  const connections = pick(settings.connections, unlimited.connections);
   return { subscriptions: subscriptions.cap, connections: connections.cap, limitBytes, source: { subscriptions: subscriptions.source, connections: connections.source } };
 }
 
 const optional = (env: NodeJS.ProcessEnv, name: string) => (env[name]?.trim() ? wholeNumberSetting(env, name, 0, 1) : undefined);
 
 /** The caps of this process: its cgroup's limit and the settings in `env` (a bad value stops the start). */
-export function processMemoryCaps(env: NodeJS.ProcessEnv = process.env): MemoryCaps {
+export function processMemoryCaps(env: NodeJS.ProcessEnv = process.env, unlimited?: MemoryCapSettings['unlimited']): MemoryCaps {
   const limit = memoryLimitOf(readCgroupFiles(env.DAS_CGROUP_ROOT || undefined), totalmem());
   return memoryCaps(limit, {
     reserveBytes: wholeNumberSetting(env, 'DAS_MEMORY_RESERVE_BYTES', DEFAULT_RESERVE_BYTES),
     bytesPerSubscriber: wholeNumberSetting(env, 'DAS_MEMORY_PER_SUBSCRIBER_BYTES', DEFAULT_BYTES_PER_SUBSCRIBER, 1),
     subscriptions: optional(env, 'DAS_SUBSCRIPTIONS_PER_REPLICA'),
     connections: optional(env, 'DAS_WS_MAX_CONNECTIONS'),
+    unlimited,
   });
 }

@@ -57,7 +57,7 @@ describe('WebSocket caps from the cgroup memory limit', function () {
     expect(third.status).to.equal(503);
     expect(Number(third.retryAfter)).to.be.greaterThan(0);
     expect(third.body.error.code).to.equal('TOO_MANY_CONNECTIONS');
-    expect(third.body.error.message).to.contain('maximum of 2 WebSocket connections');
+    expect(third.body.error.message).to.contain('at most 2 WebSocket connections');
 
     const closed = new Promise((r) => first.ws!.once('close', r));
     first.ws!.close();
