@@ -10,8 +10,9 @@
  * graphql-transport-ws in separate client processes (2,000 each), one subscription per connection;
  * under load each filters on `age == k` (k = 0..99), so a write reaches about 10 of them.
  *
- * Prints RSS per stage, KB per subscriber, and where the derived cap lands for the default 512Mi
- * limit with the default reserve and per-subscriber figure, with the RSS predicted at that cap.
+ * Prints RSS per stage, KiB per subscriber, and where the derived cap lands for 512Mi and 768Mi
+ * limits (the operator's old and current defaults) with the default reserve and per-subscriber
+ * figure, with the RSS predicted at that cap.
  */
 import { fork, type ChildProcess, spawn } from 'node:child_process';
 import { Agent } from 'node:http';
@@ -173,20 +174,23 @@ async function main(): Promise<void> {
     const { achieved, peak, mean } = await writeLoad(1_000_000);
 
     const kb = (mb: number, n: number) => ((mb * 1024) / n).toFixed(1);
-    const caps = memoryCaps(512 * MiB, { reserveBytes: DEFAULT_RESERVE_BYTES, bytesPerSubscriber: DEFAULT_BYTES_PER_SUBSCRIBER });
     const idlePerSub = ((rss10k - rss0) * MiB) / IDLE_MAX;
     const loadedPerSub = ((peak - bare.peak) * MiB) / LOADED;
-    console.log(`\nsubscriber memory on the compiled build (node ${process.version}, RSS from /proc, settled ${SETTLE_MS / 1000} s; load average ${loadavg()[0].toFixed(1)})`);
-    console.log(`  0 subscribers                          ${rss0.toFixed(0)} MB`);
-    console.log(`  1,000 idle subscribers                 ${rss1k.toFixed(0)} MB   (${kb(rss1k - rss0, 1000)} KB per subscriber)`);
-    console.log(`  ${IDLE_MAX.toLocaleString('en')} idle subscribers                ${rss10k.toFixed(0)} MB   (${kb(rss10k - rss0, IDLE_MAX)} KB per subscriber)`);
-    console.log(`  fresh replica: 0 subscribers           ${rssLoaded0.toFixed(0)} MB`);
-    console.log(`  0 subscribers at ${RATE} writes/s         peak ${bare.peak.toFixed(0)} MB, mean ${bare.mean.toFixed(0)} MB; ${bare.achieved.toFixed(0)} writes/s achieved`);
-    console.log(`  ${LOADED.toLocaleString('en')} subscribers, idle after that       ${rssLoadedIdle.toFixed(0)} MB`);
-    console.log(`  ${LOADED.toLocaleString('en')} subscribers at ${RATE} writes/s    peak ${peak.toFixed(0)} MB, mean ${mean.toFixed(0)} MB (${kb(peak - bare.peak, LOADED)} KB per subscriber over the peak without them); ${achieved.toFixed(0)} writes/s achieved`);
+    console.log(`\nsubscriber memory on the compiled build (node ${process.version}, RSS from /proc in MiB, settled ${SETTLE_MS / 1000} s; load average ${loadavg()[0].toFixed(1)})`);
+    console.log(`  0 subscribers                          ${rss0.toFixed(0)} MiB`);
+    console.log(`  1,000 idle subscribers                 ${rss1k.toFixed(0)} MiB   (${kb(rss1k - rss0, 1000)} KiB per subscriber)`);
+    console.log(`  ${IDLE_MAX.toLocaleString('en')} idle subscribers                ${rss10k.toFixed(0)} MiB   (${kb(rss10k - rss0, IDLE_MAX)} KiB per subscriber)`);
+    console.log(`  fresh replica: 0 subscribers           ${rssLoaded0.toFixed(0)} MiB`);
+    console.log(`  0 subscribers at ${RATE} writes/s         peak ${bare.peak.toFixed(0)} MiB, mean ${bare.mean.toFixed(0)} MiB; ${bare.achieved.toFixed(0)} writes/s achieved`);
+    console.log(`  ${LOADED.toLocaleString('en')} subscribers, idle after that       ${rssLoadedIdle.toFixed(0)} MiB`);
+    console.log(`  ${LOADED.toLocaleString('en')} subscribers at ${RATE} writes/s    peak ${peak.toFixed(0)} MiB, mean ${mean.toFixed(0)} MiB (${kb(peak - bare.peak, LOADED)} KiB per subscriber over the peak without them); ${achieved.toFixed(0)} writes/s achieved`);
     console.log(`  writes failed: ${failures.length}${failures.length ? ` (${[...new Set(failures)].slice(0, 3).join('; ')})` : ''}`);
-    console.log(`\nderived cap for the default 512Mi limit: (512 MiB - ${DEFAULT_RESERVE_BYTES / MiB} MiB) / ${DEFAULT_BYTES_PER_SUBSCRIBER / 1024} KiB = ${caps.subscriptions} subscribers`);
-    console.log(`  RSS predicted at the cap: idle ${((rss0 * MiB + caps.subscriptions * idlePerSub) / MiB).toFixed(0)} MB, under this write load ${((bare.peak * MiB + caps.subscriptions * loadedPerSub) / MiB).toFixed(0)} MB (limit 512 MiB = 537 MB)`);
+    // 512Mi: the limit the operator rendered before; 768Mi: its default now (model/workloads.ts).
+    for (const limitMi of [512, 768]) {
+      const caps = memoryCaps(limitMi * MiB, { reserveBytes: DEFAULT_RESERVE_BYTES, bytesPerSubscriber: DEFAULT_BYTES_PER_SUBSCRIBER });
+      console.log(`\nderived cap for a ${limitMi}Mi limit: (${limitMi} MiB - ${DEFAULT_RESERVE_BYTES / MiB} MiB) / ${DEFAULT_BYTES_PER_SUBSCRIBER / 1024} KiB = ${caps.subscriptions} subscribers`);
+      console.log(`  RSS predicted at the cap: idle ${((rss0 * MiB + caps.subscriptions * idlePerSub) / MiB).toFixed(0)} MiB, under this write load ${((bare.peak * MiB + caps.subscriptions * loadedPerSub) / MiB).toFixed(0)} MiB (limit ${limitMi} MiB)`);
+    }
     if (errors.length) console.log(`client errors (retried): ${errors.join('; ')}`);
   } finally {
     for (const c of clients) c.kill();

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DATAPLANE_DEFAULT_RESOURCES, quantityValue } from '../../model/workloads.js';
 import { DEFAULT_BYTES_PER_SUBSCRIBER, DEFAULT_RESERVE_BYTES, memoryCaps, memoryLimitOf, MiB, processMemoryCaps, readCgroupFiles, UNLIMITED_DEFAULT_CAP } from './memory-caps.js';
 
 const HOST = 16 * 1024 * MiB;
@@ -37,8 +38,9 @@ describe('memory caps from the cgroup limit', () => {
     expect(memoryCaps(undefined, { ...settings, unlimited: { subscriptions: 10_000, connections: 5_000 } }), 'the caller\'s defaults without a limit').to.deep.include({ subscriptions: 10_000, connections: 5_000 });
   });
 
-  it('with the defaults, the 512Mi default limit lands at a cap of at least 10,000 subscribers', () => {
-    const caps = memoryCaps(512 * MiB, { reserveBytes: DEFAULT_RESERVE_BYTES, bytesPerSubscriber: DEFAULT_BYTES_PER_SUBSCRIBER });
+  it("with the defaults, the operator's default memory limit lands at a cap of at least 10,000 subscribers", () => {
+    const limit = quantityValue(DATAPLANE_DEFAULT_RESOURCES.limits!.memory!)!;
+    const caps = memoryCaps(limit, { reserveBytes: DEFAULT_RESERVE_BYTES, bytesPerSubscriber: DEFAULT_BYTES_PER_SUBSCRIBER });
     expect(caps.subscriptions).to.be.at.least(10_000);
   });
 

@@ -20,8 +20,8 @@ import { wholeNumberSetting } from './env-settings.js';
 export const MiB = 1024 * 1024;
 
 /** The defaults of the formula (docs/subscriptions.md, "Memory"). */
-export const DEFAULT_RESERVE_BYTES = 160 * MiB;
-export const DEFAULT_BYTES_PER_SUBSCRIBER = 32 * 1024;
+export const DEFAULT_RESERVE_BYTES = 192 * MiB;
+export const DEFAULT_BYTES_PER_SUBSCRIBER = 40 * 1024;
 /** Without a memory limit (and no setting): the caps' defaults, unless the caller gives its own. */
 export const UNLIMITED_DEFAULT_CAP = 10_000;
 
