@@ -12,7 +12,7 @@ import { ManifestError, parseManifests } from '../../../model/manifests.js';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import { authenticateIam } from '../auth/iam.js';
 import type { ConfigStore } from '../config/store.js';
-import { ApiError, badRequest } from '../engine/errors.js';
+import { ApiError, badRequest, MethodNotAllowed } from '../engine/errors.js';
 
 export interface AdminRequest {
   method: string;
@@ -38,7 +38,7 @@ export class FilesAdmin {
     const [collection, id, action, ...rest] = request.segments;
     if (collection !== 'datasets' || rest.length) throw new ApiError(404, 'NOT_FOUND', 'the administrative API serves /_admin/datasets');
     const allow = (methods: string) => {
-      if (!methods.split(',').includes(request.method)) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${methods}`);
+      if (!methods.split(',').includes(request.method)) throw new MethodNotAllowed(request.method, methods);
     };
     if (id === undefined) {
       allow('GET,POST');
@@ -145,7 +145,7 @@ export function adminRoute(request: AdminRequest): { kind: 'list' | 'create' } |
   const [collection, id, action, ...rest] = request.segments;
   if (collection !== 'datasets' || rest.length) throw new ApiError(404, 'NOT_FOUND', 'the administrative API serves /_admin/datasets');
   const allow = (methods: string) => {
-    if (!methods.split(',').includes(request.method)) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${methods}`);
+    if (!methods.split(',').includes(request.method)) throw new MethodNotAllowed(request.method, methods);
   };
   if (id === undefined) {
     allow('GET,POST');

@@ -16,7 +16,7 @@ import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import type { LocationDriver, StatementContext } from '../engine/contract.js';
 import type { RecordEngine } from '../engine/engine.js';
-import { ApiError, badRequest } from '../engine/errors.js';
+import { ApiError, badRequest, MethodNotAllowed } from '../engine/errors.js';
 import { rawSqlIamOnly } from '../rawsql/handler.js';
 import { datasetHandlers } from './dataset-handlers.js';
 import { readinessOf } from './readiness.js';
@@ -27,6 +27,9 @@ import { checkAddressingHeaders, statementContext } from './headers.js';
 import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from './exchange.js';
 import type { RequestSample } from '../metrics.js';
 import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
+import { isAssetPath, sendAsset, sendDatasetPage, sendPage } from './browser/serve.js';
+import { swaggerPage } from './browser/pages.js';
+import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
 
 export type Authenticate = (input: { authkind: Authkind; authorization?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
 
@@ -115,9 +118,12 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     const { methods } = route;
     const method = x.req.method ?? 'GET';
     if (!methods.split(',').includes(method)) {
-      x.res.setHeader('allow', methods);
-      throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${methods}`);
+      // Under a dataset that does not exist the path is no endpoint at all: 404, not 405.
+      if (!deps.store.dataset(x.route!.datasetId!)) throw noEndpoint(x.path);
+      throw new MethodNotAllowed(method, methods);
     }
+    // The pages need no credentials: they ask for them and send them with every request they make.
+    if (route.name === 'docs' || (route.name === 'graphql' && method !== 'POST')) return sendDatasetPage(x, route.name, deps.engine.dataset(x.route!.datasetId!).id);
     if (method === 'POST') {
       const type = x.req.headers['content-type'];
       if (!type) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
@@ -146,9 +152,22 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     if (!deps.admin) throw new ApiError(404, 'NOT_FOUND', 'the administrative API is not available on this data plane');
     const env = deps.store.environment;
     if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
+    const method = x.req.method ?? 'GET';
+    const at = x.path.replace(/\/+$/, '');
+    const readOnly = () => {
+      if (method !== 'GET' && method !== 'HEAD') throw new MethodNotAllowed(method, 'GET,HEAD');
+    };
+    if (at === '/_admin/docs') {
+      readOnly();
+      return sendPage(x, swaggerPage('administrative API', '/_admin/openapi'));
+    }
     const { authkind } = resolveGateway(x.req.headers.host, '/_admin', x.req.headers.authorization);
     deps.admin.authenticate(authkind, x.req.headers.authorization, env);
-    const method = x.req.method ?? 'GET';
+    if (at === '/_admin/openapi') {
+      readOnly();
+      const secure = String(x.req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase() === 'https';
+      return sendJson(x.res, 200, adminOpenApiDocument(adminServers(x.req.headers.host, secure)));
+    }
     let body: unknown;
     if (method === 'POST' && x.req.headers['content-type'] !== undefined) {
       if (!isJsonMediaType(x.req.headers['content-type'])) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send application/json');
@@ -182,7 +201,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       if ('iamOnly' in match.route && match.route.iamOnly && route.authkind !== 'iam') throw rawSqlIamOnly();
       return serve(x, match);
     }
-    throw new ApiError(404, 'NOT_FOUND', `no endpoint at ${x.path.slice(0, 200)}`);
+    throw noEndpoint(x.path);
   }
 
   const record = deps.observeRequest;
@@ -192,7 +211,16 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
 
   return (req, res) => {
     const x = beginExchange(deps.logger, req, res, observe);
-    if (x.req.method === 'GET') {
+    // The pages' static files: public, the same for everyone, before the firewall's body rules matter.
+    if (isAssetPath(x.path)) {
+      try {
+        return sendAsset(x);
+      } catch (err) {
+        return respondWithError(x, err, deps.logger);
+      }
+    }
+    if (x.req.method !== 'GET' && x.req.method !== 'HEAD' && FIXED_PATHS.includes(x.path)) return respondWithError(x, new MethodNotAllowed(x.req.method ?? '', 'GET,HEAD'), deps.logger);
+    if (x.req.method === 'GET' || x.req.method === 'HEAD') {
       if (x.path === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (x.path === '/metrics' && deps.metrics) {
         deps.metrics().then(
@@ -235,6 +263,11 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     if (!passed) x.redactPath = true;
   };
 }
+
+/** The probes and metrics: GET (and HEAD) only. */
+const FIXED_PATHS = ['/healthz', '/readyz', '/metrics'];
+
+const noEndpoint = (path: string) => new ApiError(404, 'NOT_FOUND', `no endpoint at ${path.slice(0, 200)}`);
 
 export function isJsonMediaType(value: string): boolean {
   const type = value.split(';')[0].trim().toLowerCase();
