@@ -15,7 +15,7 @@ import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import type { LocationDriver, StatementContext } from '../engine/contract.js';
-import type { RecordEngine } from '../engine/engine.js';
+import { TRANSACTION_SCHEMA, type RecordEngine } from '../engine/engine.js';
 import { ApiError, badRequest, MethodNotAllowed } from '../engine/errors.js';
 import { rawSqlIamOnly } from '../rawsql/handler.js';
 import { datasetHandlers } from './dataset-handlers.js';
@@ -118,8 +118,9 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     const { methods } = route;
     const method = x.req.method ?? 'GET';
     if (!methods.split(',').includes(method)) {
-      // Under a dataset that does not exist the path is no endpoint at all: 404, not 405.
-      if (!deps.store.dataset(x.route!.datasetId!)) throw noEndpoint(x.path);
+      // Under a dataset or schema that does not exist the path is no endpoint at all: 404, not 405.
+      const state = deps.store.dataset(x.route!.datasetId!);
+      if (!state || (params.schema !== undefined && params.schema !== TRANSACTION_SCHEMA && !Object.hasOwn(state.config.schemas, params.schema))) throw noEndpoint(x.path);
       throw new MethodNotAllowed(method, methods);
     }
     // The pages need no credentials: they ask for them and send them with every request they make.
