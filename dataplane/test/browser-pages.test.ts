@@ -124,13 +124,17 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     await page.click('#das-auth button[type=submit]');
     await page.locator('.graphiql-query-editor .CodeMirror').waitFor({ timeout: 30_000 });
 
-    const setQuery = (query: string) =>
-      page.evaluate((q) => (document.querySelector('.graphiql-query-editor .CodeMirror') as unknown as { CodeMirror: { setValue(v: string): void } }).CodeMirror.setValue(q), query);
-    const result = () => page.evaluate(() => (document.querySelector('.result-window .CodeMirror') as unknown as { CodeMirror: { getValue(): string } } | null)?.CodeMirror.getValue() ?? '');
+    // In the page: GraphiQL's CodeMirror editors (query, result).
+    const RESULT = "(document.querySelector('.result-window .CodeMirror')?.CodeMirror.getValue() ?? '')";
+    const setQuery = (query: string) => page.evaluate(`document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.setValue(${JSON.stringify(query)})`);
+    const result = async () => String(await page.evaluate(RESULT));
+    // A function, not a string: the page's CSP (no 'unsafe-eval') refuses strings evaluated in it.
+    const resultShows = (text: string) =>
+      page.waitForFunction((t) => ((globalThis as any).document.querySelector('.result-window .CodeMirror')?.CodeMirror.getValue() ?? '').includes(t), text, { timeout: 30_000 });
 
     await setQuery('{ demo_Company(id: "acme") { id name } }');
     await page.click('.graphiql-execute-button');
-    await page.waitForFunction(() => /Acme/.test((document.querySelector('.result-window .CodeMirror') as unknown as { CodeMirror: { getValue(): string } } | null)?.CodeMirror.getValue() ?? ''), undefined, { timeout: 30_000 });
+    await resultShows('Acme');
     expect(JSON.parse(await result())).to.deep.equal({ data: { demo_Company: { id: 'acme', name: 'Acme' } } });
     const posted = requests.filter((r) => r.method === 'POST' && r.url === `${url}/demo/graphql` && r.body?.includes('acme'));
     expect(posted).to.have.length(1);
@@ -151,7 +155,7 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     await initSent;
     expect(frames.find((f) => f.includes('connection_init'))).to.contain(AUTHORIZATION);
     await writeCompany('hooli', 'Hooli');
-    await page.waitForFunction(() => /Hooli/.test((document.querySelector('.result-window .CodeMirror') as unknown as { CodeMirror: { getValue(): string } } | null)?.CodeMirror.getValue() ?? ''), undefined, { timeout: 30_000 });
+    await resultShows('Hooli');
     expect(JSON.parse(await result())).to.deep.equal({ data: { demo_Company: { op: 'CREATE', record: { id: 'hooli', name: 'Hooli' } } } });
     expect(sockets).to.include(`${url.replace('http:', 'ws:')}/demo/graphql`);
     await page.screenshot({ path: join(ARTIFACTS, 'graphiql.png') });
