@@ -22,6 +22,7 @@ import type { RecordEngine } from '../engine/engine.js';
 import { ApiError } from '../engine/errors.js';
 import type { Authenticate, NodeMiddleware } from '../http/app.js';
 import { AddressingError, resolveGateway, type Authkind } from '../http/gateway.js';
+import { logRefusal, upgradeRequestId } from './refusals.js';
 import { toApiError } from '../http/errors.js';
 import type { ChangeDispatcher } from './dispatcher.js';
 import { serveLegacyProtocol } from './legacy-protocol.js';
@@ -64,6 +65,8 @@ export interface Connection {
   byHost: boolean;
   caller?: Caller;
   socket: WebSocket;
+  /** The upgrade request's id, in the log lines about this connection. */
+  requestId: string;
   /** Ends the connection (4403, 4429…). */
   close(code: number, reason: string): void;
   expiry?: NodeJS.Timeout;
@@ -92,13 +95,15 @@ export class SubscriptionServer {
     const res = new ServerResponse(req);
     res.assignSocket(socket as import('node:net').Socket);
     res.on('finish', () => socket.destroy());
-    const proceed = () => this.upgrade(req, socket, head, res).catch((err: unknown) => refuse(res, err, this.deps.logger));
+    const reqId = upgradeRequestId(req.headers['x-request-id']);
+    const refused = (err: unknown) => refuse(res, err, this.deps.logger, { reqId, authorization: req.headers.authorization });
+    const proceed = () => this.upgrade(req, socket, head, res, reqId).catch(refused);
     if (!this.deps.firewall) return void proceed();
     // A request the firewall blocks gets its answer on this socket and never upgrades.
-    this.deps.firewall(req, res, (err?: unknown) => (err ? refuse(res, err, this.deps.logger) : void proceed()));
+    this.deps.firewall(req, res, (err?: unknown) => (err ? refused(err) : void proceed()));
   }
 
-  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse): Promise<void> {
+  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse, requestId: string): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     let route;
     try {
@@ -125,6 +130,7 @@ export class SubscriptionServer {
         byHost: route.by === 'host',
         caller,
         socket: ws,
+        requestId,
         close: (code, reason) => {
           if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, reason);
         },
@@ -163,7 +169,14 @@ export class SubscriptionServer {
           const given = initAuthorization(payload);
           if (given !== undefined) connection.authorization = given;
           if (!connection.byHost) connection.authkind = /^proxy(\s|$)/i.test(connection.authorization ?? '') ? 'iam' : 'public';
-          connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, this.environment(), connection.dataset);
+          try {
+            connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, this.environment(), connection.dataset);
+          } catch (err) {
+            const e = err instanceof ApiError ? err : undefined;
+            const closeCode = e?.status === 401 ? CloseCode.Unauthorized : CloseCode.Forbidden;
+            logRefusal(this.deps.logger, { reqId: connection.requestId, closeCode, code: e?.code, reason: e?.message ?? 'forbidden', authorization: connection.authorization, dataset: connection.datasetId, gateway: connection.authkind });
+            throw err;
+          }
           this.watchExpiry(connection);
         }
       },
@@ -308,11 +321,13 @@ export function closeReason(text: string): string {
 }
 
 /** An upgrade that does not happen: an HTTP answer like REST's, then the socket closes. */
-function refuse(res: ServerResponse, err: unknown, logger: Logger): void {
+function refuse(res: ServerResponse, err: unknown, logger: Logger, request: { reqId: string; authorization?: string }): void {
   if (res.writableEnded) return;
   const e = toApiError(err);
-  if (!e) logger.error({ err: (err as Error)?.message }, 'WebSocket upgrade failed');
+  if (!e) logger.error({ reqId: request.reqId, err: (err as Error)?.message }, 'WebSocket upgrade failed');
   const status = e?.status ?? 500;
+  if (e) logRefusal(logger, { reqId: request.reqId, status, code: e.code, reason: e.message, authorization: request.authorization });
+  res.setHeader('x-request-id', request.reqId);
   const body = JSON.stringify({ error: { code: e?.code ?? 'INTERNAL', message: e?.message ?? 'internal error', details: e?.details ?? [] } });
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close', ...(e?.retryAfter ? { 'retry-after': String(e.retryAfter) } : {}) });
   res.end(body);
