@@ -59,6 +59,10 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
       return route.continue();
     });
     context.on('page', watch);
+    // Every CSP violation reported to the console, whatever the browser logs by itself.
+    await context.addInitScript(() =>
+      (globalThis as any).document.addEventListener('securitypolicyviolation', (e: any) => console.error(`Content Security Policy violation: ${e.violatedDirective} ${e.blockedURI}`)),
+    );
     mkdirSync(ARTIFACTS, { recursive: true });
   });
 

@@ -10,8 +10,9 @@ const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCode
 
 /**
  * Only the data plane's own origin: scripts and styles are files from `/_assets/` (no inline
- * script); `style-src 'unsafe-inline'` because Swagger UI and GraphiQL (CodeMirror) set style
- * attributes in the markup they render; fonts and icons are `data:` URLs inside their CSS.
+ * script or style: the styles Swagger UI and GraphiQL set from script are allowed without
+ * 'unsafe-inline', and the browser test fails on any violation); fonts and icons are `data:` URLs
+ * inside their CSS.
  * The WebSocket of GraphiQL's subscriptions is the same host (`connect-src` names it, since
  * older browsers do not count ws: as 'self').
  */
@@ -21,7 +22,7 @@ export function pageSecurityPolicy(host: string | undefined, secure: boolean): s
   return [
     "default-src 'none'",
     "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
+    "style-src 'self'",
     "img-src 'self' data:",
     "font-src 'self' data:",
     `connect-src 'self'${socket}`,
