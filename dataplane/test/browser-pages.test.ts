@@ -119,6 +119,17 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     await page.close();
   });
 
+  it('Swagger UI renders the administrative API’s document', async () => {
+    const page = await context.newPage();
+    expect((await page.goto(`${url}/_admin/docs`))!.status()).to.equal(200);
+    await page.fill('#das-authorization', AUTHORIZATION);
+    await page.click('#das-auth button[type=submit]');
+    await page.locator('.opblock-summary-path[data-path="/datasets/{id}/pause"]').waitFor({ timeout: 30_000 });
+    const operations = await page.locator('.opblock-summary-path').allTextContents();
+    expect(operations.map((p) => p.replace(/\u200b/g, ''))).to.include.members(['/datasets', '/datasets/{id}', '/datasets/{id}/resume', '/openapi']);
+    await page.close();
+  });
+
   it('GraphiQL runs a query and a subscription in the page receives a change written through REST', async () => {
     const page = await context.newPage();
     const response = await page.goto(`${url}/demo/graphql`);
