@@ -10,4 +10,6 @@ export const EXAMPLE_ENVIRONMENT_OBJECTS = [
   'Deployment/service-local-function-service-gateway',
   'Service/service-local-function-service-gateway',
   'NetworkPolicy/local-firewall',
+  // Two data-plane replicas by default: a disruption budget keeps a drain from taking both.
+  'PodDisruptionBudget/local-dataplane',
 ];

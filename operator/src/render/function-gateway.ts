@@ -9,6 +9,10 @@ import { COMPONENT, componentLabels, componentSelector, objectNames } from '../n
 import { ownedMetadata, type OwnerRef } from './meta.js';
 import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
 import { HTTP_PORT, SERVICE_HTTP_PORT, SERVICE_PORT, type RenderSettings, type Rendered } from './types.js';
+import { FUNCTION_GATEWAY_DEFAULT_RESOURCES } from '../../../model/workloads.js';
+import { deploymentReplicas, elasticPodSpec, shutdownEnv, workloadResources, type Workload } from './workload.js';
+
+export const DEFAULT_FUNCTION_GATEWAY_REPLICAS = 1;
 
 export function functionGatewayEnabled(env: EnvironmentResource): boolean {
   return env.spec.functionGateway?.enabled !== false;
@@ -16,6 +20,12 @@ export function functionGatewayEnabled(env: EnvironmentResource): boolean {
 
 export function functionGatewayLabels(env: string): Record<string, string> {
   return componentLabels(env, 'data-access-function-gateway', COMPONENT.functionGateway);
+}
+
+export function functionGatewayWorkload(env: EnvironmentResource): Workload {
+  const name = env.metadata.name;
+  const selector = componentSelector(name, COMPONENT.functionGateway);
+  return { name: objectNames.functionGateway(name), labels: functionGatewayLabels(name), selector, spec: env.spec.functionGateway, defaultReplicas: DEFAULT_FUNCTION_GATEWAY_REPLICAS };
 }
 
 /** The in-cluster URL of the REST API the function gateway forwards to. */
@@ -38,13 +48,14 @@ export function renderFunctionGatewayDeployment(
     kind: 'Deployment',
     metadata: ownedMetadata(objectNames.functionGateway(name), namespace, owner, labels),
     spec: {
-      replicas: 1,
+      ...deploymentReplicas(env.spec.functionGateway, DEFAULT_FUNCTION_GATEWAY_REPLICAS),
       selector: { matchLabels: componentSelector(name, COMPONENT.functionGateway) },
       template: {
         metadata: { labels },
         spec: {
           // It only forwards HTTP; it needs no Kubernetes API access at all.
           automountServiceAccountToken: false,
+          ...elasticPodSpec(componentSelector(name, COMPONENT.functionGateway)),
           securityContext: podSecurityContext,
           containers: [
             {
@@ -57,9 +68,10 @@ export function renderFunctionGatewayDeployment(
                 { name: 'DAS_ENVIRONMENT', value: name },
                 { name: 'DAS_UPSTREAM_URL', value: functionGatewayUpstream(env, namespace) },
                 { name: 'PORT', value: String(HTTP_PORT) },
+                ...shutdownEnv(),
               ],
               ...httpProbes(),
-              resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+              resources: workloadResources(env.spec.functionGateway, FUNCTION_GATEWAY_DEFAULT_RESOURCES),
               securityContext: containerSecurityContext,
               volumeMounts: scratchMounts,
             },
