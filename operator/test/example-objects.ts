@@ -10,4 +10,5 @@ export const EXAMPLE_ENVIRONMENT_OBJECTS = [
   'Deployment/service-local-function-service-gateway',
   'Service/service-local-function-service-gateway',
   'NetworkPolicy/local-firewall',
+  'NetworkPolicy/service-local-function-service-gateway',
 ];

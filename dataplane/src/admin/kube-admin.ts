@@ -6,7 +6,8 @@
  * of this Environment are listed or changed.
  */
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { EnvironmentConfig } from '../../../model/types.js';
+import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import { ApiError } from '../engine/errors.js';
 import { adminRoute, authenticateAdmin, datasetManifest, notFound, type AdminRequest } from './files-admin.js';
@@ -30,8 +31,8 @@ export class KubeAdmin {
     this.api = config.makeApiClient(CustomObjectsApi);
   }
 
-  authenticate(authkind: string, authorization: string | undefined, env: EnvironmentConfig): void {
-    authenticateAdmin(authkind, authorization, env);
+  authenticate(authkind: string, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void> {
+    return authenticateAdmin(authkind, env, iam);
   }
 
   async handle(request: AdminRequest, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {

@@ -21,7 +21,7 @@ import type { ConfigStore } from '../config/store.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { ApiError } from '../engine/errors.js';
 import type { Authenticate, NodeMiddleware } from '../http/app.js';
-import { AddressingError, resolveGateway, type Authkind } from '../http/gateway.js';
+import { AddressingError, inferAuthkind, resolveGateway, type Authkind } from '../http/gateway.js';
 import { toApiError } from '../http/errors.js';
 import type { ChangeDispatcher } from './dispatcher.js';
 import { serveLegacyProtocol } from './legacy-protocol.js';
@@ -59,6 +59,8 @@ export interface Connection {
   dataset: DatasetConfig;
   /** Set by the upgrade's Authorization header, else by connection_init. */
   authorization?: string;
+  /** The TCP peer's address at the upgrade (trust verified: whether a Proxy assertion is believed). */
+  remoteAddress?: string;
   authkind: Authkind;
   /** Whether the gateway came from the host (then the credential's scheme does not choose it). */
   byHost: boolean;
@@ -113,7 +115,8 @@ export class SubscriptionServer {
     const env = this.environment();
     const dataset = this.deps.engine.dataset(route.datasetId);
     let caller: Caller | undefined;
-    if (req.headers.authorization) caller = await this.authenticate({ authkind: route.authkind, authorization: req.headers.authorization }, env, dataset);
+    const remoteAddress = req.socket.remoteAddress;
+    if (req.headers.authorization) caller = await this.authenticate({ authkind: route.authkind, authorization: req.headers.authorization, remoteAddress }, env, dataset);
     res.detachSocket(socket as import('node:net').Socket);
     res.removeAllListeners('finish');
     this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -121,6 +124,7 @@ export class SubscriptionServer {
         datasetId: route.datasetId!,
         dataset,
         authorization: req.headers.authorization,
+        remoteAddress,
         authkind: route.authkind,
         byHost: route.by === 'host',
         caller,
@@ -162,8 +166,8 @@ export class SubscriptionServer {
         if (!connection.caller) {
           const given = initAuthorization(payload);
           if (given !== undefined) connection.authorization = given;
-          if (!connection.byHost) connection.authkind = /^proxy(\s|$)/i.test(connection.authorization ?? '') ? 'iam' : 'public';
-          connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, this.environment(), connection.dataset);
+          if (!connection.byHost) connection.authkind = inferAuthkind(connection.authorization);
+          connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, this.environment(), connection.dataset);
           this.watchExpiry(connection);
         }
       },
@@ -261,7 +265,7 @@ export class SubscriptionServer {
       this.deps.dispatcher.updateDataset(state.config, connection.datasetId);
       if (!connection.caller) continue; // not initialised yet: checked at init
       try {
-        connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, env, state.config);
+        connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, env, state.config);
       } catch {
         connection.close(CloseCode.Forbidden, 'access withdrawn by a configuration change');
       }

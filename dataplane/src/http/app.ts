@@ -28,7 +28,7 @@ import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from '.
 import type { RequestSample } from '../metrics.js';
 import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
 
-export type Authenticate = (input: { authkind: Authkind; authorization?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
+export type Authenticate = (input: { authkind: Authkind; authorization?: string; remoteAddress?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
 
 export type RawQueryHandler = (input: {
   dataset: DatasetConfig;
@@ -66,7 +66,8 @@ export interface AppDeps {
   extraRoutes?: (router: express.Router) => void;
   /** The administrative API under `/_admin/` (admin/): authenticated first, then handed the request. */
   admin?: {
-    authenticate(authkind: Authkind, authorization: string | undefined, env: EnvironmentConfig): void;
+    /** `iam` authenticates like a dataset request would, against the admin principals as a dataset. */
+    authenticate(authkind: Authkind, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void>;
     handle(request: { method: string; segments: string[]; body?: unknown }, env: EnvironmentConfig): Promise<{ status: number; body: unknown }>;
   };
 }
@@ -147,7 +148,8 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     const env = deps.store.environment;
     if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
     const { authkind } = resolveGateway(x.req.headers.host, '/_admin', x.req.headers.authorization);
-    deps.admin.authenticate(authkind, x.req.headers.authorization, env);
+    const authorization = x.req.headers.authorization;
+    await deps.admin.authenticate(authkind, env, (admins) => deps.authenticate({ authkind, authorization, remoteAddress: x.req.socket.remoteAddress }, env, admins));
     const method = x.req.method ?? 'GET';
     let body: unknown;
     if (method === 'POST' && x.req.headers['content-type'] !== undefined) {
@@ -246,7 +248,7 @@ async function prepareDatasetRequest(deps: AppDeps, x: Exchange): Promise<Datase
   const env = deps.store.environment;
   if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
   const dataset = deps.engine.dataset(route.datasetId!);
-  const caller = await deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization }, env, dataset);
+  const caller = await deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization, remoteAddress: x.req.socket.remoteAddress }, env, dataset);
   checkAddressingHeaders(x.req.headers, env, dataset);
   const ctx = statementContext(x.req.headers, env);
   return { route, env, dataset, caller, ctx };

@@ -9,7 +9,8 @@ import {
 } from './dataplane.js';
 import { functionGatewayEnabled, renderFunctionGatewayDeployment, renderFunctionGatewayService } from './function-gateway.js';
 import type { OwnerRef } from './meta.js';
-import { renderFirewall } from './network-policy.js';
+import { renderFirewall, renderFunctionGatewayFirewall } from './network-policy.js';
+import { renderFunctionGatewayServiceAccount, verifiedCallers } from './verified-callers.js';
 import { renderApiService, renderInternalService } from './services.js';
 import type { DesiredObject, RenderSettings } from './types.js';
 
@@ -29,6 +30,7 @@ export function renderEnvironmentObjects(env: EnvironmentResource, settings: Ren
   const namespace = env.metadata.namespace ?? 'default';
   const objects: DesiredObject[] = [
     renderDataplaneServiceAccount(env, owner, namespace),
+    ...(verifiedCallers(env) && functionGatewayEnabled(env) ? [renderFunctionGatewayServiceAccount(env, owner, namespace)] : []),
     renderDataplaneRole(env, owner, namespace),
     renderDataplaneRoleBinding(env, owner, namespace),
     renderEnvironmentConfigMap(env, owner, namespace),
@@ -40,5 +42,6 @@ export function renderEnvironmentObjects(env: EnvironmentResource, settings: Ren
     objects.push(renderFunctionGatewayDeployment(env, owner, namespace, settings), renderFunctionGatewayService(env, owner, namespace));
   }
   objects.push(renderFirewall(env, owner, namespace));
+  if (functionGatewayEnabled(env)) objects.push(renderFunctionGatewayFirewall(env, owner, namespace));
   return objects;
 }
