@@ -14,7 +14,6 @@
 import { expect } from 'chai';
 import { createPrivateKey } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'graphql-ws';
@@ -27,6 +26,7 @@ import { CuttableProxy } from './tcp-proxy.js';
 import {
   CHART,
   apply,
+  callJson,
   createNamespace,
   freePort,
   getObject,
@@ -48,34 +48,9 @@ const GATEWAY = `service-${ENV}-function-service-gateway`;
 /** How long the data plane reuses a verdict here (production: up to 5 minutes). */
 const CACHE_MS = 3_000;
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  json: any;
-}
-
-/** One request, optionally from another loopback source address (127.0.0.2: not in proxyFrom). */
-function call(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown, localAddress?: string): Promise<Answer> {
-  const all = { host: 'iam.localhost', ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) };
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers: all, localAddress }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => {
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = text;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, json });
-      });
-    });
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
+/** One request on the iam gateway (host iam.localhost unless `headers` names another). */
+const call = (port: number, method: string, path: string, headers: Record<string, string>, body?: unknown, localAddress?: string) =>
+  callJson(port, method, path, { host: 'iam.localhost', ...headers }, body, localAddress);
 
 /** A kubeconfig of `base` (a ServiceAccount's) whose server is `server`. */
 function withServer(base: string, server: string): string {
