@@ -1,7 +1,8 @@
 /**
  * main.ts as a child process (the compiled build, as the image runs it): `npm start` (and the
  * function gateway) listen on loopback unless HOST says otherwise, and trust verified without
- * Kubernetes credentials refuses to start, saying why. 127.0.0.2 is a loopback address on Linux too, but not the one a 127.0.0.1 listener accepts.
+ * Kubernetes credentials refuses to start, saying why. 127.0.0.2 is a loopback address on Linux
+ * too, but not the one a 127.0.0.1 listener accepts.
  */
 import { expect } from 'chai';
 import { mkdtempSync, writeFileSync } from 'node:fs';

@@ -84,6 +84,15 @@ describe('operator: rendering verified callers (trust verified)', () => {
 });
 
 describe('model: verified callers settings', () => {
+  it('the cluster example (examples/cluster/) is a valid verified Environment and renders its bindings', () => {
+    const cluster = loadManifests('examples/cluster');
+    const prod = cluster.environments[0];
+    expect(checkEnvironmentSpec(prod.spec)).to.deep.equal([]);
+    expect(prod.spec.gateways?.iam?.trust).to.equal('verified');
+    expect(renderAuthDelegatorBindings({ ...prod, metadata: { ...prod.metadata, uid: 'u' } }, 'data')).to.have.length(2);
+    expect(cluster.datasets.map((d) => d.metadata.name)).to.deep.equal(['orders']);
+  });
+
   it('accepts trust verified with audiences, proxyFrom and invokers', () => {
     expect(checkEnvironmentSpec(verified({ gateways: { iam: { trust: 'verified', audiences: ['a'], proxyFrom: ['10.1.0.0/16', 'fd00::/8'] } } }).spec)).to.deep.equal([]);
   });
