@@ -150,6 +150,7 @@ spec:
       DATA_DIR: mkdtempSync(join(tmpdir(), 'das-e2e-verified-')),
       DATABASE_URL: await freshDatabase(),
       DAS_TOKEN_REVIEW_CACHE_MS: String(CACHE_MS),
+      DAS_SUBSCRIPTION_REVERIFY_MS: '1000',
     });
     await waitFor('the data plane to serve dataset vds', async () => {
       if (dataplane!.child.exitCode !== null) throw new Error(`data plane exited: ${dataplane!.output()}`);
@@ -289,15 +290,36 @@ spec:
     expect(refused).to.equal(4401);
   });
 
-  it('a token whose ServiceAccount is deleted is refused within the cache bound', async () => {
-    const temp = bearer(await token('temp'));
+  it('a token whose ServiceAccount is deleted is refused within the cache bound, and its open subscription ends (4403)', async () => {
+    const raw = await token('temp');
+    const temp = bearer(raw);
     expect((await call(port, 'GET', '/vds/demo.Item/i1', temp)).status).to.equal(200);
-    await kubectl(cluster, ['-n', ns, 'delete', 'serviceaccount', 'temp']);
-    const refused = await waitFor('the deleted ServiceAccount\'s token to be refused', async () => {
-      const answer = await call(port, 'GET', '/vds/demo.Item/i1', temp);
-      return answer.status === 401 ? answer : undefined;
-    }, CACHE_MS + 20_000);
-    expect(refused.json.error.code).to.equal('TOKEN_NOT_AUTHENTICATED');
+    let closed: number | undefined;
+    let connected = false;
+    const subscriber = createClient({
+      url: `ws://127.0.0.1:${port}/vds/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { Authorization: `Bearer ${raw}` },
+      retryAttempts: 0,
+      lazy: false,
+      onNonLazyError: () => undefined,
+      on: { connected: () => (connected = true), closed: (e) => (closed = (e as { code: number }).code) },
+    });
+    try {
+      const events = subscriber.iterate({ query: 'subscription { demo_Item { op } }' });
+      void events.next().catch(() => undefined);
+      await waitFor('the subscriber to be connected', async () => connected);
+      await kubectl(cluster, ['-n', ns, 'delete', 'serviceaccount', 'temp']);
+      const refused = await waitFor('the deleted ServiceAccount\'s token to be refused', async () => {
+        const answer = await call(port, 'GET', '/vds/demo.Item/i1', temp);
+        return answer.status === 401 ? answer : undefined;
+      }, CACHE_MS + 20_000);
+      expect(refused.json.error.code).to.equal('TOKEN_NOT_AUTHENTICATED');
+      await waitFor('the subscription to end', async () => closed !== undefined, 20_000);
+      expect(closed).to.equal(4403);
+    } finally {
+      await subscriber.dispose();
+    }
   });
 
   it('the function gateway admits its invokers only and calls the data plane with its own token', async () => {

@@ -14,6 +14,7 @@ export function subscriptionSettings(env: NodeJS.ProcessEnv = process.env): Subs
       perConnection: wholeNumberSetting(env, 'DAS_SUBSCRIPTIONS_PER_CONNECTION', DEFAULT_LIMITS.perConnection, 1),
       initTimeoutMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_INIT_TIMEOUT_MS', DEFAULT_LIMITS.initTimeoutMs, 1),
       keepAliveMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_KEEPALIVE_MS', DEFAULT_LIMITS.keepAliveMs, 1),
+      reverifyMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_REVERIFY_MS', DEFAULT_LIMITS.reverifyMs, 100),
     },
     dispatcher: {
       maxSubscriptions: wholeNumberSetting(env, 'DAS_SUBSCRIPTIONS_PER_REPLICA', 10_000, 1),

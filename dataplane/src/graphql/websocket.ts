@@ -39,9 +39,11 @@ export interface SubscriptionLimits {
   initTimeoutMs: number;
   /** Interval of keep-alives (pings; `ka` on the older protocol). */
   keepAliveMs: number;
+  /** How often a verified ServiceAccount caller is authenticated again (a revoked one is then ended, 4403). */
+  reverifyMs: number;
 }
 
-export const DEFAULT_LIMITS: SubscriptionLimits = { perConnection: 100, initTimeoutMs: 10_000, keepAliveMs: 12_000 };
+export const DEFAULT_LIMITS: SubscriptionLimits = { perConnection: 100, initTimeoutMs: 10_000, keepAliveMs: 12_000, reverifyMs: 60_000 };
 
 export interface SubscriptionServerDeps {
   store: ConfigStore;
@@ -240,14 +242,32 @@ export class SubscriptionServer {
     });
   }
 
-  /** Ends the connection when the caller's token expires (4403). */
+  /**
+   * Ends the connection when the caller's token expires (4403). A verified ServiceAccount caller
+   * (iam with an expiry) is authenticated again every reverifyMs meanwhile, so a revoked one ends
+   * too; the API server being unreachable then is no reason to end it.
+   */
   private watchExpiry(connection: Connection): void {
     const exp = connection.caller?.claims.exp;
     if (typeof exp !== 'number') return;
     const ms = exp * 1000 - Date.now();
     if (connection.expiry) clearTimeout(connection.expiry);
-    connection.expiry = setTimeout(() => connection.close(CloseCode.Forbidden, 'token expired'), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
+    const reverify = connection.caller?.schema === 'iam' && ms > this.limits.reverifyMs;
+    connection.expiry = reverify
+      ? setTimeout(() => void this.reverify(connection), this.limits.reverifyMs)
+      : setTimeout(() => connection.close(CloseCode.Forbidden, 'token expired'), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
     connection.expiry.unref();
+  }
+
+  private async reverify(connection: Connection): Promise<void> {
+    const env = this.deps.store.environment;
+    if (!env || !this.connections.has(connection)) return;
+    try {
+      connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, env, connection.dataset);
+    } catch (err) {
+      if ((err as { status?: number }).status !== 503) return connection.close(CloseCode.Forbidden, 'credentials no longer accepted');
+    }
+    this.watchExpiry(connection);
   }
 
   /** A config changed: each affected connection is authorized again against it, or ended (4403). */
