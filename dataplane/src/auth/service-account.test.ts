@@ -31,6 +31,9 @@ class RecordingReviewer implements TokenReviewer {
   reviews = 0;
   down = false;
   constructor(private readonly answers: Map<string, TokenReviewStatus>) {}
+  revoke(token: string): void {
+    this.answers.delete(token);
+  }
   async review(token: string): Promise<TokenReviewStatus> {
     this.reviews++;
     if (this.down) throw new Error('connect ECONNREFUSED 127.0.0.1:6443');
@@ -182,6 +185,20 @@ describe('verified callers: the iam gateway with trust verified', () => {
     const closed = await refusal(authenticateVerifiedIam('Proxy front-asserted', '10.1.2.3', none, dataset, verifier));
     expect(closed.code).to.equal('PROXY_NOT_TRUSTED');
     expect(closed.message).to.include('(empty)');
+  });
+
+  it('a repeated token is served from memory until its verdict\'s bound, then asked about again (a revoked one is refused)', async () => {
+    const token = saToken({ jti: 'memo' });
+    const reviewer = new RecordingReviewer(new Map([[token, authenticated('system:serviceaccount:team-a:reader')]]));
+    const short = new ServiceAccountVerifier(reviewer, { maxAgeMs: 50 });
+    const once = () => authenticateVerifiedIam(`Bearer ${token}`, '10.2.0.1', env, dataset, short);
+    expect((await once()).id).to.equal('system:serviceaccount:team-a:reader');
+    expect((await once()).id).to.equal('system:serviceaccount:team-a:reader');
+    expect(reviewer.reviews).to.equal(1);
+    reviewer.revoke(token);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    const err = await refusal(once());
+    expect([err.status, err.code]).to.deep.equal([401, 'TOKEN_NOT_AUTHENTICATED']);
   });
 
   it('other schemes and missing credentials are 401 with the Bearer challenge', async () => {

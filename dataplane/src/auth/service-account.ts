@@ -73,7 +73,16 @@ export interface TokenReviewStatus {
 }
 
 export type Verdict =
-  | { ok: true; principal: string; namespace: string; name: string; /** The token's expiry, seconds (set once the API server vouched for it). */ exp?: number }
+  | {
+      ok: true;
+      principal: string;
+      namespace: string;
+      name: string;
+      /** The token's expiry, seconds (set once the API server vouched for it). */
+      exp?: number;
+      /** Until when (ms) the verdict may be reused (set by the cache). */
+      until?: number;
+    }
   | { ok: false; code: EarlyRefusal['code'] | 'TOKEN_NOT_AUTHENTICATED' | 'NOT_A_SERVICE_ACCOUNT'; message: string };
 
 const SA_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;

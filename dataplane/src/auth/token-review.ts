@@ -90,6 +90,7 @@ export class ServiceAccountVerifier {
     if (verdict.ok && typeof exp === 'number') verdict.exp = exp;
     const now = this.now();
     const until = Math.min(cacheUntil(token, now, this.maxAgeMs), verdict.ok ? Infinity : now + Math.min(MAX_REFUSAL_AGE_MS, this.maxAgeMs));
+    if (verdict.ok) verdict.until = until;
     if (this.verdicts.size >= this.maxEntries) this.verdicts.delete(this.verdicts.keys().next().value!);
     this.verdicts.set(key, { verdict, until });
     return verdict;

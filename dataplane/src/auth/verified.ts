@@ -48,6 +48,8 @@ export async function authenticateVerifiedIam(
   dataset: DatasetConfig,
   verifier: ServiceAccountVerifier,
 ): Promise<Caller> {
+  const known = recalled(authorization, env, dataset);
+  if (known) return known;
   const parsed = parseAuthorization(authorization);
   if (parsed === undefined) {
     if (dataset.caller.anon) return anonymousCaller();
@@ -67,6 +69,12 @@ export async function authenticateVerifiedIam(
   }
   if (parsed.scheme !== 'bearer') throw unauthorized('WRONG_SCHEME', `the iam gateway takes Bearer ServiceAccount tokens: ${USAGE}`, VERIFIED_CHALLENGE);
   const verdict = await verifyServiceAccount(parsed.credentials, env.gateways.iam.audiences, verifier);
+  const caller = verifiedCaller(verdict, env, dataset);
+  remember(authorization!, env, dataset, caller, verdict.until);
+  return caller;
+}
+
+function verifiedCaller(verdict: Extract<Verdict, { ok: true }>, env: EnvironmentConfig, dataset: DatasetConfig): Caller {
   const names = verifiedNames(verdict, env);
   if (!anyMatches(dataset.auth.iam.principals, names)) {
     throw forbidden(
@@ -74,11 +82,33 @@ export async function authenticateVerifiedIam(
       `principal ${quote(verdict.principal)} is not allowed on dataset "${dataset.id}"; add it (or a matching pattern such as "system:serviceaccount:${verdict.namespace}:*") to the dataset's auth.iam.principals`,
     );
   }
-  return {
+  return Object.freeze({
     anon: false,
     schema: 'iam',
     id: verdict.principal,
-    claims: verdict.exp !== undefined ? { exp: verdict.exp } : {},
+    claims: Object.freeze(verdict.exp !== undefined ? { exp: verdict.exp } : {}),
     super: anyMatches(superPatterns(dataset.caller.super, 'iam'), names),
-  };
+  });
+}
+
+/**
+ * Callers repeat their token: an accepted `Authorization` value is remembered per dataset config
+ * (as iam.ts does for Proxy) until its verdict's own bound, so a revoked token is refused no later
+ * than the verdict cache would refuse it; a changed environment or dataset config misses.
+ */
+const accepted = new WeakMap<DatasetConfig, Map<string, { env: EnvironmentConfig; caller: Caller; until: number }>>();
+const MAX_ACCEPTED = 1024;
+
+function remember(authorization: string, env: EnvironmentConfig, dataset: DatasetConfig, caller: Caller, until: number | undefined): void {
+  if (until === undefined) return;
+  let known = accepted.get(dataset);
+  if (!known) accepted.set(dataset, (known = new Map()));
+  if (known.size >= MAX_ACCEPTED) known.clear();
+  known.set(authorization, { env, caller, until });
+}
+
+function recalled(authorization: string | undefined, env: EnvironmentConfig, dataset: DatasetConfig): Caller | undefined {
+  if (authorization === undefined) return undefined;
+  const entry = accepted.get(dataset)?.get(authorization);
+  return entry && entry.env === env && entry.until > Date.now() ? entry.caller : undefined;
 }
