@@ -9,7 +9,8 @@
  *   DAS_NAMESPACE      kubernetes: the namespace of the ConfigMaps
  *   DATABASE_URL / PG* an external PostgreSQL; without them an embedded one under DATA_DIR
  *   SHUTDOWN_TIMEOUT_MS how long SIGTERM may take to drain (25000)
- *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME)
+ *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME;
+ *                      DAS_TRUST=verified and its settings: function-gateway/trust.ts)
  *
  * This file owns the process's signals: one shutdown path, whatever started. On SIGTERM or SIGINT
  * the server stops accepting, in-flight requests finish, ASYNC writes drain (retrying through a
