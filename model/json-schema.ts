@@ -20,6 +20,13 @@ export const CIDR_PATTERN = '^([0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9A-Fa-
  */
 export const SUB_PATH_PATTERN = '^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$';
 
+/**
+ * A Secret data key as the API server accepts it: letters, digits, `-`, `_` and `.`, but not `.`,
+ * `..` or anything starting with `..` (the key is also a file name under the Secret's mount).
+ * RE2-compatible for the CRD.
+ */
+export const SECRET_KEY_PATTERN = '^([-_a-zA-Z0-9]|\\.[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$';
+
 /** Query argument names, as `${name}` placeholders write them. */
 export const ARGUMENT_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,62}$';
 /** Longest query SQL, in characters: the raw SQL endpoint's limit. */
@@ -77,7 +84,7 @@ export const datasetSpecSchema = {
           type: 'object',
           required: ['name', 'key'],
           additionalProperties: false,
-          properties: { name: { type: 'string', pattern: NAME_PATTERN }, key: { type: 'string', pattern: '^[-._a-zA-Z0-9]{1,253}$' } },
+          properties: { name: { type: 'string', pattern: NAME_PATTERN }, key: { type: 'string', pattern: SECRET_KEY_PATTERN, maxLength: 253 } },
         },
         databaseSchema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
         account: { type: 'string', pattern: WAREHOUSE_ACCOUNT_PATTERN },
@@ -191,6 +198,34 @@ export const datasetSpecSchema = {
   },
 } as const;
 
+/** A non-negative Kubernetes quantity (the API server's resource.Quantity syntax without a sign). */
+export const QUANTITY_PATTERN = '^(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$';
+export const MAX_WORKLOAD_REPLICAS = 100;
+const quantity = { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: QUANTITY_PATTERN }] } as const;
+const quantities = { type: 'object', propertyNames: { pattern: '^[a-z0-9]([-a-z0-9./]*[a-z0-9])?$', maxLength: 253 }, additionalProperties: quantity } as const;
+const percentage = { type: 'integer', minimum: 1, maximum: 100 } as const;
+
+/** replicas, resources and autoscaling of the data plane and the function gateway. */
+const workloadProperties = {
+  replicas: { type: 'integer', minimum: 0, maximum: MAX_WORKLOAD_REPLICAS },
+  resources: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { requests: quantities, limits: quantities },
+  },
+  autoscaling: {
+    type: 'object',
+    required: ['maxReplicas'],
+    additionalProperties: false,
+    properties: {
+      minReplicas: { type: 'integer', minimum: 1, maximum: MAX_WORKLOAD_REPLICAS },
+      maxReplicas: { type: 'integer', minimum: 1, maximum: MAX_WORKLOAD_REPLICAS },
+      targetCPUUtilizationPercentage: percentage,
+      targetMemoryUtilizationPercentage: percentage,
+    },
+  },
+} as const;
+
 export const environmentSpecSchema = {
   $id: 'https://dataaccess.dev/schemas/environment-spec.json',
   type: 'object',
@@ -204,7 +239,7 @@ export const environmentSpecSchema = {
       additionalProperties: false,
       properties: {
         image: { type: 'string', minLength: 1 },
-        replicas: { type: 'integer', minimum: 0, maximum: 100 },
+        ...workloadProperties,
         logLevel: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] },
         serviceAccountAnnotations: {
           type: 'object',
@@ -295,7 +330,13 @@ export const environmentSpecSchema = {
         image: { type: 'string', minLength: 1 },
         /** trust verified: ServiceAccount principal patterns allowed to invoke (system:serviceaccount:team-a:*). */
         invokers: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 2048 } },
+        ...workloadProperties,
       },
+    },
+    monitoring: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { podMonitor: { type: 'boolean' } },
     },
     admin: {
       type: 'object',

@@ -25,7 +25,51 @@ export interface LocationKindFacts {
   fields: readonly LocationField[];
   /** Fields it cannot work without; `a|b` means at least one of them. */
   required: readonly string[];
+  /** Where the kind keeps a dataset's data, as names the store compares (model/storage.ts keeps datasets apart by them). */
+  storage(location: LocationSpec, datasetId: string): StorageArea[];
 }
+
+/**
+ * A part of a store that one dataset owns: a PostgreSQL schema, a warehouse schema, the DynamoDB
+ * tables under a name prefix, the files under an Iceberg base location. Areas of different
+ * `store`s never overlap; of one store, equal names do, and with `prefix` so does every name
+ * that starts with the other.
+ */
+export interface StorageArea {
+  store: 'PostgreSQL schema' | 'warehouse schema' | 'DynamoDB tables' | 'Iceberg base location';
+  /** Normalised as the store compares names (PostgreSQL: lower case; the warehouse folds to upper case). */
+  name: string;
+  prefix: boolean;
+  /** The `spec.location` field(s) it comes from, for messages. */
+  field: string;
+}
+
+/** The database schema of a dataset that names none: its id with `-` as `_` (the SQL dialects use it, in their case). */
+export const defaultDatabaseSchema = (datasetId: string): string => datasetId.replace(/-/g, '_');
+
+/** A relative path without empty, `.` and `..` segments: `a//b/./c/../d` and `a/b/d` name the same files. */
+function normalPath(path: string): string {
+  const segments: string[] = [];
+  for (const segment of path.split('/')) {
+    if (segment === '..') segments.pop();
+    else if (segment !== '' && segment !== '.') segments.push(segment);
+  }
+  return segments.join('/');
+}
+
+/** Connections, accounts and regions are not compared: two Secrets or endpoints may reach the same store. */
+const sqlSchemaArea = (location: LocationSpec, datasetId: string): StorageArea => ({
+  store: 'PostgreSQL schema',
+  name: (location.databaseSchema ?? defaultDatabaseSchema(datasetId)).toLowerCase(),
+  prefix: false,
+  field: 'databaseSchema',
+});
+const warehouseArea = (location: LocationSpec, datasetId: string): StorageArea => ({
+  store: 'warehouse schema',
+  name: `${location.database ?? ''}.${location.schema ?? defaultDatabaseSchema(datasetId)}`.toUpperCase(),
+  prefix: false,
+  field: 'database/schema',
+});
 
 export type LocationField = Exclude<keyof LocationSpec, 'kind' | 'defaultConsistency'>;
 
@@ -44,6 +88,7 @@ export const LOCATION_KIND_FACTS: Readonly<Record<LocationKind, LocationKindFact
     orderedWithoutSort: true,
     fields: ['connectionSecretRef', 'databaseSchema'],
     required: [],
+    storage: (location, id) => [sqlSchemaArea(location, id)],
   },
   snowflake: {
     title: 'Snowflake warehouse',
@@ -54,6 +99,7 @@ export const LOCATION_KIND_FACTS: Readonly<Record<LocationKind, LocationKindFact
     orderedWithoutSort: false,
     fields: WAREHOUSE_FIELDS,
     required: WAREHOUSE_REQUIRED,
+    storage: (location, id) => [warehouseArea(location, id)],
   },
   iceberg: {
     title: 'Iceberg tables on the warehouse',
@@ -65,6 +111,16 @@ export const LOCATION_KIND_FACTS: Readonly<Record<LocationKind, LocationKindFact
     orderedWithoutSort: false,
     fields: [...WAREHOUSE_FIELDS, 'externalVolume', 'baseLocation', 'catalog'],
     required: [...WAREHOUSE_REQUIRED, 'externalVolume', 'baseLocation'],
+    // Table files go to <baseLocation>/<table> on the volume: two datasets under one path would share them.
+    storage: (location, id) => [
+      warehouseArea(location, id),
+      {
+        store: 'Iceberg base location',
+        name: `${(location.externalVolume ?? '').toUpperCase()}:${normalPath(location.baseLocation ?? '')}/`,
+        prefix: true,
+        field: 'externalVolume/baseLocation',
+      },
+    ],
   },
   dynamodb: {
     title: 'DynamoDB',
@@ -75,6 +131,8 @@ export const LOCATION_KIND_FACTS: Readonly<Record<LocationKind, LocationKindFact
     orderedWithoutSort: false,
     fields: ['region', 'endpoint', 'tablePrefix', 'credentialsSecretRef'],
     required: [],
+    // Tables are `<tablePrefix><dataset>_<schema>` (and `…_das-transactions`): the dataset owns every name under `<tablePrefix><dataset>_`.
+    storage: (location, id) => [{ store: 'DynamoDB tables', name: `${location.tablePrefix ?? ''}${id}_`, prefix: true, field: 'tablePrefix' }],
   },
 };
 

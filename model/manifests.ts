@@ -33,7 +33,7 @@ export function checkResource(doc: unknown, base = '$'): SpecProblem[] {
     problems.push({ path: `${base}.metadata.name`, message: 'must be a DNS-1123 label (lower case letters, digits and "-", at most 63)' });
   }
   if (problems.length) return problems;
-  return r.kind === 'Environment' ? checkEnvironmentSpec(r.spec, `${base}.spec`) : checkDatasetSpec(r.spec, `${base}.spec`);
+  return r.kind === 'Environment' ? checkEnvironmentSpec(r.spec, `${base}.spec`) : checkDatasetSpec(r.spec, `${base}.spec`, meta!.name as string);
 }
 
 /** Parses the YAML text of one file; throws ManifestError naming the file, path and problem. */

@@ -237,9 +237,8 @@ export interface EnvironmentSpec {
   type: EnvironmentType;
   /** Address of the environment state the data plane serves; checked against X-Environment-Uri. */
   uri?: string;
-  dataplane?: {
+  dataplane?: WorkloadSpec & {
     image?: string;
-    replicas?: number;
     logLevel?: string;
     /** Annotations of the data plane's ServiceAccount, e.g. `eks.amazonaws.com/role-arn` for IRSA (DynamoDB's default credential chain). */
     serviceAccountAnnotations?: Record<string, string>;
@@ -251,12 +250,14 @@ export interface EnvironmentSpec {
   };
   identityProvider?: IdentityProviderSpec;
   executors?: ExecutorSpec[];
-  functionGateway?: {
+  functionGateway?: WorkloadSpec & {
     enabled?: boolean;
     image?: string;
     /** trust verified: the ServiceAccount principal patterns allowed to invoke the function gateway. */
     invokers?: string[];
   };
+  /** Prometheus Operator objects the operator renders when the cluster has their CRDs. */
+  monitoring?: { podMonitor?: boolean };
   /** The administrative API (`/_admin/datasets` on the iam gateway): the principals (patterns as in `auth.iam.principals`) allowed to use it. */
   admin?: { principals?: string[] };
   /**
@@ -264,6 +265,31 @@ export interface EnvironmentSpec {
    * volume `file://` locations read in a cluster.
    */
   bulkLoad?: { s3?: BulkLoadS3Spec; imports?: BulkLoadImportsSpec };
+}
+
+/** A Kubernetes resource quantity ("250m", "512Mi", 2). */
+export type Quantity = string | number;
+
+/** A container's `resources` (Kubernetes ResourceRequirements). */
+export interface ResourceRequirements {
+  requests?: Record<string, Quantity>;
+  limits?: Record<string, Quantity>;
+}
+
+/** A HorizontalPodAutoscaler's bounds and targets (percent of the containers' requests). */
+export interface AutoscalingSpec {
+  minReplicas?: number;
+  maxReplicas: number;
+  targetCPUUtilizationPercentage?: number;
+  targetMemoryUtilizationPercentage?: number;
+}
+
+/** How a workload (the data plane, the function gateway) is sized and scaled. */
+export interface WorkloadSpec {
+  /** Fixed replica count; while `autoscaling` is set the HorizontalPodAutoscaler decides instead. */
+  replicas?: number;
+  resources?: ResourceRequirements;
+  autoscaling?: AutoscalingSpec;
 }
 
 /**

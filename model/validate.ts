@@ -3,8 +3,10 @@ import { locationFieldProblems, refusedConsistency } from './location-kinds.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { parseCidr } from './cidr.js';
 import { checkQueries } from './queries.js';
+import { reservedStorageProblems } from './storage.js';
 import { datasetSpecSchema, environmentSpecSchema, propertyDefSchema } from './json-schema.js';
 import { datasetConfigSchema, environmentConfigSchema } from './config-schema.js';
+import { DATAPLANE_DEFAULT_RESOURCES, FUNCTION_GATEWAY_DEFAULT_RESOURCES, checkWorkload } from './workloads.js';
 import type { DatasetConfig, DatasetSpec, EnvironmentConfig, EnvironmentSpec } from './types.js';
 
 export type SpecProblem = {
@@ -68,13 +70,10 @@ function problemsOf(validate: ValidateFunction, base: string): SpecProblem[] {
 }
 
 /** Checks that the schemas are consistent with each other (what JSON Schema cannot say). */
-export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProblem[] {
+export function crossCheckDataset(spec: DatasetSpec, base = '$.spec', name = 'dataset'): SpecProblem[] {
   const problems: SpecProblem[] = [];
-  const dbSchema = spec.location.databaseSchema;
-  // das_internal holds the service's own bookkeeping (raw SQL credentials); pg_* is PostgreSQL's.
-  if (dbSchema === 'das_internal' || dbSchema?.startsWith('pg_')) {
-    problems.push({ path: `${base}.location.databaseSchema`, message: `"${dbSchema}" is reserved` });
-  }
+  // The stores' own schemas (model/storage.ts); `name` gives the default schema of a location that names none.
+  for (const problem of reservedStorageProblems({ id: name, location: spec.location })) problems.push({ path: `${base}.location.${problem.field}`, message: problem.message });
   // A default the kind would refuse on every write (the spec: ATOMIC_ALL on an open-table format).
   const refused = spec.location.defaultConsistency && refusedConsistency(spec.location.kind, spec.location.defaultConsistency);
   if (refused) problems.push({ path: `${base}.location.defaultConsistency`, message: refused });
@@ -118,20 +117,25 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec'): SpecProbl
   return problems;
 }
 
-export function checkDatasetSpec(spec: unknown, base = '$.spec'): SpecProblem[] {
+/** `name`: the Dataset's metadata.name, when known (default schema names derive from it). */
+export function checkDatasetSpec(spec: unknown, base = '$.spec', name?: string): SpecProblem[] {
   if (!validateDatasetSpec(spec)) return problemsOf(validateDatasetSpec, base);
-  return crossCheckDataset(spec, base);
+  return crossCheckDataset(spec, base, name);
 }
 
 export function checkEnvironmentSpec(spec: unknown, base = '$.spec'): SpecProblem[] {
   if (!validateEnvironmentSpec(spec)) return problemsOf(validateEnvironmentSpec, base);
-  return crossCheckEnvironment(spec, base);
+  return [
+    ...crossCheckEnvironment(spec, base),
+    ...checkWorkload(spec.dataplane, DATAPLANE_DEFAULT_RESOURCES, `${base}.dataplane`),
+    ...checkWorkload(spec.functionGateway, FUNCTION_GATEWAY_DEFAULT_RESOURCES, `${base}.functionGateway`),
+  ];
 }
 
 /** A rendered dataset config as read back from a ConfigMap (model/config-schema.ts), then the spec's cross-checks. */
 export function checkDatasetConfig(config: unknown, base = '$'): SpecProblem[] {
   if (!validateDatasetConfig(config)) return problemsOf(validateDatasetConfig, base);
-  return crossCheckDataset(config, base);
+  return crossCheckDataset(config, base, config.id);
 }
 
 /** A rendered environment config as read back from a ConfigMap, then the spec's cross-checks. */

@@ -17,7 +17,7 @@ import { RecordEngine } from './engine/engine.js';
 import type { AsyncWriterOptions } from './engine/async-writes.js';
 import { isUnavailable } from './engine/store-outcomes.js';
 import { BodyBudget } from './http/body.js';
-import { installClientErrorHandler, renderRestError } from './http/client-error.js';
+import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, renderRestError, requireHost } from './http/client-error.js';
 import { StoreHealth } from './store-health.js';
 import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
@@ -31,6 +31,7 @@ import { TransactionRunner, runnerSettings, type RunnerOptions } from './transac
 import { TransactionService } from './transactions/service.js';
 import { FilesAdmin } from './admin/files-admin.js';
 import { KubeAdmin } from './admin/kube-admin.js';
+import { allowedEndpointsOf } from './admin/admin-checks.js';
 
 export type ConfigSource =
   | { kind: 'files'; path: string; environment?: string }
@@ -95,6 +96,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     },
     logger,
   );
+  const adminSettings = { allowedEndpoints: allowedEndpointsOf(options.env ?? process.env) };
   const store = new ConfigStore({
     async prepare(config: DatasetConfig) {
       const report = await drivers.for(config).prepare(config);
@@ -155,7 +157,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const dispatcher = new ChangeDispatcher((d) => drivers.for(d), logger.child({ component: 'subscriptions' }), settings.dispatcher);
   // One firewall for requests and WebSocket upgrades alike.
   const firewall = options.firewall?.(store, logger);
-  const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits });
+  const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits, queryLimits: settings.query });
   const metrics = subscriptionMetrics(dispatcher, subscriptions, registry);
   const requests = requestMetrics(registry, (id) => store.dataset(id) !== undefined);
   const handler = createRequestHandler({
@@ -172,17 +174,18 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     storeHealth: async () => ({ unavailable: await health.unavailable() }),
     metrics: async () => ({ contentType: metrics.contentType, body: await metrics.metrics() }),
     observeRequest: (sample) => requests.observe(sample),
+    queryLimits: settings.query,
     extraRoutes: options.extraRoutes,
     // The administrative API writes manifests locally, Dataset resources in a cluster.
     admin:
       options.configSource.kind === 'kubernetes'
-        ? new KubeAdmin(options.configSource.namespace, store)
+        ? new KubeAdmin(options.configSource.namespace, store, undefined, adminSettings)
         : options.adminDirectory
-          ? new FilesAdmin(options.adminDirectory, store)
+          ? new FilesAdmin(options.adminDirectory, store, adminSettings)
           : undefined,
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout) }, handler);
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout), ...HOST_CHECKED_BY_HANDLER }, requireHost(logger, renderRestError, handler));
   installClientErrorHandler(server, logger, renderRestError);
   server.on('upgrade', (req, socket, head) => subscriptions.handleUpgrade(req, socket, head));
   // Every replica prunes the change logs of the datasets it serves (idempotent between replicas).

@@ -4,8 +4,10 @@
  * Spawned as `node …` directly, so signals reach the data plane itself.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { chmodSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { freePort } from '../src/db/embedded.js';
 import { call } from './http.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -52,4 +54,30 @@ export async function waitReady(url: string, started: MainProcess, timeoutMs = 9
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`data plane not ready; last /readyz: ${last}; output: ${started.output().slice(-3000)}`);
+}
+
+/** A process's resident set in bytes (Linux /proc). */
+export function rssOf(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) * 1024;
+}
+
+/** main.ts on a free port of 127.0.0.1 with a fresh DATA_DIR (embedded PostgreSQL, the examples), once ready. */
+export type ReadyMain = MainProcess & { port: number; url: string };
+
+export async function startReadyMain(env: Record<string, string> = {}): Promise<ReadyMain> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'das-main-'));
+  chmodSync(dataDir, 0o755); // as root, the embedded server runs as the postgres user and must reach it
+  const main = startMain({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ...env });
+  await waitReady(url, main);
+  return { ...main, port, url };
+}
+
+/** SIGTERM, and the exit awaited (if it is still running). */
+export async function stopMain(main: MainProcess | undefined): Promise<void> {
+  if (main?.child.exitCode !== null || main.child.signalCode !== null) return;
+  main.child.kill('SIGTERM');
+  await main.exited;
 }

@@ -138,6 +138,11 @@ describe('administrative API (files mode)', function () {
       const bad = await invoke({ operation: 'create', id: 'billing2', data: { spec: { ...spec, schemas: { 'shop.Order': { properties: { total: { type: 'money' } } } } } } });
       expect(bad.status.code).to.equal(400);
       expect(bad.data.details.map((d: { path: string }) => d.path).join(' ')).to.match(/^\$\.data\.spec\.schemas/);
+      // Another dataset's schema (demo, from the example manifests): 409 naming it, nothing written.
+      const taken = await invoke({ operation: 'create', id: 'billing3', data: { spec: { ...spec, location: { kind: 'postgres', databaseSchema: 'demo' } } } });
+      expect(taken.status.code, JSON.stringify(taken)).to.equal(409);
+      expect(taken.status.message).to.contain('dataset "demo"');
+      expect(existsSync(join(dp.dataDir, 'datasets', 'billing3.yaml'))).to.equal(false);
       const write = () => admin({ path: '/billing', body: { create: { schema: 'shop.Order', id: 'b1', data: { total: 1 } } } });
       await until(write, (r) => r.status === 201);
       expect((await invoke({ operation: 'get', id: 'billing' })).data).to.include({ id: 'billing', status: 'ready', managed: true });

@@ -297,6 +297,13 @@ describe('function gateway (service-E-function-service-gateway)', function () {
       expect(answer.body).to.deep.equal({ data: null, status: { code: 400, message: answer.body.status.message } });
     });
 
+    it('an HTTP/1.1 request without Host gets a JSON 400 in the function shape, with x-request-id', async () => {
+      const answer = await rawExchange(Number(new URL(gateway.url).port), (socket) => socket.write('GET /healthz HTTP/1.1\r\n\r\n'));
+      expect(answer.status).to.equal(400);
+      expect(answer.headers['x-request-id']).to.match(UUID);
+      expect(answer.body).to.deep.equal({ data: null, status: { code: 400, message: 'an HTTP/1.1 request needs a Host header' } });
+    });
+
     it('an unreachable data plane is status.code 502; a data plane whose store is down answers 503, passed through', async () => {
       const closed = createServer();
       await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));

@@ -33,7 +33,8 @@ function ordersDataset(name: string, secret: { name: string; key: string }): Dat
     metadata: { name },
     spec: {
       environment: 'local',
-      location: { kind: 'postgres', databaseSchema: 'orders', connectionSecretRef: secret },
+      // Each its own schema: two datasets may not share one, whatever their connections (model/storage.ts).
+      location: { kind: 'postgres', databaseSchema: name, connectionSecretRef: secret },
       auth: { iam: { principals: ['orders-admin'] } },
       caller: { super: ['orders-admin'] },
       schemas: { 'orders.Order': { properties: { total: { type: 'number' } } } },

@@ -20,7 +20,7 @@ describe('administrative API on Kubernetes (kube-apiserver)', function () {
   let ns: string;
   let admin: KubeAdmin;
   const env = { id: 'local', admin: { principals: ['ops-*'] } } as unknown as EnvironmentConfig;
-  const store = { dataset: () => undefined } as unknown as ConfigStore;
+  const store = { dataset: () => undefined, datasetIds: () => [] } as unknown as ConfigStore;
   const request = (method: string, path: string, body?: unknown) => admin.handle({ method, segments: path.split('/').filter(Boolean), body }, env);
   const orders = {
     metadata: { name: 'orders' },
@@ -93,6 +93,23 @@ describe('administrative API on Kubernetes (kube-apiserver)', function () {
     await request('DELETE', 'datasets/elsewhere').then(
       () => expect.fail('another Environment\'s Dataset must not be deleted'),
       (err) => expect(err.status).to.equal(404),
+    );
+  });
+
+  it('refuses a Dataset on storage another Dataset of the namespace holds, whatever its Environment (409 STORAGE_IN_USE); nothing is created', async () => {
+    // "elsewhere" (Environment "other", applied above) holds schema orders.
+    await request('POST', 'datasets', { metadata: { name: 'orders-copy' }, spec: { ...orders.spec, auth: { iam: { principals: ['mallory'] } } } }).then(
+      () => expect.fail('a Dataset on another\'s schema must be refused'),
+      (err) => {
+        expect([err.status, err.code]).to.deep.equal([409, 'STORAGE_IN_USE']);
+        expect(err.message).to.contain('dataset "elsewhere"');
+      },
+    );
+    const missing = await cluster.kubectl(['-n', ns, 'get', 'dataset', 'orders-copy']);
+    expect(`${missing.stdout}${missing.stderr}`).to.match(/NotFound|not found/);
+    await request('POST', 'datasets', { metadata: { name: 'meta' }, spec: { ...orders.spec, location: { kind: 'postgres', databaseSchema: 'information_schema' } } }).then(
+      () => expect.fail('a system schema must be refused'),
+      (err) => expect([err.status, err.code]).to.deep.equal([400, 'INVALID_MANIFEST']),
     );
   });
 });

@@ -357,3 +357,16 @@ export function kubeconfigWithServer(cluster: KubeCluster, server: string): stri
   writeFileSync(path, stringify(config), { mode: 0o600 });
   return path;
 }
+
+/**
+ * A control plane with the chart installed (CRDs, RBAC) and the operator running as the chart's
+ * ServiceAccount, leading through the chart's Lease, with periodic resyncs off (tests trigger them).
+ */
+export async function startChartOperator(cluster: KubeCluster, release: string, podName: string): Promise<OperatorProcess> {
+  const releaseNamespace = `${release}-system`;
+  const fullname = `${release}-data-access-operator`;
+  const install = await cluster.helm(['install', release, CHART, '--namespace', releaseNamespace, '--create-namespace']);
+  if (install.code !== 0) throw new Error(`helm install exited ${install.code}: ${install.stderr}`);
+  const kubeconfig = await serviceAccountKubeconfig(cluster, releaseNamespace, fullname);
+  return startOperator(kubeconfig, { LEASE_NAMESPACE: releaseNamespace, LEASE_NAME: fullname, RESYNC_PERIOD_SECONDS: '0', POD_NAME: podName });
+}

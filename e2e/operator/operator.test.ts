@@ -335,6 +335,22 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
     await waitForCondition(cluster, ns, 'dataset', 'demo', 'Ready', 'True');
   });
 
+  it('a Dataset on another Dataset\'s schema is Degraded (StorageInUse) naming it and gets no ConfigMap; published once the holder is gone', async () => {
+    const ns = await applyExamples('storage');
+    const demo = await getObject(cluster, ns, 'dataset', 'demo');
+    const thief = { apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Dataset', metadata: { name: 'thief' }, spec: { ...demo.spec, auth: { iam: { principals: ['mallory'] } } } };
+    await cluster.kubectl(['-n', ns, 'apply', '-f', '-'], { input: JSON.stringify(thief) });
+    const refused = await waitForCondition(cluster, ns, 'dataset', 'thief', 'Ready', 'False', 'StorageInUse');
+    expect(condition(refused, 'Degraded')).to.include({ status: 'True', reason: 'StorageInUse' });
+    expect(condition(refused, 'Degraded')!.message).to.contain('belongs to Dataset "demo"').and.contain('PostgreSQL schema "demo"');
+    expect(await getObject(cluster, ns, 'configmap', 'local-dataset-thief')).to.equal(undefined);
+    expect(condition(await getObject(cluster, ns, 'dataset', 'demo'), 'Degraded')!.status).to.equal('False');
+    // The holder goes: the refused Dataset is looked at again and published.
+    await kubectl(cluster, ['-n', ns, 'delete', 'dataset', 'demo', '--wait=true']);
+    await waitForCondition(cluster, ns, 'dataset', 'thief', 'Ready', 'True');
+    expect(await getObject(cluster, ns, 'configmap', 'local-dataset-thief')).to.not.equal(undefined);
+  });
+
   it('a Dataset naming a missing Environment waits unapplied, and reconciles when the Environment appears', async () => {
     const ns = await createNamespace(cluster, 'waiting');
     await kubectl(cluster, ['-n', ns, 'apply', '-f', join(EXAMPLES, 'dataset-demo.yaml')]);

@@ -64,6 +64,25 @@ const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
  * FUNCTION_GATEWAY_IMAGE default DATAPLANE_IMAGE (the same image in function-gateway mode)
  * IMAGE_PULL_POLICY      default IfNotPresent
  */
+export const USAGE = `Usage: npm run operator  (or: node dist/operator/src/main.js)
+
+The data-access-operator: reconciles Environment and Dataset resources (dataaccess.dev/v1alpha1).
+Cluster: KUBECONFIG, else ~/.kube/config, else the Pod's service account.
+Settings are environment variables:
+  WATCH_NAMESPACE              one namespace, or empty for all
+  METRICS_PORT                 /metrics, /healthz, /readyz (default 9090)
+  METRICS_BIND_ADDRESS         default 0.0.0.0
+  LOG_LEVEL                    trace, debug, info, warn, error, fatal (default info)
+  LEADER_ELECTION              true|false (default true)
+  LEASE_NAME, LEASE_NAMESPACE  the leader Lease (default data-access-operator in POD_NAMESPACE)
+  LEASE_DURATION_SECONDS (15), LEASE_RENEW_DEADLINE_SECONDS (10), LEASE_RETRY_PERIOD_SECONDS (2)
+  POD_NAME                     leader identity (default hostname-pid)
+  RESYNC_PERIOD_SECONDS        re-queue every resource this often (600; 0 turns it off)
+  MAX_CONCURRENT_RECONCILES    (4)
+  DATAPLANE_IMAGE, FUNCTION_GATEWAY_IMAGE, IMAGE_PULL_POLICY
+Signals: SIGTERM/SIGINT finish the running reconciles, release the lease and exit; SIGHUP resyncs.
+`;
+
 export function loadConfig(env: NodeJS.ProcessEnv): OperatorConfig {
   const watchNamespace = env.WATCH_NAMESPACE || undefined;
   const logLevel = env.LOG_LEVEL || 'info';

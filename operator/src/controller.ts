@@ -18,6 +18,8 @@ import { reconcileDataset } from './reconcile/dataset-reconciler.js';
 import { reconcileEnvironment } from './reconcile/environment-reconciler.js';
 import { ResourceWriter } from './reconcile/resource-writer.js';
 import type { RenderSettings } from './render/types.js';
+import { OLDEST_CAPABILITIES, POD_MONITOR_API_VERSION, POD_MONITOR_CRD, type ClusterCapabilities } from './render/capabilities.js';
+import { OptionalKind } from './kube/optional-kind.js';
 
 /** The kinds the operator creates, watched through the managed-by label. */
 const OWNED_KINDS: readonly { apiVersion: string; kind: string }[] = [
@@ -29,6 +31,14 @@ const OWNED_KINDS: readonly { apiVersion: string; kind: string }[] = [
   { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' },
   { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding' },
 ];
+
+/** Kinds whose served version depends on the cluster (see kube/discovery.ts). */
+function versionedKinds(cluster: ClusterCapabilities): { apiVersion: string; kind: string }[] {
+  return [
+    { apiVersion: cluster.autoscaling, kind: 'HorizontalPodAutoscaler' },
+    { apiVersion: cluster.policy, kind: 'PodDisruptionBudget' },
+  ];
+}
 
 export interface ControllerOptions {
   kubeConfig: KubeConfig;
@@ -42,6 +52,8 @@ export interface ControllerOptions {
   workers?: number;
   resyncPeriodMs?: number;
   now?: () => Date;
+  /** Served API versions (discovered at start); PodMonitor support is found by the controller itself. */
+  cluster?: ClusterCapabilities;
 }
 
 export class Controller {
@@ -49,6 +61,9 @@ export class Controller {
   private readonly environments: Informer;
   private readonly datasets: Informer;
   private readonly owned: Informer[];
+  /** PodMonitors, watched while their CRD exists. */
+  private readonly podMonitors: OptionalKind;
+  private readonly capabilities: ClusterCapabilities;
   private readonly context: ReconcileContext;
   private readonly workers: Promise<void>[] = [];
   private resyncTimer?: NodeJS.Timeout;
@@ -67,11 +82,30 @@ export class Controller {
     this.environments = informer(API_GROUP_VERSION, 'Environment');
     this.datasets = informer(API_GROUP_VERSION, 'Dataset');
     const managedBy = `${LABELS.managedBy}=${MANAGED_BY}`;
-    this.owned = OWNED_KINDS.map(({ apiVersion, kind }) => informer(apiVersion, kind, managedBy));
+    this.capabilities = { ...(options.cluster ?? OLDEST_CAPABILITIES), podMonitors: false };
+    this.owned = [...OWNED_KINDS, ...versionedKinds(this.capabilities)].map(({ apiVersion, kind }) => informer(apiVersion, kind, managedBy));
 
     const environments = new MutationCache(this.environments);
     const datasets = new MutationCache(this.datasets);
-    const owned = new Map(this.owned.map((i) => [i.kind, new MutationCache(i)] as const));
+    const owned = new Map<string, MutationCache>(this.owned.map((i) => [i.kind, new MutationCache(i)] as const));
+    this.podMonitors = new OptionalKind({
+      kubeConfig,
+      client,
+      logger,
+      crdName: POD_MONITOR_CRD,
+      informer: () => informer(POD_MONITOR_API_VERSION, 'PodMonitor', managedBy),
+      onAvailable: (podMonitors) => {
+        owned.set(podMonitors.kind, new MutationCache(podMonitors));
+        podMonitors.on((object) => this.onOwned(object));
+        this.capabilities.podMonitors = true;
+        this.requeueEnvironments();
+      },
+      onGone: () => {
+        owned.delete('PodMonitor');
+        this.capabilities.podMonitors = false;
+        this.requeueEnvironments();
+      },
+    });
     this.context = {
       environments,
       datasets,
@@ -82,6 +116,7 @@ export class Controller {
       datasetWriter: new ResourceWriter(client, datasets),
       events: options.events,
       settings: options.settings,
+      capabilities: () => this.capabilities,
       logger,
       now: options.now ?? (() => new Date()),
     };
@@ -94,7 +129,7 @@ export class Controller {
   /** Fills every cache, then starts the workers and the periodic resync. */
   async start(): Promise<void> {
     const { logger } = this.options;
-    await Promise.all([this.environments, this.datasets, ...this.owned].map((i) => i.start()));
+    await Promise.all([this.environments, this.datasets, ...this.owned, this.podMonitors].map((i) => i.start()));
     logger.info({ namespace: this.options.namespace ?? '(all)' }, 'caches synced; reconciling');
     for (let i = 0; i < (this.options.workers ?? 4); i++) this.workers.push(this.work());
     const period = this.options.resyncPeriodMs ?? 10 * 60_000;
@@ -124,7 +159,12 @@ export class Controller {
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     this.queue.shutDown();
     await Promise.all(this.workers);
-    await Promise.all([this.environments, this.datasets, ...this.owned].map((i) => i.stop()));
+    await Promise.all([this.environments, this.datasets, ...this.owned, this.podMonitors].map((i) => i.stop()));
+  }
+
+  /** Every Environment once more: what they render depends on the cluster's kinds (PodMonitor). */
+  private requeueEnvironments(): void {
+    for (const env of this.environments.list()) this.queue.add(keyFor('Environment', env));
   }
 
   private async work(): Promise<void> {

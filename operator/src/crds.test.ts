@@ -52,7 +52,8 @@ describe('operator: CRDs', () => {
 
       it('is structural: every node has a type (or preserves unknown fields), no uniqueItems, no additionalProperties: false', () => {
         for (const [path, node] of nodes(schema)) {
-          expect(node.type !== undefined || node['x-kubernetes-preserve-unknown-fields'] === true, `${path} has no type`).to.equal(true);
+          const typeless = node['x-kubernetes-preserve-unknown-fields'] === true || node['x-kubernetes-int-or-string'] === true;
+          expect(node.type !== undefined || typeless, `${path} has no type`).to.equal(true);
           expect(node.uniqueItems, `${path}: uniqueItems is forbidden in CRDs`).to.not.equal(true);
           expect(node.additionalProperties, `${path}: additionalProperties false is forbidden`).to.not.equal(false);
           expect(node.properties && node.additionalProperties, `${path}: properties and additionalProperties exclude each other`).to.not.be.ok;
@@ -73,9 +74,9 @@ describe('operator: CRDs', () => {
     });
   }
 
-  it('Environment columns: type, ready, datasets, age; Dataset columns: location, environment, paused, ready, age', () => {
+  it('Environment columns: type, ready, datasets, replicas, autoscaler bound, age; Dataset columns: location, environment, paused, ready, age', () => {
     const names = (crd: Schema) => ((crd.spec as any).versions[0].additionalPrinterColumns as { name: string; priority?: number }[]).filter((c) => !c.priority).map((c) => c.name);
-    expect(names(environmentCrd())).to.deep.equal(['Type', 'Ready', 'Datasets', 'Age']);
+    expect(names(environmentCrd())).to.deep.equal(['Type', 'Ready', 'Datasets', 'Replicas', 'Max-Replicas', 'Age']);
     expect(names(datasetCrd())).to.deep.equal(['Location', 'Environment', 'Paused', 'Ready', 'Age']);
   });
 

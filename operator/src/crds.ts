@@ -13,16 +13,22 @@ import {
   CIDR_PATTERN,
   MAX_QUERY_FILTER_LENGTH,
   MAX_QUERY_SQL_LENGTH,
+  MAX_WORKLOAD_REPLICAS,
   NAME_PATTERN,
   PROPERTY_NAME_PATTERN,
+  QUANTITY_PATTERN,
   SCHEMA_NAME_PATTERN,
   SUB_PATH_PATTERN,
   WAREHOUSE_ACCOUNT_PATTERN,
   WAREHOUSE_IDENTIFIER_PATTERN,
+  SECRET_KEY_PATTERN,
 } from '../../model/json-schema.js';
 import { DEFAULT_ALGORITHMS, DEFAULT_CONSISTENCY } from '../../model/render.js';
 import { API_GROUP, API_VERSION, CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, IAM_TRUST_MODES, LOCATION_KINDS, MANAGED_RULE_SETS, QUERY_ARGUMENT_TYPES, SCALAR_PROPERTY_TYPES } from '../../model/types.js';
+import { DATAPLANE_DEFAULT_RESOURCES, DEFAULT_MIN_REPLICAS, DEFAULT_TARGET_CPU_PERCENT, FUNCTION_GATEWAY_DEFAULT_RESOURCES } from '../../model/workloads.js';
+import type { ResourceRequirements } from '../../model/types.js';
 import { DEFAULT_DATAPLANE_REPLICAS } from './render/dataplane.js';
+import { DEFAULT_FUNCTION_GATEWAY_REPLICAS } from './render/function-gateway.js';
 
 export type Schema = Record<string, unknown>;
 
@@ -42,6 +48,40 @@ const obj = (description: string, properties: Record<string, Schema>, extra: Sch
 const list = (description: string, items: Schema, extra: Schema = {}): Schema => ({ type: 'array', description, items, ...extra });
 const cidrList = (description: string): Schema =>
   list(description, str('An IPv4 or IPv6 range in CIDR notation, e.g. 10.0.0.0/8 or 2001:db8::/32.', { format: 'cidr', pattern: CIDR_PATTERN }), { maxItems: 1000 });
+
+const quantitiesSchema = (description: string): Schema => ({
+  type: 'object',
+  description,
+  additionalProperties: {
+    description: 'A quantity, e.g. 250m (CPU) or 512Mi (memory), by resource name (cpu, memory, ephemeral-storage…).',
+    anyOf: [{ type: 'integer' }, { type: 'string' }],
+    pattern: QUANTITY_PATTERN,
+    'x-kubernetes-int-or-string': true,
+  },
+});
+const percentSchema = (description: string, extra: Schema = {}): Schema => int(description, { minimum: 1, maximum: 100, ...extra });
+const quantitiesText = (q?: Record<string, unknown>) => Object.entries(q ?? {}).map(([k, v]) => `${k} ${String(v)}`).join(', ');
+
+/** replicas, resources and autoscaling of a workload; what a 1.20 CRD cannot check (min ≤ max) the operator does. */
+function workloadSchema(what: string, replicas: number, resources: ResourceRequirements): Record<string, Schema> {
+  return {
+    replicas: int(`Number of ${what} pods while autoscaling is not set (and again once it is removed).`, { minimum: 0, maximum: MAX_WORKLOAD_REPLICAS, default: replicas }),
+    resources: obj(
+      `The ${what} container's resources (a ResourceRequirements; replaces the default as a whole). Default: requests ${quantitiesText(resources.requests)}; limits ${quantitiesText(resources.limits)}.`,
+      { requests: quantitiesSchema('Minimum resources (the autoscaler\'s percentages are of these).'), limits: quantitiesSchema('Maximum resources.') },
+    ),
+    autoscaling: obj(
+      `A HorizontalPodAutoscaler of the same name scales the ${what} between minReplicas and maxReplicas; the operator then leaves the Deployment's replicas to it. minReplicas must not exceed maxReplicas (checked by the operator: Degraded, reason Invalid).`,
+      {
+        minReplicas: int('Lower bound.', { minimum: 1, maximum: MAX_WORKLOAD_REPLICAS, default: DEFAULT_MIN_REPLICAS }),
+        maxReplicas: int('Upper bound.', { minimum: 1, maximum: MAX_WORKLOAD_REPLICAS }),
+        targetCPUUtilizationPercentage: percentSchema('Average CPU use the autoscaler aims at, in percent of the CPU request.', { default: DEFAULT_TARGET_CPU_PERCENT }),
+        targetMemoryUtilizationPercentage: percentSchema('Average memory use the autoscaler also aims at, in percent of the memory request (absent: CPU only).'),
+      },
+      { required: ['maxReplicas'] },
+    ),
+  };
+}
 
 // --- Environment --------------------------------------------------------------------------------
 
@@ -70,7 +110,7 @@ const environmentSpecSchema = obj(
       'The data plane Deployment <name>-dataplane.',
       {
         image: str("Container image. Default: the operator's DATAPLANE_IMAGE.", { minLength: 1 }),
-        replicas: int('Number of data plane pods.', { minimum: 0, maximum: 100, default: DEFAULT_DATAPLANE_REPLICAS }),
+        ...workloadSchema('data plane', DEFAULT_DATAPLANE_REPLICAS, DATAPLANE_DEFAULT_RESOURCES),
         logLevel: str('Log level of the data plane.', { enum: LOG_LEVELS, default: 'info' }),
         serviceAccountAnnotations: {
           type: 'object',
@@ -148,7 +188,13 @@ const environmentSpecSchema = obj(
           str('A principal pattern (* and ?).', { minLength: 1, maxLength: 2048 }),
           { maxItems: 1000 },
         ),
+        ...workloadSchema('function gateway', DEFAULT_FUNCTION_GATEWAY_REPLICAS, FUNCTION_GATEWAY_DEFAULT_RESOURCES),
       },
+      { default: {} },
+    ),
+    monitoring: obj(
+      'Prometheus Operator objects, rendered when the cluster has their CRDs (monitoring.coreos.com).',
+      { podMonitor: bool('A PodMonitor per workload (<name>-dataplane, service-<name>-function-service-gateway) scraping /metrics on the http port, when the cluster has the PodMonitor CRD; false opts out.', true) },
       { default: {} },
     ),
     bulkLoad: obj('Bulk loads (transactions).', {
@@ -231,7 +277,7 @@ const datasetSpecSchema = obj(
         ),
         connectionSecretRef: obj(
           'The Secret key holding the connection settings: for postgres a connection URL; for snowflake and iceberg a JSON object {"username", "password"} or {"username", "privateKey" (PEM), "passphrase"} (required for those two).',
-          { name: str('Secret name, in the Dataset\'s namespace.', { pattern: NAME_PATTERN }), key: str('Key within the Secret: letters, digits, "-", "_" and ".".', { pattern: '^[-._a-zA-Z0-9]{1,253}$' }) },
+          { name: str('Secret name, in the Dataset\'s namespace.', { pattern: NAME_PATTERN }), key: str('Key within the Secret: letters, digits, "-", "_" and "." (not ".", ".." or starting with "..").', { pattern: SECRET_KEY_PATTERN, maxLength: 253 }) },
           { required: ['name', 'key'] },
         ),
         databaseSchema: str('SQL locations: the database schema holding this dataset\'s tables.', { pattern: '^[a-z_][a-z0-9_]{0,62}$' }),
@@ -365,6 +411,7 @@ const environmentStatusSchema = obj('What the operator observed and did.', {
   observedGeneration,
   conditions: conditionsSchema,
   datasets: int('Number of Datasets that name this Environment.', { minimum: 0 }),
+  replicas: int('Replicas of the data plane Deployment now (chosen by the HorizontalPodAutoscaler while spec.dataplane.autoscaling is set).', { minimum: 0 }),
   endpoints: obj('In-cluster endpoints.', {
     api: str('The API gateway Service (host:port).'),
     internal: str('The internal load balancer Service (host:port); environments of type internal.'),
@@ -451,6 +498,8 @@ export function environmentCrd(): Schema {
       { name: 'Type', type: 'string', description: 'internal or public.', jsonPath: '.spec.type' },
       ...readyColumns,
       { name: 'Datasets', type: 'integer', description: 'Datasets naming this Environment.', jsonPath: '.status.datasets' },
+      { name: 'Replicas', type: 'integer', description: 'Data plane replicas now.', jsonPath: '.status.replicas' },
+      { name: 'Max-Replicas', type: 'integer', description: 'Upper bound of the data plane autoscaler (empty: a fixed replica count).', jsonPath: '.spec.dataplane.autoscaling.maxReplicas' },
       reasonColumn,
       ageColumn,
     ],

@@ -3,12 +3,13 @@
  * (in cluster). Signals: SIGTERM/SIGINT shut down gracefully (finish reconciles, release the
  * lease); SIGHUP queues every resource for a full resync.
  */
-import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, USAGE, loadConfig } from './config.js';
+import { loadKubeConfig } from './kube/kubeconfig.js';
 import { Controller } from './controller.js';
 import { EventRecorder } from './kube/events.js';
 import { KubeObjectClient } from './kube/object-client.js';
+import { discoverCapabilities } from './kube/discovery.js';
 import { requestCounter } from './kube/request-counter.js';
 import { startHttpServer } from './http-server.js';
 import { LeaderElector } from './leader-election.js';
@@ -16,12 +17,16 @@ import { createMetrics } from './metrics.js';
 import { OPERATOR_NAME } from './names.js';
 
 async function main(): Promise<void> {
+  if (process.argv.slice(2).some((arg) => arg === '--help' || arg === '-h')) {
+    process.stdout.write(USAGE);
+    return;
+  }
   const config = loadConfig(process.env);
   const logger = pino({ name: OPERATOR_NAME, level: config.logLevel });
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromDefault();
+  const kubeConfig = loadKubeConfig(process.env);
   const metrics = createMetrics();
   const client = new KubeObjectClient(kubeConfig, [requestCounter(metrics.apiRequests)]);
+  const cluster = await discoverCapabilities(client, logger);
   const identity = config.leaderElection.identity;
 
   const controller = new Controller({
@@ -34,6 +39,7 @@ async function main(): Promise<void> {
     events: new EventRecorder(client, logger, identity),
     workers: config.workers,
     resyncPeriodMs: config.resyncPeriodMs,
+    cluster,
   });
   const http = await startHttpServer({
     port: config.metricsPort,

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createMetrics, resourceOfPath } from './metrics.js';
+import { promtool } from '../../e2e/operator/promtool.js';
 
 describe('operator: metrics', () => {
   it('names the resource of an API request path', () => {
@@ -25,5 +26,16 @@ describe('operator: metrics', () => {
     ]) {
       expect(text).to.contain(name);
     }
+  });
+
+  it('default Node.js metrics without *_total gauges (counters only end in _total): promtool check metrics finds nothing', async () => {
+    const text = await createMetrics().registry.metrics();
+    const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]));
+    expect(types.get('data_access_operator_nodejs_active_handles')).to.equal('gauge');
+    expect(types.get('data_access_operator_process_cpu_seconds_total')).to.equal('counter');
+    for (const [name, type] of types) if (name.endsWith('_total')) expect(type, name).to.equal('counter');
+    const checked = await promtool(['check', 'metrics'], text);
+    expect(checked.code, checked.output).to.equal(0);
+    expect(checked.output).to.equal('');
   });
 });

@@ -14,7 +14,10 @@ export interface OperatorMetrics {
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): OperatorMetrics {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'data_access_operator_' });
+  if (options.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry, prefix: 'data_access_operator_' });
+    dropNonCounterTotals(registry);
+  }
   return {
     registry,
     reconciles: new Counter({
@@ -58,6 +61,20 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Opera
       registers: [registry],
     }),
   };
+}
+
+/**
+ * prom-client's default metrics include gauges named `*_total` (`nodejs_active_handles_total`…),
+ * which Prometheus reserves for counters (`promtool check metrics` refuses them). Each is the sum of
+ * the per-type gauge of the same name without `_total`, which stays.
+ */
+export function dropNonCounterTotals(registry: Registry): string[] {
+  const dropped = registry
+    .getMetricsAsArray()
+    .filter((metric) => metric.name.endsWith('_total') && (metric as { type?: unknown }).type !== 'counter')
+    .map((metric) => metric.name);
+  for (const name of dropped) registry.removeSingleMetric(name);
+  return dropped;
 }
 
 /** The resource (and subresource) a request path addresses: `/api/v1/namespaces/n/configmaps/x` → `configmaps`. */

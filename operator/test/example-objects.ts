@@ -11,4 +11,6 @@ export const EXAMPLE_ENVIRONMENT_OBJECTS = [
   'Service/service-local-function-service-gateway',
   'NetworkPolicy/local-firewall',
   'NetworkPolicy/service-local-function-service-gateway',
+  // Two data-plane replicas by default: a disruption budget keeps a drain from taking both.
+  'PodDisruptionBudget/local-dataplane',
 ];

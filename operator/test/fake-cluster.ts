@@ -171,7 +171,7 @@ export class RecordingEvents implements EventSink {
   }
 }
 
-export const OWNED_KINDS = ['ConfigMap', 'ServiceAccount', 'Service', 'Deployment', 'NetworkPolicy', 'Role', 'RoleBinding'];
+export const OWNED_KINDS = ['ConfigMap', 'ServiceAccount', 'Service', 'Deployment', 'NetworkPolicy', 'Role', 'RoleBinding', 'HorizontalPodAutoscaler', 'PodDisruptionBudget'];
 
 /** A reconcile context wired to a fake cluster. */
 export function fakeContext(cluster: FakeCluster, now = () => new Date('2025-01-01T00:00:00Z')): { ctx: ReconcileContext; events: RecordingEvents } {

@@ -8,11 +8,13 @@
 import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { ManifestError, parseManifests } from '../../../model/manifests.js';
-import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import { loadManifests, ManifestError, parseManifests } from '../../../model/manifests.js';
+import type { StorageClaim } from '../../../model/storage.js';
+import { API_GROUP_VERSION, type DatasetConfig, type DatasetSpec, type EnvironmentConfig } from '../../../model/types.js';
 import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import { ApiError, badRequest } from '../engine/errors.js';
+import { checkNewDataset, storeClaims, type AdminSettings } from './admin-checks.js';
 
 export interface AdminRequest {
   method: string;
@@ -28,6 +30,7 @@ export class FilesAdmin {
   constructor(
     private readonly directory: string,
     private readonly store: ConfigStore,
+    private readonly settings: AdminSettings = {},
   ) {}
 
   authenticate(authkind: string, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void> {
@@ -42,7 +45,7 @@ export class FilesAdmin {
     };
     if (id === undefined) {
       allow('GET,POST');
-      return request.method === 'GET' ? { status: 200, body: { items: this.store.datasetIds().sort().map((d) => this.describe(d)) } } : this.create(request.body, env);
+      return request.method === 'GET' ? { status: 200, body: { items: this.store.datasetIds().sort().map((d) => this.describe(d)) } } : this.createInTurn(request.body, env);
     }
     if (action === undefined) {
       allow('GET,DELETE');
@@ -88,8 +91,25 @@ export class FilesAdmin {
     };
   }
 
-  private create(body: unknown, env: EnvironmentConfig): { status: number; body: unknown } {
+  /** Creates one at a time: two at once could each find the other's storage still free. */
+  private creating: Promise<unknown> = Promise.resolve();
+  private createInTurn(body: unknown, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {
+    const result = this.creating.then(() => this.create(body, env));
+    this.creating = result.catch(() => undefined);
+    return result;
+  }
+
+  private async create(body: unknown, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {
     const { name, manifest } = datasetManifest(body, env);
+    if (this.store.dataset(name) || existsSync(this.file(name))) throw new ApiError(409, 'DATASET_EXISTS', `dataset "${name}" exists`);
+    // Written manifests the files source has not loaded yet hold their storage too.
+    let written: StorageClaim[] = [];
+    try {
+      written = loadManifests(this.directory).datasets.map((d) => ({ id: d.metadata.name, location: d.spec.location }));
+    } catch {
+      // An unreadable manifest there is reported by the files source; the store's datasets still count.
+    }
+    await checkNewDataset(name, manifest.spec as unknown as DatasetSpec, [...storeClaims(this.store), ...written], this.store, this.settings);
     if (this.store.dataset(name) || existsSync(this.file(name))) throw new ApiError(409, 'DATASET_EXISTS', `dataset "${name}" exists`);
     this.write(name, manifest);
     return { status: 201, body: { id: name, status: 'pending', managed: true } };
@@ -122,13 +142,18 @@ export async function authenticateAdmin(authkind: string, env: EnvironmentConfig
 /** A Dataset manifest from a request body, checked like any manifest: 400s name the field. */
 export function datasetManifest(body: unknown, env: EnvironmentConfig): { name: string; manifest: { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, unknown> } } {
   if (!isObject(body)) throw badRequest('INVALID_BODY', 'send a Dataset manifest as JSON: {"metadata": {"name"}, "spec": {…}}', [{ path: '$', message: 'not an object' }]);
+  // Nothing is dropped silently: a field the API does not write is refused, as the CRD refuses unknown fields.
+  refuseUnknown(body, ['apiVersion', 'kind', 'metadata', 'spec'], '$');
+  if (body.apiVersion !== undefined && body.apiVersion !== API_GROUP_VERSION) throw badRequest('INVALID_FIELD', `"apiVersion" must be "${API_GROUP_VERSION}"`, [{ path: '$.apiVersion', message: 'another API version' }]);
+  if (body.kind !== undefined && body.kind !== 'Dataset') throw badRequest('INVALID_FIELD', '"kind" must be "Dataset"', [{ path: '$.kind', message: 'not Dataset' }]);
+  if (isObject(body.metadata)) refuseUnknown(body.metadata, ['name'], '$.metadata');
   const metadata = body.metadata;
   const name = isObject(metadata) ? metadata.name : undefined;
   if (typeof name !== 'string' || !NAME.test(name)) throw badRequest('INVALID_FIELD', '"metadata.name" must be a DNS label', [{ path: '$.metadata.name', message: 'not a DNS label' }]);
   if (!isObject(body.spec)) throw badRequest('INVALID_FIELD', '"spec" must be an object', [{ path: '$.spec', message: 'not an object' }]);
   const spec = { ...body.spec, environment: body.spec.environment ?? env.id };
   if (spec.environment !== env.id) throw badRequest('INVALID_FIELD', `"spec.environment" must be "${env.id}", the environment served here`, [{ path: '$.spec.environment', message: 'another environment' }]);
-  const manifest = { apiVersion: 'dataaccess.dev/v1alpha1', kind: 'Dataset', metadata: { name }, spec };
+  const manifest = { apiVersion: API_GROUP_VERSION, kind: 'Dataset', metadata: { name }, spec };
   try {
     parseManifests(stringify(manifest), 'request');
   } catch (err) {
@@ -138,6 +163,14 @@ export function datasetManifest(body: unknown, env: EnvironmentConfig): { name: 
     throw err;
   }
   return { name, manifest };
+}
+
+function refuseUnknown(object: Record<string, unknown>, known: string[], path: string): void {
+  const unknown = Object.keys(object).find((key) => !known.includes(key));
+  if (unknown !== undefined) {
+    const where = `${path}[${JSON.stringify(unknown.slice(0, 100))}]`;
+    throw badRequest('INVALID_FIELD', `unknown field ${where}; the administrative API takes ${known.map((k) => `"${k}"`).join(', ')} here`, [{ path: where, message: 'unknown field' }]);
+  }
 }
 
 /** The routes of /_admin/datasets, whatever writes the Datasets. */

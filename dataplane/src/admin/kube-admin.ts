@@ -6,17 +6,18 @@
  * of this Environment are listed or changed.
  */
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import type { DatasetConfig, DatasetSpec, EnvironmentConfig } from '../../../model/types.js';
 import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import { ApiError } from '../engine/errors.js';
+import { checkNewDataset, storeClaims, type AdminSettings } from './admin-checks.js';
 import { adminRoute, authenticateAdmin, datasetManifest, notFound, type AdminRequest } from './files-admin.js';
 
 const GROUP = 'dataaccess.dev';
 const VERSION = 'v1alpha1';
 const PLURAL = 'datasets';
 
-type DatasetObject = { metadata: { name: string; generation?: number }; spec: { environment?: string; paused?: boolean }; status?: { conditions?: { type: string; status: string; reason: string }[] } };
+type DatasetObject = { metadata: { name: string; generation?: number }; spec: { environment?: string; paused?: boolean; location?: DatasetSpec['location'] }; status?: { conditions?: { type: string; status: string; reason: string }[] } };
 
 export class KubeAdmin {
   private readonly api: CustomObjectsApi;
@@ -25,6 +26,7 @@ export class KubeAdmin {
     private readonly namespace: string,
     private readonly store: ConfigStore,
     kubeConfig?: KubeConfig,
+    private readonly settings: AdminSettings = {},
   ) {
     const config = kubeConfig ?? new KubeConfig();
     if (!kubeConfig) config.loadFromDefault();
@@ -47,6 +49,10 @@ export class KubeAdmin {
         }
         case 'create': {
           const { name, manifest } = datasetManifest(request.body, env);
+          // Every Dataset of the namespace, whatever its Environment: they may share a database (the operator applies the same rule).
+          const existing = (await this.api.listNamespacedCustomObject(ref)) as { items: DatasetObject[] };
+          const claims = existing.items.flatMap((d) => (d.spec.location ? [{ id: d.metadata.name, location: d.spec.location }] : []));
+          await checkNewDataset(name, manifest.spec as unknown as DatasetSpec, [...claims, ...storeClaims(this.store)], this.store, this.settings);
           await this.api.createNamespacedCustomObject({ ...ref, body: manifest });
           return { status: 201, body: { id: name, status: 'pending', managed: true } };
         }

@@ -48,7 +48,9 @@ export function desiredConfig(set: ManifestSet, environment: string, path: strin
   const env = set.environments.find((e) => e.metadata.name === environment);
   if (!env) throw new Error(`no Environment "${environment}" in ${path}`);
   const datasets = new Map<string, DatasetConfig>();
-  for (const dataset of set.datasets.filter((d) => d.spec.environment === environment)) datasets.set(dataset.metadata.name, renderDatasetConfig(dataset));
+  // In name order: of two datasets whose storage overlaps, the store keeps the one it gets first (config/store.ts).
+  const ours = set.datasets.filter((d) => d.spec.environment === environment).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  for (const dataset of ours) datasets.set(dataset.metadata.name, renderDatasetConfig(dataset));
   return { environment: renderEnvironmentConfig(env), datasets };
 }
 

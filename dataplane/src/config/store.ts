@@ -5,6 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
+import { firstOverlap } from '../../../model/storage.js';
 import type { ConfigSink } from './sink.js';
 
 export type DatasetState =
@@ -32,6 +33,10 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
   /** The newest config received per dataset, and its pending retry after an unreachable store. */
   private readonly latest = new Map<string, DatasetConfig>();
   private readonly retries = new Map<string, { timer: NodeJS.Timeout; delay: number }>();
+  /** Datasets whose newest config was refused because its storage overlaps another's (model/storage.ts); tried again when that one goes or moves. */
+  private readonly overlapping = new Set<string>();
+  /** The refused configs themselves: they hold no storage. */
+  private readonly refusedConfigs = new WeakSet<DatasetConfig>();
 
   constructor(private readonly preparer: DatasetPreparer) {
     super();
@@ -55,9 +60,16 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
   }
 
   upsertDataset(config: DatasetConfig): void {
-    const previous = this.datasets.get(config.id);
+    const moved = this.latest.get(config.id);
+    if (this.refuseOverlap(config)) return;
+    this.overlapping.delete(config.id);
+    const held = this.datasets.get(config.id);
+    const previous = held && !this.refusedConfigs.has(held.config) ? held : undefined;
+    this.refusedConfigs.delete(config); // a refused config tried again (reconsiderOverlapping) now holds its storage
     if (!previous) this.datasets.set(config.id, { status: 'pending', config });
     this.latest.set(config.id, config);
+    // A dataset that moved its storage before it was served frees the old one at once (served ones: below).
+    if (moved && JSON.stringify(moved.location) !== JSON.stringify(config.location)) queueMicrotask(() => this.reconsiderOverlapping());
     const chain = (this.chains.get(config.id) ?? Promise.resolve()).then(async () => {
       if (this.latest.get(config.id) !== config) return; // superseded, or removed
       const current = this.datasets.get(config.id);
@@ -76,12 +88,55 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
       }
       this.clearRetry(config.id);
       if (!this.datasets.has(config.id) && previous) return; // removed meanwhile
-      if (!problem) this.datasets.set(config.id, { status: 'ready', config });
-      else if (served) this.datasets.set(config.id, { status: 'ready', config: served, warning: `generation ${config.generation} refused: ${problem}` });
+      if (!problem) {
+        this.datasets.set(config.id, { status: 'ready', config });
+        // Serving a new location frees the old one: a dataset refused for it may fit now.
+        if (served && JSON.stringify(served.location) !== JSON.stringify(config.location)) queueMicrotask(() => this.reconsiderOverlapping());
+      } else if (served) this.datasets.set(config.id, { status: 'ready', config: served, warning: `generation ${config.generation} refused: ${problem}` });
       else this.datasets.set(config.id, { status: 'failed', config, problem });
       this.emit('dataset', config.id, this.datasets.get(config.id));
     });
     this.chains.set(config.id, chain);
+  }
+
+  /**
+   * The data plane never serves two datasets on one storage area: a config whose storage overlaps
+   * a dataset this store already holds (serving, being prepared or waiting for its store) is
+   * refused and reported; the one already held keeps it. Sources deliver datasets in name order,
+   * so at start the first by name wins. A served dataset whose update would overlap keeps serving
+   * its previous config, as with any refused change.
+   */
+  private refuseOverlap(config: DatasetConfig): boolean {
+    const overlap = firstOverlap(config, this.holders(config.id));
+    if (!overlap) return false;
+    const problem = `storage in use: ${overlap.message}; a dataset's storage may not overlap another's`;
+    this.latest.set(config.id, config);
+    this.refusedConfigs.add(config);
+    this.overlapping.add(config.id);
+    this.clearRetry(config.id);
+    const current = this.datasets.get(config.id);
+    if (current?.status === 'ready' && !this.refusedConfigs.has(current.config)) {
+      this.datasets.set(config.id, { status: 'ready', config: current.config, warning: `generation ${config.generation} refused: ${problem}` });
+    } else {
+      this.datasets.set(config.id, { status: 'failed', config, problem });
+    }
+    this.emit('dataset', config.id, this.datasets.get(config.id));
+    return true;
+  }
+
+  /** The configs holding storage, other than `id`'s: served or being prepared, not refused. */
+  private holders(id: string): DatasetConfig[] {
+    return [...this.datasets.entries()]
+      .filter(([other]) => other !== id)
+      .flatMap(([other, state]) => [state.config, this.latest.get(other)].filter((c): c is DatasetConfig => c !== undefined && !this.refusedConfigs.has(c)));
+  }
+
+  /** Refused datasets, in name order, get another look: one may now fit, the others' reports name the current holder. */
+  private reconsiderOverlapping(): void {
+    for (const id of [...this.overlapping].sort()) {
+      const config = this.latest.get(id);
+      if (config && this.overlapping.has(id)) this.upsertDataset(config);
+    }
   }
 
   /** Prepares the config again after a delay that doubles up to MAX_RETRY_MS. */
@@ -112,8 +167,10 @@ export class ConfigStore extends EventEmitter implements ConfigSink {
     this.latest.delete(id);
     this.clearRetry(id);
     this.datasets.delete(id);
+    this.overlapping.delete(id);
     // The preparation chain stays: a purge waits for it, and a re-created dataset continues it.
     this.emit('dataset', id, undefined);
+    this.reconsiderOverlapping();
   }
 
   /**

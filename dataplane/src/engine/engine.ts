@@ -66,16 +66,28 @@ export class RecordEngine {
     return state.config;
   }
 
+  /**
+   * The dataset a request is checked against: as `dataset`, but a dataset still being prepared
+   * (its store unreachable, say) is returned too, so that a request that can never succeed is
+   * refused 400 before readiness is considered; its store calls are then refused 503 (driver()).
+   */
+  requestDataset(id: string): DatasetConfig {
+    const state = this.configs.dataset(id);
+    if (state?.status === 'pending' && !state.config.paused) return state.config;
+    return this.dataset(id);
+  }
+
   /** Transactions (bulk loads); without them `Transaction` requests are 501. */
   transactions: TransactionFront | undefined;
 
-  private transactionFront(): TransactionFront {
+  private transactionFront(dataset: DatasetConfig): TransactionFront {
     if (!this.transactions) throw new ApiError(501, 'NOT_AVAILABLE', 'transactions (bulk loads) are not available on this data plane');
+    this.whenServed(dataset);
     return this.transactions;
   }
 
   async read(dataset: DatasetConfig, action: Omit<ReadAction, 'kind'>, ctx?: StatementContext, path = '$.read'): Promise<ApiRecord> {
-    if (action.schema === TRANSACTION_SCHEMA) return (await this.transactionFront().read(dataset, action.id)) as ApiRecord;
+    if (action.schema === TRANSACTION_SCHEMA) return (await this.transactionFront(dataset).read(dataset, action.id)) as ApiRecord;
     this.schemaOf(dataset, action.schema, `${path}.schema`);
     const expand = this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
     const consistency = action.consistency ?? dataset.location.defaultConsistency;
@@ -94,7 +106,7 @@ export class RecordEngine {
 
   /** A page of a schema's records: `{items, nextToken?}` (lists.ts). */
   list(dataset: DatasetConfig, action: Omit<ListAction, 'kind'>, ctx?: StatementContext, at: FieldPath = (f) => `$.list.${f}`): Promise<Page<ApiRecord>> {
-    if (action.schema === TRANSACTION_SCHEMA) return this.transactionFront().list(dataset, action, at) as Promise<Page<ApiRecord>>;
+    if (action.schema === TRANSACTION_SCHEMA) return this.transactionFront(dataset).list(dataset, action, at) as Promise<Page<ApiRecord>>;
     return listPage(this.listDeps, dataset, action, at, ctx);
   }
 
@@ -131,11 +143,11 @@ export class RecordEngine {
     if (action.kind === 'link') return { status: 200, body: await this.link(dataset, action, ctx) };
     if (action.kind === 'query') return { status: 200, body: await this.query(dataset, action, ctx) };
     if (action.kind === 'batch') return this.batch(dataset, action, ctx);
-    if (action.kind === 'create' && action.schema === TRANSACTION_SCHEMA) return this.transactionFront().create(dataset, action.data, action.id, '$.create', ctx);
+    if (action.kind === 'create' && action.schema === TRANSACTION_SCHEMA) return this.transactionFront(dataset).create(dataset, action.data, action.id, '$.create', ctx);
     const path = `$.${action.kind}`;
     const op = this.toOp(dataset, action, path);
     const consistency = effectiveConsistency(dataset, [{ level: action.consistency, path: `${path}.consistency` }]);
-    checkAgainstDriver(this.driver(dataset), consistency, 1, `${path}.consistency`);
+    checkAgainstDriver(this.capabilitiesOf(dataset), consistency, 1, `${path}.consistency`);
     if (consistency === 'ASYNC') return this.acceptAsync(dataset, [op], ctx, { id: op.id });
     const [result] = await this.driver(dataset).write(dataset, [op], consistency, ctx);
     if (!result.ok) throw apiErrorOf(result.failure);
@@ -149,7 +161,7 @@ export class RecordEngine {
       dataset,
       batch.order.map((name, i) => ({ level: batch.actions[name].consistency, path: `${paths[i]}.consistency` })),
     );
-    checkAgainstDriver(this.driver(dataset), consistency, ops.length, '$.batch');
+    checkAgainstDriver(this.capabilitiesOf(dataset), consistency, ops.length, '$.batch');
     if (consistency === 'ASYNC') return this.acceptAsync(dataset, ops, ctx, { actions: Object.fromEntries(batch.order.map((name, i) => [name, { id: ops[i].id }])) });
     const results = await this.driver(dataset).write(dataset, ops, consistency, ctx);
     if (isAtomic(consistency)) {
@@ -245,8 +257,20 @@ export class RecordEngine {
     });
   }
 
+  /** The driver for store calls: refused (503, as `dataset`) while the store says the dataset cannot be served. */
   private driver(dataset: DatasetConfig): LocationDriver {
+    this.whenServed(dataset);
     return this.drivers(dataset);
+  }
+
+  /** What the driver declares (no store call): usable while the dataset is still being prepared. */
+  private capabilitiesOf(dataset: DatasetConfig): LocationDriver {
+    return this.drivers(dataset);
+  }
+
+  private whenServed(dataset: DatasetConfig): void {
+    const state = this.configs.dataset(dataset.id);
+    if (state && state.status !== 'ready') this.dataset(dataset.id);
   }
 
   /** Waits for ASYNC writes (retrying through an outage until the deadline); resolves with how many were not written. */

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { installClientErrorHandler, type ClientErrorRenderer } from '../http/client-error.js';
+import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, requireHost, type ClientErrorRenderer } from '../http/client-error.js';
 import { AuthError } from '../auth/errors.js';
 import { InvocationError, toFunctionResult, toRestCall, type FunctionResult } from './translate.js';
 import { authenticateInvoker, type VerifiedInvocation } from './trust.js';
@@ -191,7 +191,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
     return { operation, code: result.status.code };
   };
 
-  const server = createServer((req, res) => {
+  const server = createServer(HOST_CHECKED_BY_HANDLER, requireHost(logger, renderFunctionError, (req, res) => {
     const incoming = req.headers['x-request-id'];
     const requestId: string = typeof incoming === 'string' && UUID.test(incoming) ? incoming.toLowerCase() : randomUUID();
     res.setHeader('x-request-id', requestId);
@@ -206,7 +206,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
         else res.destroy();
       },
     );
-  });
+  }));
   installClientErrorHandler(server, logger, renderFunctionError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

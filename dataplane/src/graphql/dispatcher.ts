@@ -18,6 +18,7 @@ import { schemaDefOf } from '../engine/layout.js';
 import { fromStore } from '../engine/store-outcomes.js';
 import type { ApiRecord } from '../engine/engine.js';
 import { EventQueue } from './event-queue.js';
+import type { ByteBudget } from './send-budget.js';
 import type { ChangeEvent, SubscriptionRequest } from './schema.js';
 
 export interface DispatcherOptions {
@@ -85,6 +86,14 @@ function eventOf(change: RecordChange): ChangeEvent {
   return event;
 }
 
+/** An event's size as its client receives it, roughly the record's JSON: measured once per change, for byte budgets. */
+const sizes = new WeakMap<ChangeEvent, number>();
+export function eventBytes(event: ChangeEvent): number {
+  let size = sizes.get(event);
+  if (size === undefined) sizes.set(event, (size = 64 + event.cursor.length + (event.record ? JSON.stringify(event.record).length : 0)));
+  return size;
+}
+
 export class ChangeDispatcher {
   private readonly feeds = new Map<string, DatasetFeed>();
   private readonly options: Required<DispatcherOptions>;
@@ -118,9 +127,10 @@ export class ChangeDispatcher {
 
   /**
    * Opens a subscription: checks the request (400s), replays from `after` (410 CURSOR_EXPIRED when
-   * older than the retention), and gives the events as an async iterable.
+   * older than the retention), and gives the events as an async iterable. Queued events count
+   * against `budget` (the connection's bytes, send-budget.ts) when given.
    */
-  async subscribe(dataset: DatasetConfig, request: SubscriptionRequest, onSlow: () => void): Promise<AsyncIterable<ChangeEvent>> {
+  async subscribe(dataset: DatasetConfig, request: SubscriptionRequest, onSlow: () => void, budget?: ByteBudget): Promise<AsyncIterable<ChangeEvent>> {
     const driver = this.driverFor(dataset);
     if (!driver.capabilities.changeFeed || !driver.changes) throw new ApiError(501, 'NOT_AVAILABLE', `dataset "${dataset.id}" is on a location without a change feed`);
     const def = schemaDefOf(dataset, request.schema);
@@ -144,10 +154,15 @@ export class ChangeDispatcher {
     const f = this.feedOf(dataset, driver.changes);
     this.active++;
     let sub: Subscription | undefined;
-    const queue = new EventQueue<ChangeEvent>(this.options.queueBound, () => {
-      this.active--;
-      if (sub) this.leave(f, sub);
-    });
+    const queue = new EventQueue<ChangeEvent>(
+      this.options.queueBound,
+      () => {
+        this.active--;
+        if (sub) this.leave(f, sub);
+      },
+      budget,
+      eventBytes,
+    );
     try {
       await f.ready;
     } catch (err) {

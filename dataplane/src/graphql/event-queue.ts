@@ -1,10 +1,14 @@
+import type { ByteBudget } from './send-budget.js';
+
 /**
  * A subscriber's events between the dispatcher (which pushes synchronously, never waiting for a
  * client) and the protocol (which pulls as fast as the socket takes them). Bounded: a push past
  * the bound reports an overflow instead of growing, so a slow client is cut off, not waited for.
+ * With a byte budget (its connection's, send-budget.ts), queued events also count their bytes.
  */
 export class EventQueue<T> implements AsyncIterableIterator<T> {
   private readonly items: T[] = [];
+  private readonly sizes: number[] = [];
   private waiting: ((result: IteratorResult<T>) => void) | undefined;
   private failWaiting: ((err: unknown) => void) | undefined;
   private ended = false;
@@ -14,6 +18,8 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
     private readonly bound: number,
     /** Called once when the queue ends for any reason (the consumer returned, it overflowed, it was ended). */
     private readonly onEnd: () => void,
+    private readonly budget?: ByteBudget,
+    private readonly sizeOf: (item: T) => number = () => 0,
   ) {}
 
   get size(): number {
@@ -30,7 +36,10 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
       return true;
     }
     if (this.items.length >= this.bound) return false;
+    const size = this.budget ? this.sizeOf(item) : 0;
+    if (this.budget && !this.budget.take(size)) return false;
     this.items.push(item);
+    this.sizes.push(size);
     return true;
   }
 
@@ -39,7 +48,7 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
     if (this.ended) return;
     this.ended = true;
     this.failure = err;
-    if (err !== undefined) this.items.length = 0;
+    if (err !== undefined) this.clear();
     if (this.waiting && (err !== undefined || !this.items.length)) {
       const [resolve, reject] = [this.waiting, this.failWaiting!];
       this.waiting = this.failWaiting = undefined;
@@ -50,7 +59,10 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   }
 
   next(): Promise<IteratorResult<T>> {
-    if (this.items.length) return Promise.resolve({ value: this.items.shift()!, done: false });
+    if (this.items.length) {
+      this.budget?.give(this.sizes.shift()!);
+      return Promise.resolve({ value: this.items.shift()!, done: false });
+    }
     if (this.ended) return this.failure !== undefined ? Promise.reject(this.failure) : Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => {
       this.waiting = resolve;
@@ -58,8 +70,13 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
     });
   }
 
+  private clear(): void {
+    for (const size of this.sizes) this.budget?.give(size);
+    this.items.length = this.sizes.length = 0;
+  }
+
   return(): Promise<IteratorResult<T>> {
-    this.items.length = 0;
+    this.clear();
     this.end();
     return Promise.resolve({ value: undefined, done: true });
   }

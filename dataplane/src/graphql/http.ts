@@ -4,13 +4,13 @@
  * with 200 as GraphQL-over-HTTP clients expect; a body that is no GraphQL request is a 400 naming
  * the field, and a subscription over HTTP a 400 pointing at the WebSocket.
  */
-import { execute, getOperationAST, GraphQLError, parse, type DocumentNode } from 'graphql';
+import { execute, getOperationAST, GraphQLError } from 'graphql';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { DatasetConfig } from '../../../model/types.js';
 import type { StatementContext } from '../engine/contract.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { datasetSchema } from './schema.js';
-import { validateOperation } from './limits.js';
+import { DEFAULT_QUERY_LIMITS, isLimitError, prepareOperation, type QueryLimits } from './limits.js';
 
 export interface GraphQLRequest {
   query: string;
@@ -29,7 +29,7 @@ export function parseGraphQLRequest(body: unknown): GraphQLRequest {
     if (!['query', 'variables', 'operationName', 'extensions'].includes(key)) throw badRequest('INVALID_BODY', `unknown field "${key}"`, [{ path: `$.${key}`, message: 'unknown field' }]);
   }
   if (typeof b.query !== 'string' || !b.query.trim()) throw badRequest('INVALID_BODY', 'query must be a GraphQL document', [{ path: '$.query', message: 'missing or not a string' }]);
-  if (b.query.length > MAX_QUERY_LENGTH) throw badRequest('INVALID_BODY', `query is longer than ${MAX_QUERY_LENGTH} characters`, [{ path: '$.query', message: 'too long' }]);
+  if (b.query.length > MAX_QUERY_LENGTH) throw badRequest('QUERY_TOO_LONG', `query is longer than ${MAX_QUERY_LENGTH} characters`, [{ path: '$.query', message: 'too long' }]);
   if (b.variables !== undefined && b.variables !== null && (typeof b.variables !== 'object' || Array.isArray(b.variables))) {
     throw badRequest('INVALID_BODY', 'variables must be an object', [{ path: '$.variables', message: 'not an object' }]);
   }
@@ -39,17 +39,16 @@ export function parseGraphQLRequest(body: unknown): GraphQLRequest {
   return { query: b.query, variables: (b.variables as Record<string, unknown> | null) ?? undefined, operationName: (b.operationName as string | null) ?? undefined };
 }
 
-/** Runs a query (or introspection) against the dataset's schema. */
-export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConfig, request: GraphQLRequest, ctx?: StatementContext): Promise<Record<string, unknown>> {
+/** Runs a query (or introspection) against the dataset's schema; an operation over a limit (limits.ts) is a 400 naming it. */
+export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConfig, request: GraphQLRequest, ctx?: StatementContext, limits: QueryLimits = DEFAULT_QUERY_LIMITS): Promise<Record<string, unknown>> {
   const schema = datasetSchema(dataset);
-  let document: DocumentNode;
-  try {
-    document = parse(request.query, { maxTokens: 10_000 });
-  } catch (err) {
-    return { errors: [(err as GraphQLError).toJSON()] };
+  const prepared = prepareOperation(schema, request.query, request.variables, limits);
+  if (prepared.errors) {
+    const limit = prepared.errors.find(isLimitError);
+    if (limit) throw badRequest(String(limit.extensions.code), limit.message, [{ path: '$.query', message: limit.message }]);
+    return { errors: prepared.errors.map((p) => p.toJSON()) };
   }
-  const problems = validateOperation(schema, document);
-  if (problems.length) return { errors: problems.map((p) => p.toJSON()) };
+  const document = prepared.document;
   const operation = getOperationAST(document, request.operationName);
   if (!operation) return { errors: [new GraphQLError(request.operationName ? `no operation named "${request.operationName}"` : 'name the operation to run (operationName)').toJSON()] };
   if (operation.operation === 'subscription') {

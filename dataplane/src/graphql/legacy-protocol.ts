@@ -12,11 +12,10 @@
  * credentials refused, 4408 no connection_init in time, 4409 an id already in use, 4429 a second
  * connection_init. Keep-alive: `ka` right after the ack, then every keepAliveMs.
  */
-import { getOperationAST, GraphQLError, parse, execute, type DocumentNode, type ExecutionResult } from 'graphql';
+import { getOperationAST, GraphQLError, execute, type ExecutionResult } from 'graphql';
 import type { WebSocket } from 'ws';
 import { ApiError } from '../engine/errors.js';
 import type { Connection, Session, SubscriptionLimits } from './websocket.js';
-import { validateOperation } from './limits.js';
 import { subscribeShared } from './shared-execution.js';
 
 export type LegacyClientMessage =
@@ -73,11 +72,7 @@ export function serveLegacyProtocol(ws: WebSocket, connection: Connection, sessi
   let initialising = false;
   let acknowledged = false;
   const operations = new Map<string, AsyncIterator<ExecutionResult> | undefined>();
-  const send = (message: LegacyServerMessage) =>
-    new Promise<void>((resolve) => {
-      if (ws.readyState !== ws.OPEN) return resolve();
-      ws.send(JSON.stringify(message), () => resolve());
-    });
+  const send = (message: LegacyServerMessage) => connection.send(JSON.stringify(message));
   const close = (code: number, reason: string) => connection.close(code, reason);
 
   const initTimer = setTimeout(() => !acknowledged && close(LEGACY_CLOSE.initTimeout, 'connection initialisation timeout'), limits.initTimeoutMs);
@@ -145,14 +140,9 @@ export function serveLegacyProtocol(ws: WebSocket, connection: Connection, sessi
       operations.delete(id);
       await send({ type: 'error', id, payload: errors.map((e) => e.toJSON()) });
     };
-    let document: DocumentNode;
-    try {
-      document = parse(payload.query, { maxTokens: 10_000 });
-    } catch (err) {
-      return fail([err as GraphQLError]);
-    }
-    const problems = validateOperation(schema, document);
-    if (problems.length) return fail(problems);
+    const prepared = session.prepare(payload.query, payload.variables);
+    if (prepared.errors) return fail(prepared.errors);
+    const document = prepared.document;
     const operation = getOperationAST(document, payload.operationName ?? undefined);
     if (!operation) return fail([new GraphQLError('name the operation to run (operationName)')]);
     const args = { schema, document, contextValue: session.context(), variableValues: payload.variables ?? undefined, operationName: payload.operationName ?? undefined };

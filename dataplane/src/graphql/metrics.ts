@@ -24,6 +24,14 @@ export function subscriptionMetrics(dispatcher: ChangeDispatcher, server: Subscr
     },
   });
   new Gauge({
+    name: 'das_subscription_unauthenticated_connections',
+    help: 'WebSocket connections open on this replica whose credentials are not verified yet (capped by DAS_WS_MAX_UNAUTHENTICATED)',
+    registers: [registry],
+    collect() {
+      this.set(server.unauthenticatedCount);
+    },
+  });
+  new Gauge({
     name: 'das_subscription_events_delivered',
     help: 'Change events handed to subscriptions on this replica since it started (a counter: only grows)',
     registers: [registry],

@@ -29,6 +29,7 @@ import type { DatasetConfig, PropertyDef, RecordSchemaDef } from '../../../model
 import type { StatementContext } from '../engine/contract.js';
 import type { ApiRecord, RecordEngine } from '../engine/engine.js';
 import { ApiError } from '../engine/errors.js';
+import type { FieldReads } from './limits.js';
 
 /** What a subscription asks for: a schema's changes, narrowed by filter and ids, from a cursor. */
 export interface SubscriptionRequest {
@@ -178,6 +179,7 @@ export function buildDatasetSchema(dataset: DatasetConfig): GraphQLSchema {
         fields[name] = {
           type: typeOf(target),
           description: description ?? `The linked ${target} (null when none, or when it no longer exists).`,
+          extensions: { reads: 'record' satisfies FieldReads },
           resolve: guard(async (parent: Record<string, unknown>, _args: unknown, context: GraphQLContext) => {
             const link = parent[name] as { id?: string } | null | undefined;
             if (!link || typeof link.id !== 'string') return null;
@@ -192,6 +194,7 @@ export function buildDatasetSchema(dataset: DatasetConfig): GraphQLSchema {
           type: new GraphQLNonNull(pageOf(prop.schema)),
           description: description ?? `The ${prop.schema} records whose ${prop.property} links here, a page at a time.`,
           args: pageArgs,
+          extensions: { reads: 'page' satisfies FieldReads },
           resolve: guard(async (parent: Record<string, unknown>, args: PageArgs, context: GraphQLContext) =>
             context.engine.link(context.dataset, { schema, id: String(parent.id), link: name, ...pageRequest(args) }, context.ctx, (f) => `$.${name}.${f}`),
           ),
@@ -228,12 +231,14 @@ export function buildDatasetSchema(dataset: DatasetConfig): GraphQLSchema {
       type,
       description: `One ${schema} record (a past version with \`version\`); null when there is none.`,
       args: { id: { type: new GraphQLNonNull(GraphQLID) }, version: { type: GraphQLInt } },
+      extensions: { reads: 'record' satisfies FieldReads },
       resolve: guard(async (_: unknown, args: { id: string; version?: number | null }, context: GraphQLContext) => readOrNull(context, schema, args.id, args.version ?? undefined)),
     };
     query[`list_${name}`] = {
       type: new GraphQLNonNull(pageOf(schema)),
       description: `A page of ${schema} records.`,
       args: pageArgs,
+      extensions: { reads: 'page' satisfies FieldReads },
       resolve: guard(async (_: unknown, args: PageArgs, context: GraphQLContext) => context.engine.list(context.dataset, { schema, ...pageRequest(args) }, context.ctx, (f) => `$.${f}`)),
     };
     const event = new GraphQLObjectType<ChangeEvent, GraphQLContext>({

@@ -1,11 +1,14 @@
 /** Subscription settings from the process environment (README "Subscriptions"); a bad value stops the start. */
 import { wholeNumberSetting } from '../env-settings.js';
 import type { DispatcherOptions } from './dispatcher.js';
+import { DEFAULT_QUERY_LIMITS, type QueryLimits } from './limits.js';
 import { DEFAULT_LIMITS, type SubscriptionLimits } from './websocket.js';
 
 export interface SubscriptionSettings {
   limits: SubscriptionLimits;
   dispatcher: DispatcherOptions;
+  /** GraphQL operation limits, on HTTP and both WebSocket protocols. */
+  query: QueryLimits;
 }
 
 export function subscriptionSettings(env: NodeJS.ProcessEnv = process.env): SubscriptionSettings {
@@ -15,6 +18,17 @@ export function subscriptionSettings(env: NodeJS.ProcessEnv = process.env): Subs
       initTimeoutMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_INIT_TIMEOUT_MS', DEFAULT_LIMITS.initTimeoutMs, 1),
       keepAliveMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_KEEPALIVE_MS', DEFAULT_LIMITS.keepAliveMs, 1),
       reverifyMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_REVERIFY_MS', DEFAULT_LIMITS.reverifyMs, 100),
+      maxConnections: wholeNumberSetting(env, 'DAS_WS_MAX_CONNECTIONS', DEFAULT_LIMITS.maxConnections, 1),
+      maxUnauthenticated: wholeNumberSetting(env, 'DAS_WS_MAX_UNAUTHENTICATED', DEFAULT_LIMITS.maxUnauthenticated, 1),
+      maxBufferedBytes: wholeNumberSetting(env, 'DAS_WS_MAX_BUFFERED_BYTES', DEFAULT_LIMITS.maxBufferedBytes, 1024),
+      closeGraceMs: wholeNumberSetting(env, 'DAS_WS_CLOSE_GRACE_MS', DEFAULT_LIMITS.closeGraceMs, 1),
+      maxMessageBytes: wholeNumberSetting(env, 'DAS_WS_MAX_MESSAGE_BYTES', DEFAULT_LIMITS.maxMessageBytes, 1024),
+    },
+    query: {
+      maxTokens: wholeNumberSetting(env, 'DAS_GRAPHQL_MAX_TOKENS', DEFAULT_QUERY_LIMITS.maxTokens, 1),
+      maxDepth: wholeNumberSetting(env, 'DAS_GRAPHQL_MAX_DEPTH', DEFAULT_QUERY_LIMITS.maxDepth, 1),
+      maxAliases: wholeNumberSetting(env, 'DAS_GRAPHQL_MAX_ALIASES', DEFAULT_QUERY_LIMITS.maxAliases, 0),
+      maxCost: wholeNumberSetting(env, 'DAS_GRAPHQL_MAX_COST', DEFAULT_QUERY_LIMITS.maxCost, 1),
     },
     dispatcher: {
       maxSubscriptions: wholeNumberSetting(env, 'DAS_SUBSCRIPTIONS_PER_REPLICA', 10_000, 1),

@@ -92,7 +92,7 @@ describe('GraphQL subscriptions over WebSocket (two data planes, one PostgreSQL)
     cpSync(EXAMPLES_DIR, manifests, { recursive: true });
     const dataDir = mkdtempSync(join(tmpdir(), 'das-subs-data-'));
     // One data directory: both replicas share the development issuer's key and the page-token key, as a Deployment's would.
-    a = await startTestDataPlane({ databaseUrl, manifests, dataDir, env: { DAS_SUBSCRIPTION_QUEUE: '20', DAS_CHANGE_POLL_MS: '2000' } });
+    a = await startTestDataPlane({ databaseUrl, manifests, dataDir, env: { DAS_SUBSCRIPTION_QUEUE: '20', DAS_CHANGE_POLL_MS: '2000', DAS_WS_CLOSE_GRACE_MS: '60000' } });
     b = await startTestDataPlane({ databaseUrl, manifests, dataDir });
     writeB = adminClient(b);
     await write({ create: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } } });
@@ -258,7 +258,8 @@ describe('GraphQL subscriptions over WebSocket (two data planes, one PostgreSQL)
     }
     const received = await take(keeping, WRITES, 20000);
     expect(received).to.have.length(WRITES);
-    // The server ended the slow subscription; the client sees the close once it reads again.
+    // The server ended the slow subscription; the client sees the close once it reads again (within
+    // the close grace set above; past it the socket is cut, test/websocket-hostile.test.ts).
     await until(() => a.dataPlane.dispatcher.subscriptions === 1, 10000);
     (slow as unknown as { _socket: { resume(): void } })._socket.resume();
     expect(await closed).to.equal(4429);

@@ -7,8 +7,13 @@
  * `graphql-ws` of subscriptions-transport-ws (legacy-protocol.ts).
  *
  * A connection ends with 4403 when its token expires or a config change withdraws its access, and
- * with 4429 when it does not keep up with its events (dispatcher.ts).
+ * with 4429 when it does not keep up with its events (dispatcher.ts) or holds more unsent bytes
+ * than its budget (send-budget.ts). Per replica, connections are capped, those without verified
+ * credentials separately and lower; past a cap the upgrade is refused with 503 before it happens.
+ * Every socket has an 'error' listener: a frame `ws` refuses (too large, invalid UTF-8, a bad
+ * opcode) ends that one connection with ws's close code (1009, 1007, 1002), not the process.
  */
+import { randomUUID } from 'node:crypto';
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GraphQLError } from 'graphql';
@@ -26,7 +31,8 @@ import { toApiError } from '../http/errors.js';
 import type { ChangeDispatcher } from './dispatcher.js';
 import { serveLegacyProtocol } from './legacy-protocol.js';
 import { subscribeShared } from './shared-execution.js';
-import { validateOperation } from './limits.js';
+import { DEFAULT_QUERY_LIMITS, prepareOperation, type QueryLimits } from './limits.js';
+import { closeOrTerminate, SendBudget, sendWithin, SLOW_CONSUMER } from './send-budget.js';
 import { datasetSchema, graphqlErrorOf, type GraphQLContext, type SubscriptionRequest } from './schema.js';
 
 export const TRANSPORT_WS = 'graphql-transport-ws';
@@ -39,11 +45,32 @@ export interface SubscriptionLimits {
   initTimeoutMs: number;
   /** Interval of keep-alives (pings; `ka` on the older protocol). */
   keepAliveMs: number;
+  /** WebSocket connections on this replica, all datasets together. */
+  maxConnections: number;
+  /** Of those, connections whose credentials are not verified yet (no Authorization at the upgrade, no connection_init yet). */
+  maxUnauthenticated: number;
+  /** Bytes one connection may hold for its client: events queued plus bytes sent and not yet taken by the socket. */
+  maxBufferedBytes: number;
+  /** How long a close frame may take to go out before the socket is destroyed. */
+  closeGraceMs: number;
+  /** Largest message a client may send. */
+  maxMessageBytes: number;
   /** How often a verified ServiceAccount caller is authenticated again (a revoked one is then ended, 4403). */
   reverifyMs: number;
 }
 
-export const DEFAULT_LIMITS: SubscriptionLimits = { perConnection: 100, initTimeoutMs: 10_000, keepAliveMs: 12_000, reverifyMs: 60_000 };
+/** The defaults (README "Process environment"); settings.ts reads the overrides, and so may a memory-based sizing. */
+export const DEFAULT_LIMITS: SubscriptionLimits = {
+  perConnection: 100,
+  initTimeoutMs: 10_000,
+  keepAliveMs: 12_000,
+  maxConnections: 5_000,
+  maxUnauthenticated: 500,
+  maxBufferedBytes: 4 * 1024 * 1024,
+  closeGraceMs: 5_000,
+  maxMessageBytes: 1024 * 1024,
+  reverifyMs: 60_000,
+};
 
 export interface SubscriptionServerDeps {
   store: ConfigStore;
@@ -53,6 +80,7 @@ export interface SubscriptionServerDeps {
   firewall?: NodeMiddleware;
   logger: Logger;
   limits?: Partial<SubscriptionLimits>;
+  queryLimits?: QueryLimits;
 }
 
 /** One client connection: which dataset, through which gateway, as whom. */
@@ -68,20 +96,31 @@ export interface Connection {
   byHost: boolean;
   caller?: Caller;
   socket: WebSocket;
-  /** Ends the connection (4403, 4429…). */
+  /** Its bytes waiting for the client (send-budget.ts). */
+  budget: SendBudget;
+  /** Sends one message within the budget (over it: 4429). */
+  send(data: string): Promise<void>;
+  /** Ends the connection (4403, 4429…); destroys the socket if the close frame does not go out. */
   close(code: number, reason: string): void;
   expiry?: NodeJS.Timeout;
 }
 
 export class SubscriptionServer {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  private readonly wss: WebSocketServer;
   private readonly connections = new Set<Connection>();
+  /** Connections without verified credentials yet. */
+  private readonly unverified = new Set<Connection>();
+  /** Upgrades being checked (firewall, authentication): counted against the caps too. */
+  private upgrading = 0;
   private readonly limits: SubscriptionLimits;
+  private readonly queryLimits: QueryLimits;
   private readonly onDataset = (id: string) => void this.recheck((c) => c.datasetId === id);
   private readonly onEnvironment = () => void this.recheck(() => true);
 
   constructor(private readonly deps: SubscriptionServerDeps) {
     this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
+    this.queryLimits = deps.queryLimits ?? DEFAULT_QUERY_LIMITS;
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: this.limits.maxMessageBytes });
     deps.store.on('dataset', this.onDataset);
     deps.store.on('environment', this.onEnvironment);
   }
@@ -90,16 +129,52 @@ export class SubscriptionServer {
     return this.connections.size;
   }
 
+  /** Connections whose credentials are not verified yet. */
+  get unauthenticatedCount(): number {
+    return this.unverified.size;
+  }
+
+  /** The WebSockets open now (for checks that every one is looked after). */
+  get sockets(): WebSocket[] {
+    return [...this.connections].map((c) => c.socket);
+  }
+
   /** The server's `upgrade` event. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    // Node removed its own listener when it handed the socket over: a reset now must not end the process.
     socket.on('error', () => undefined);
     const res = new ServerResponse(req);
     res.assignSocket(socket as import('node:net').Socket);
     res.on('finish', () => socket.destroy());
-    const proceed = () => this.upgrade(req, socket, head, res).catch((err: unknown) => refuse(res, err, this.deps.logger));
+    const full = this.overCap(req);
+    if (full) return refuse(res, full, this.deps.logger);
+    this.upgrading++;
+    let counted = true;
+    const done = () => {
+      if (counted) this.upgrading--;
+      counted = false;
+    };
+    res.once('close', done);
+    const proceed = () =>
+      this.upgrade(req, socket, head, res)
+        .catch((err: unknown) => refuse(res, err, this.deps.logger))
+        .finally(done);
     if (!this.deps.firewall) return void proceed();
     // A request the firewall blocks gets its answer on this socket and never upgrades.
     this.deps.firewall(req, res, (err?: unknown) => (err ? refuse(res, err, this.deps.logger) : void proceed()));
+  }
+
+  /** A 503 when this replica holds as many connections as it may (those being upgraded included). */
+  private overCap(req: IncomingMessage): ApiError | undefined {
+    const total = this.connections.size + this.upgrading;
+    if (total >= this.limits.maxConnections) {
+      return new ApiError(503, 'TOO_MANY_CONNECTIONS', `this replica serves at most ${this.limits.maxConnections} WebSocket connections; retry later or on another replica`, [], 5);
+    }
+    // Without an Authorization header the connection stays unverified until connection_init.
+    if (!req.headers.authorization && this.unverified.size + this.upgrading >= this.limits.maxUnauthenticated) {
+      return new ApiError(503, 'TOO_MANY_CONNECTIONS', `this replica holds at most ${this.limits.maxUnauthenticated} WebSocket connections that have not authenticated yet; send credentials in the upgrade's Authorization header or retry later`, [], 5);
+    }
+    return undefined;
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse): Promise<void> {
@@ -122,6 +197,10 @@ export class SubscriptionServer {
     res.detachSocket(socket as import('node:net').Socket);
     res.removeAllListeners('finish');
     this.wss.handleUpgrade(req, socket, head, (ws) => {
+      // A frame ws refuses is reported here, and ws closes this connection with the matching code.
+      ws.on('error', (err) => this.deps.logger.debug({ err: err.message }, 'WebSocket connection error'));
+      const budget = new SendBudget(this.limits.maxBufferedBytes, () => ws.bufferedAmount);
+      const close = (code: number, reason: string) => closeOrTerminate(ws, code, reason, this.limits.closeGraceMs);
       const connection: Connection = {
         datasetId: route.datasetId!,
         dataset,
@@ -131,13 +210,15 @@ export class SubscriptionServer {
         byHost: route.by === 'host',
         caller,
         socket: ws,
-        close: (code, reason) => {
-          if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, reason);
-        },
+        budget,
+        send: (data) => sendWithin(ws, budget, data, () => close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason)),
+        close,
       };
       this.connections.add(connection);
+      if (!caller) this.unverified.add(connection);
       ws.once('close', () => {
         this.connections.delete(connection);
+        this.unverified.delete(connection);
         if (connection.expiry) clearTimeout(connection.expiry);
       });
       if (caller) this.watchExpiry(connection);
@@ -170,15 +251,17 @@ export class SubscriptionServer {
           if (given !== undefined) connection.authorization = given;
           if (!connection.byHost) connection.authkind = inferAuthkind(connection.authorization);
           connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, this.environment(), connection.dataset);
+          this.unverified.delete(connection);
           this.watchExpiry(connection);
         }
       },
       context: (): GraphQLContext => ({
         engine: this.deps.engine,
         dataset: connection.dataset,
-        subscribe: (request: SubscriptionRequest) => this.deps.dispatcher.subscribe(connection.dataset, request, () => connection.close(4429, 'slow consumer: events were not read in time')),
+        subscribe: (request: SubscriptionRequest) => this.deps.dispatcher.subscribe(connection.dataset, request, () => connection.close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason), connection.budget),
       }),
       schema: () => datasetSchema(connection.dataset),
+      prepare: (query, variables) => prepareOperation(datasetSchema(connection.dataset), query, variables, this.queryLimits),
     };
   }
 
@@ -188,7 +271,6 @@ export class SubscriptionServer {
       schema: () => session.schema(),
       context: () => session.context() as unknown as Record<string, unknown>,
       connectionInitWaitTimeout: this.limits.initTimeoutMs,
-      validate: (schema, document) => validateOperation(schema, document),
       subscribe: (args) => subscribeShared(args),
       onConnect: async (ctx) => {
         try {
@@ -200,23 +282,22 @@ export class SubscriptionServer {
           return false;
         }
       },
-      onSubscribe: (ctx) => {
+      onSubscribe: (ctx, _id, payload) => {
         // The subscription being opened is already registered: more than the limit is refused.
         if (Object.keys(ctx.subscriptions).length > this.limits.perConnection) {
           return [new GraphQLError(`at most ${this.limits.perConnection} subscriptions per connection`, { extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' } })];
         }
-        return undefined;
+        // The one parser and validation of every transport (limits.ts), instead of graphql-ws's own.
+        const prepared = session.prepare(payload.query, payload.variables);
+        if (prepared.errors) return prepared.errors;
+        return { schema: session.schema(), document: prepared.document, operationName: payload.operationName, variableValues: payload.variables };
       },
     });
     const closed = server.opened(
       {
         // No subprotocol offered: graphql-transport-ws, the default.
         protocol: TRANSPORT_WS,
-        send: (data) =>
-          new Promise<void>((resolve) => {
-            if (ws.readyState !== ws.OPEN) return resolve();
-            ws.send(data, () => resolve());
-          }),
+        send: (data) => connection.send(data),
         close: (code, reason) => connection.close(code ?? 1000, reason ?? ''),
         onMessage: (cb) =>
           ws.on('message', (data, isBinary) => {
@@ -307,6 +388,8 @@ export interface Session {
   init(payload: unknown): Promise<void>;
   context(): GraphQLContext;
   schema(): ReturnType<typeof datasetSchema>;
+  /** Parses, validates and measures an operation against the configured limits (limits.ts). */
+  prepare(query: string, variables: Record<string, unknown> | null | undefined): ReturnType<typeof prepareOperation>;
 }
 
 /** The protocol for the offered subprotocols: graphql-transport-ws first; undefined when only others are offered. */
@@ -337,8 +420,16 @@ function refuse(res: ServerResponse, err: unknown, logger: Logger): void {
   const e = toApiError(err);
   if (!e) logger.error({ err: (err as Error)?.message }, 'WebSocket upgrade failed');
   const status = e?.status ?? 500;
-  const body = JSON.stringify({ error: { code: e?.code ?? 'INTERNAL', message: e?.message ?? 'internal error', details: e?.details ?? [] } });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close', ...(e?.retryAfter ? { 'retry-after': String(e.retryAfter) } : {}) });
+  // The firewall gave the request its id when it ran; a refusal before it gets a new one.
+  const requestId = (res.req as IncomingMessage & { id?: string }).id ?? randomUUID();
+  const body = JSON.stringify({ error: { code: e?.code ?? 'INTERNAL', message: e?.message ?? 'internal error', details: e?.details ?? [] }, requestId });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': requestId,
+    connection: 'close',
+    ...(e?.retryAfter ? { 'retry-after': String(e.retryAfter) } : {}),
+  });
   res.end(body);
 }
 

@@ -27,6 +27,7 @@ import { checkAddressingHeaders, statementContext } from './headers.js';
 import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from './exchange.js';
 import type { RequestSample } from '../metrics.js';
 import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
+import type { QueryLimits } from '../graphql/limits.js';
 
 export type Authenticate = (input: { authkind: Authkind; authorization?: string; remoteAddress?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
 
@@ -60,6 +61,8 @@ export interface AppDeps {
   storeHealth?: () => Promise<import('./readiness.js').StoreReadiness>;
   /** GET /metrics: the Prometheus text exposition (metrics.ts, graphql/metrics.ts). */
   metrics?: () => Promise<{ contentType: string; body: string }>;
+  /** GraphQL operation limits (graphql/limits.ts), the same on every transport. */
+  queryLimits?: QueryLimits;
   /** Each finished response, for the request metrics. */
   observeRequest?: (sample: RequestSample) => void;
   /** Routes under `/.well-known/` (e.g. the development issuer's JWKS), served by Express. */
@@ -126,7 +129,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     }
     // Addressing and authentication come before the body is read: an unauthenticated caller
     // cannot make the service buffer a megabyte.
-    const d = await prepareDatasetRequest(deps, x);
+    const d = await prepareDatasetRequest(deps, x, ENGINE_ROUTES.has(route.name));
     if (method === 'POST') {
       const raw = await readRawBody(x.req, bodyOptions);
       if (raw.length === 0) throw badRequest('INVALID_BODY', 'the request needs a JSON body', [{ path: '$', message: 'empty body' }]);
@@ -155,6 +158,12 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     if (method === 'POST' && x.req.headers['content-type'] !== undefined) {
       if (!isJsonMediaType(x.req.headers['content-type'])) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send application/json');
       const raw = await readRawBody(x.req, bodyOptions);
+      // The firewall's body rules apply to admin bodies as to every other body.
+      (x.req as IncomingMessage & { rawBody?: Buffer }).rawBody = raw;
+      if (raw.length && deps.bodyFirewall && !(await run(deps.bodyFirewall, x))) {
+        x.redactPath = true;
+        return;
+      }
       body = raw.length ? parseJsonBody(raw) : undefined;
     }
     let segments: string[];
@@ -243,11 +252,18 @@ export function isJsonMediaType(value: string): boolean {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
 
-async function prepareDatasetRequest(deps: AppDeps, x: Exchange): Promise<DatasetRequest> {
+/**
+ * Routes served by the record engine alone: a dataset still being prepared is checked against its
+ * config, so a request that can never succeed gets its 400 before the 503 (the engine refuses its
+ * store calls until the dataset is served). Other routes need the dataset served first.
+ */
+const ENGINE_ROUTES: ReadonlySet<string> = new Set(['structured', 'read', 'list', 'link', 'namedQuery', 'graphql']);
+
+async function prepareDatasetRequest(deps: AppDeps, x: Exchange, engineRoute: boolean): Promise<DatasetRequest> {
   const route = x.route!;
   const env = deps.store.environment;
   if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
-  const dataset = deps.engine.dataset(route.datasetId!);
+  const dataset = engineRoute ? deps.engine.requestDataset(route.datasetId!) : deps.engine.dataset(route.datasetId!);
   const caller = await deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization, remoteAddress: x.req.socket.remoteAddress }, env, dataset);
   checkAddressingHeaders(x.req.headers, env, dataset);
   const ctx = statementContext(x.req.headers, env);

@@ -6,11 +6,11 @@
  * shape (`render`), and one warn line that names the parser's code — never the raw bytes.
  */
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 
-export type ClientErrorCode = 'BAD_REQUEST' | 'HEADERS_TOO_LARGE' | 'REQUEST_TIMEOUT';
+export type ClientErrorCode = 'BAD_REQUEST' | 'HEADERS_TOO_LARGE' | 'REQUEST_TIMEOUT' | 'MISSING_HOST';
 
 export interface ClientErrorAnswer {
   status: number;
@@ -74,4 +74,24 @@ export function installClientErrorHandler(server: Server, logger: Logger, render
       socket.destroy();
     }
   });
+}
+
+/** The server option that hands requests without Host to `requireHost` instead of node's empty 400. */
+export const HOST_CHECKED_BY_HANDLER = { requireHostHeader: false } as const;
+
+/**
+ * HTTP/1.1 requires a Host header (RFC 9112 §3.2). Node refuses a request without one with an
+ * empty 400 unless the server is created with HOST_CHECKED_BY_HANDLER; this wrapper then answers
+ * it in the server's error shape with x-request-id, and passes every other request on.
+ */
+export function requireHost(logger: Logger, render: ClientErrorRenderer, handler: RequestListener): RequestListener {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return handler(req, res);
+    const answer: ClientErrorAnswer = { status: 400, code: 'MISSING_HOST', message: 'an HTTP/1.1 request needs a Host header', requestId: randomUUID() };
+    logger.warn({ reqId: answer.requestId, status: 400 }, 'request without Host refused');
+    const body = JSON.stringify(render(answer));
+    res.shouldKeepAlive = false;
+    res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': answer.requestId, connection: 'close' });
+    res.end(body);
+  };
 }

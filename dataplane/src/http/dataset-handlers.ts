@@ -102,7 +102,7 @@ export function datasetHandlers(deps: AppDeps): Record<RouteName, Handler> {
   };
 
   /** GraphQL queries and introspection (graphql/http.ts). */
-  const graphql: Handler = async (x, d) => sendJson(x.res, 200, await runGraphQLQuery(deps.engine, d.dataset, parseGraphQLRequest(x.body), d.ctx));
+  const graphql: Handler = async (x, d) => sendJson(x.res, 200, await runGraphQLQuery(deps.engine, d.dataset, parseGraphQLRequest(x.body), d.ctx, deps.queryLimits));
 
   return { structured, echo, openapi, rawQuery, namedQuery, graphql, list: page('list'), read, link: page('link') };
 }

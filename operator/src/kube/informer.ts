@@ -20,6 +20,7 @@ export interface InformerOptions {
   /** Watch one namespace; all namespaces when undefined. */
   namespace?: string;
   labelSelector?: string;
+  fieldSelector?: string;
   logger: Logger;
   retryBaseMs?: number;
   retryMaxMs?: number;
@@ -99,10 +100,10 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   private async createListWatch(): Promise<ListWatch<T>> {
-    const { client, apiVersion, kind, namespace, labelSelector, kubeConfig } = this.options;
+    const { client, apiVersion, kind, namespace, labelSelector, fieldSelector, kubeConfig } = this.options;
     const path = await client.collectionPath(apiVersion, kind, namespace);
-    const list = () => client.list<T>(apiVersion, kind, namespace, labelSelector);
-    const listWatch = new ListWatch<T>(path, new Watch(kubeConfig), list, false, labelSelector);
+    const list = () => client.list<T>(apiVersion, kind, namespace, labelSelector, fieldSelector);
+    const listWatch = new ListWatch<T>(path, new Watch(kubeConfig), list, false, labelSelector, fieldSelector);
     listWatch.on('add', (object) => this.emit(object, 'add'));
     listWatch.on('update', (object) => this.emit(object, 'update'));
     listWatch.on('delete', (object) => this.emit(object, 'delete'));

@@ -112,9 +112,9 @@ export class KubeObjectClient {
     return this.api.path({ apiVersion, kind, metadata: { namespace } }, 'list');
   }
 
-  async list<T extends KubeObject = KubeObject>(apiVersion: string, kind: string, namespace?: string, labelSelector?: string): Promise<KubeList<T>> {
+  async list<T extends KubeObject = KubeObject>(apiVersion: string, kind: string, namespace?: string, labelSelector?: string, fieldSelector?: string): Promise<KubeList<T>> {
     const path = await this.collectionPath(apiVersion, kind, namespace);
-    const query: Record<string, string> = labelSelector ? { labelSelector } : {};
+    const query: Record<string, string> = { ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) };
     const items: T[] = [];
     let resourceVersion: string | undefined;
     let next: string | undefined;
@@ -125,6 +125,11 @@ export class KubeObjectClient {
       next = page.metadata?.continue || undefined;
     } while (next);
     return { apiVersion, kind: `${kind}List`, metadata: { resourceVersion }, items };
+  }
+
+  /** A GET of a non-object path (discovery: `/apis`). */
+  getJson<T>(path: string): Promise<T> {
+    return this.api.send<T>(HttpMethod.GET, path, {});
   }
 
   /** The object, or undefined when it does not exist. */

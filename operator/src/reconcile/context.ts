@@ -4,6 +4,7 @@ import type { EventSink } from '../kube/events.js';
 import type { MutationCache } from '../kube/mutation-cache.js';
 import { apiErrorMessage, type KubeObject, type ObjectWriter } from '../kube/object-client.js';
 import type { DesiredObject, RenderSettings } from '../render/types.js';
+import type { ClusterCapabilities } from '../render/capabilities.js';
 import { OwnershipConflictError, type Applier, type Change } from './applier.js';
 import { readyTransition, type Condition } from './conditions.js';
 import type { ResourceWriter } from './resource-writer.js';
@@ -21,6 +22,8 @@ export interface ReconcileContext {
   datasetWriter: ResourceWriter;
   events: EventSink;
   settings: RenderSettings;
+  /** What the cluster serves now (API versions, the PodMonitor CRD); absent: the oldest supported cluster. */
+  capabilities?: () => ClusterCapabilities;
   logger: Logger;
   now: () => Date;
 }

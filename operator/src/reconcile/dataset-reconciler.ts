@@ -15,6 +15,7 @@ import { renderDatasetObjects } from '../render/dataset.js';
 import { isControlledBy } from './applier.js';
 import { WAIT_REQUEUE_MS, applyOwned, failureOutcome, ownedCache, publishStatus, recordChange, type ReconcileContext, type ReconcileResult } from './context.js';
 import { datasetStatus, type Outcome } from './status.js';
+import { publishedLocation, storageConflict, type DatasetView } from './storage-claims.js';
 
 type DatasetObject = KubeObject & { spec: DatasetSpec };
 
@@ -27,12 +28,15 @@ export async function reconcileDataset(ctx: ReconcileContext, namespace: string,
 
   let outcome: Outcome;
   let failure: unknown;
-  const problems = checkDatasetSpec(dataset.spec);
+  let conflict: { dataset: string; message: string } | undefined;
+  const problems = checkDatasetSpec(dataset.spec, '$.spec', name);
   const environment = problems.length ? undefined : ctx.environments.get(namespace, dataset.spec.environment);
   if (problems.length) {
     outcome = { kind: 'invalid', problems };
   } else if (!environment || environment.metadata.deletionTimestamp) {
     outcome = { kind: 'environment-missing', environment: dataset.spec.environment, namespace };
+  } else if ((conflict = storageConflictOf(ctx, dataset))) {
+    outcome = { kind: 'storage-in-use', ...conflict };
   } else {
     try {
       // Pruning ConfigMaps: after spec.environment changed, the one under the old name goes.
@@ -48,7 +52,28 @@ export async function reconcileDataset(ctx: ReconcileContext, namespace: string,
   const status = datasetStatus(dataset, outcome, { configMap: published }, ctx.now());
   await publishStatus(ctx, ctx.datasetWriter, dataset, status);
   if (failure) throw failure;
+  if (outcome.kind === 'storage-in-use') return { requeueAfterMs: STORAGE_RECHECK_MS };
   return outcome.kind === 'waiting' ? { requeueAfterMs: WAIT_REQUEUE_MS } : {};
+}
+
+/** Validity per cached object (a changed Dataset is a new object): every reconcile looks at all the namespace's Datasets. */
+const validity = new WeakMap<object, boolean>();
+function isValid(dataset: DatasetObject): boolean {
+  let valid = validity.get(dataset);
+  if (valid === undefined) validity.set(dataset, (valid = checkDatasetSpec(dataset.spec, '$.spec', dataset.metadata.name).length === 0));
+  return valid;
+}
+
+/** A Dataset refused for its storage looks again this often: the holder may have moved or gone. */
+const STORAGE_RECHECK_MS = 15_000;
+
+/** The other live, valid Datasets of the namespace and what their ConfigMaps publish (storage-claims.ts decides). */
+function storageConflictOf(ctx: ReconcileContext, dataset: DatasetObject) {
+  const view = (d: DatasetObject): DatasetView => ({ name: d.metadata.name, spec: d.spec, published: publishedLocation(configMapsOf(ctx, d)[0] as { data?: Record<string, string> } | undefined) });
+  const others = (ctx.datasets.list(dataset.metadata.namespace) as DatasetObject[])
+    .filter((d) => d.metadata.name !== dataset.metadata.name && !d.metadata.deletionTimestamp && isValid(d))
+    .map(view);
+  return storageConflict(view(dataset), others);
 }
 
 async function finalizeDataset(ctx: ReconcileContext, dataset: DatasetObject): Promise<ReconcileResult> {

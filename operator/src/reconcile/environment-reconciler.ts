@@ -16,7 +16,18 @@ import { datasetSecretRefs, publishedSecretRefs, type WithConnectionSecret } fro
 import { WAIT_REQUEUE_MS, applyOwned, failureOutcome, ownedCache, publishStatus, type ReconcileContext, type ReconcileResult } from './context.js';
 import { environmentStatus, type DeploymentView, type Outcome } from './status.js';
 
-export const ENVIRONMENT_OWNED_KINDS = ['ServiceAccount', 'Role', 'RoleBinding', 'ConfigMap', 'Deployment', 'Service', 'NetworkPolicy'] as const;
+export const ENVIRONMENT_OWNED_KINDS = [
+  'ServiceAccount',
+  'Role',
+  'RoleBinding',
+  'ConfigMap',
+  'Deployment',
+  'Service',
+  'NetworkPolicy',
+  'HorizontalPodAutoscaler',
+  'PodDisruptionBudget',
+  'PodMonitor',
+] as const;
 
 type EnvironmentObject = KubeObject & { spec: EnvironmentSpec };
 type DatasetObject = KubeObject & WithConnectionSecret & { spec?: { environment?: string } };
@@ -41,8 +52,9 @@ export async function reconcileEnvironment(ctx: ReconcileContext, namespace: str
     try {
       const secretRefs = neededSecretRefs(ctx, namespace, name, datasets);
       env = (await reconcileClusterBindings(ctx, env)) as EnvironmentObject;
-      const desired = renderEnvironmentObjects(env as unknown as EnvironmentResource, ctx.settings, secretRefs);
-      outcome = await applyOwned(ctx, env, desired, ENVIRONMENT_OWNED_KINDS);
+      const desired = renderEnvironmentObjects(env as unknown as EnvironmentResource, ctx.settings, secretRefs, ctx.capabilities?.());
+      // A kind the cluster does not have (PodMonitor without its CRD) has no cache and nothing to prune.
+      outcome = await applyOwned(ctx, env, desired, ENVIRONMENT_OWNED_KINDS.filter((kind) => ctx.owned.has(kind)));
     } catch (err) {
       failure = err;
       outcome = failureOutcome(err);

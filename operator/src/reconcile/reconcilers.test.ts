@@ -182,6 +182,31 @@ describe('operator: Environment reconciler (fake API server)', () => {
     expect((cluster.get('Deployment', NS, 'local-dataplane') as any).spec.replicas).to.equal(2);
   });
 
+  it('with autoscaling, the replica count someone else set stays through a resync and through an update of another field', async () => {
+    const { cluster, ctx } = setup();
+    const env = exampleEnvironment();
+    (env.spec as any).dataplane = { autoscaling: { minReplicas: 2, maxReplicas: 8 } };
+    cluster.seed(env);
+    cluster.sync();
+    await reconcileEnvironment(ctx, NS, 'local');
+    const scaled = cluster.get('Deployment', NS, 'local-dataplane') as any;
+    await cluster.replace({ ...scaled, spec: { ...scaled.spec, replicas: 6 } }); // what the HPA does
+    cluster.sync();
+    const mark = cluster.writes.length;
+    await reconcileEnvironment(ctx, NS, 'local');
+    // Only the Environment's status, which reports the new count.
+    expect(cluster.writesSince(mark)).to.deep.equal([{ verb: 'update-status', kind: 'Environment', name: 'local' }]);
+    expect((cluster.get('Environment', NS, 'local') as any).status.replicas).to.equal(6);
+    // A change the operator does make (the log level) is written on top of the live object.
+    const current = cluster.get('Environment', NS, 'local') as any;
+    await cluster.replace({ ...current, spec: { ...current.spec, dataplane: { ...current.spec.dataplane, logLevel: 'debug' } } });
+    cluster.sync();
+    await reconcileEnvironment(ctx, NS, 'local');
+    const updated = cluster.get('Deployment', NS, 'local-dataplane') as any;
+    expect(updated.spec.template.spec.containers[0].env).to.deep.include({ name: 'LOG_LEVEL', value: 'debug' });
+    expect(updated.spec.replicas).to.equal(6);
+  });
+
   it('never takes over an object of the same name that is not its own; reports how to resolve it', async () => {
     const { cluster, ctx } = setup();
     cluster.seed(exampleEnvironment());

@@ -11,6 +11,7 @@ export type Outcome =
   | { kind: 'invalid'; problems: SpecProblem[] }
   | { kind: 'environment-missing'; environment: string; namespace: string }
   | { kind: 'conflict'; message: string }
+  | { kind: 'storage-in-use'; dataset: string; message: string }
   | { kind: 'failed'; message: string };
 
 export function describeProblems(problems: readonly SpecProblem[]): string {
@@ -39,6 +40,12 @@ export function problemOf(outcome: Outcome): Problem | undefined {
       };
     case 'conflict':
       return { reason: 'OwnershipConflict', message: outcome.message, degraded: true };
+    case 'storage-in-use':
+      return {
+        reason: 'StorageInUse',
+        message: `The storage this spec names belongs to Dataset "${outcome.dataset}": ${outcome.message}. Nothing was applied; give this Dataset storage of its own.`,
+        degraded: true,
+      };
     case 'failed':
       return { reason: 'ApplyFailed', message: `Applying failed and is retried with backoff: ${outcome.message}`, degraded: true };
   }
@@ -58,6 +65,8 @@ export interface EnvironmentStatus {
   observedGeneration: number;
   conditions: Condition[];
   datasets: number;
+  /** The data plane Deployment's replica count now (the autoscaler's choice while autoscaling is set). */
+  replicas?: number;
   endpoints: { api: string; internal?: string; functionGateway?: string };
 }
 
@@ -77,6 +86,7 @@ export function environmentStatus(
     observedGeneration: generation,
     conditions: setConditions(env.status?.conditions, outcomeConditions(ready, problem), generation, now),
     datasets: facts.datasets,
+    ...(facts.dataplane?.spec?.replicas === undefined ? {} : { replicas: facts.dataplane.spec.replicas }),
     endpoints: {
       api: svc(objectNames.apiService(name)),
       ...(env.spec.type === 'internal' ? { internal: svc(objectNames.internalService(name)) } : {}),

@@ -13,6 +13,8 @@ import { SECRETS_DIR_ENV, SECRETS_MOUNT_ROOT } from '../../../model/secrets.js';
 import { environmentSecretRefs, secretVolumeMounts, secretVolumes } from './secrets.js';
 import { importsParts } from './imports.js';
 import { HTTP_PORT, type RenderSettings, type Rendered } from './types.js';
+import { DATAPLANE_DEFAULT_RESOURCES } from '../../../model/workloads.js';
+import { deploymentReplicas, elasticPodSpec, shutdownEnv, workloadResources, type Workload } from './workload.js';
 
 export const DEFAULT_DATAPLANE_REPLICAS = 2;
 const DATA_DIR = '/var/lib/data-access';
@@ -25,6 +27,11 @@ export const DATAPLANE_FS_GROUP = 10001;
 
 export function dataplaneLabels(env: string): Record<string, string> {
   return componentLabels(env, 'data-access-dataplane', COMPONENT.dataplane);
+}
+
+export function dataplaneWorkload(env: EnvironmentResource): Workload {
+  const name = env.metadata.name;
+  return { name: objectNames.dataplane(name), labels: dataplaneLabels(name), selector: componentSelector(name, COMPONENT.dataplane), spec: env.spec.dataplane, defaultReplicas: DEFAULT_DATAPLANE_REPLICAS };
 }
 
 export function renderDataplaneServiceAccount(env: EnvironmentResource, owner: OwnerRef, namespace: string): Rendered<V1ServiceAccount> {
@@ -91,12 +98,13 @@ export function renderDataplaneDeployment(
     kind: 'Deployment',
     metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, labels),
     spec: {
-      replicas: spec.replicas ?? DEFAULT_DATAPLANE_REPLICAS,
+      ...deploymentReplicas(spec, DEFAULT_DATAPLANE_REPLICAS),
       selector: { matchLabels: componentSelector(name, COMPONENT.dataplane) },
       template: {
         metadata: { labels },
         spec: {
           serviceAccountName: objectNames.dataplane(name),
+          ...elasticPodSpec(componentSelector(name, COMPONENT.dataplane)),
           securityContext: { ...podSecurityContext, fsGroup: DATAPLANE_FS_GROUP },
           containers: [
             {
@@ -112,10 +120,11 @@ export function renderDataplaneDeployment(
                 { name: 'DATA_DIR', value: DATA_DIR },
                 { name: 'LOG_LEVEL', value: spec.logLevel ?? 'info' },
                 { name: SECRETS_DIR_ENV, value: SECRETS_MOUNT_ROOT },
+                ...shutdownEnv(),
                 ...imports.env,
               ],
               ...httpProbes(),
-              resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+              resources: workloadResources(spec, DATAPLANE_DEFAULT_RESOURCES),
               securityContext: containerSecurityContext,
               volumeMounts: [...scratchMounts, { name: 'data', mountPath: DATA_DIR }, ...imports.volumeMounts, ...secretVolumeMounts(mounted)],
             },

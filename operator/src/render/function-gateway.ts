@@ -11,6 +11,10 @@ import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts
 import { iamAudiences, PROJECTED_TOKEN_PATH, projectedTokenParts, verifiedCallers } from './verified-callers.js';
 import { functionGatewayAudience } from '../../../model/render.js';
 import { HTTP_PORT, SERVICE_HTTP_PORT, SERVICE_PORT, type RenderSettings, type Rendered } from './types.js';
+import { FUNCTION_GATEWAY_DEFAULT_RESOURCES } from '../../../model/workloads.js';
+import { deploymentReplicas, elasticPodSpec, shutdownEnv, workloadResources, type Workload } from './workload.js';
+
+export const DEFAULT_FUNCTION_GATEWAY_REPLICAS = 1;
 
 export function functionGatewayEnabled(env: EnvironmentResource): boolean {
   return env.spec.functionGateway?.enabled !== false;
@@ -18,6 +22,12 @@ export function functionGatewayEnabled(env: EnvironmentResource): boolean {
 
 export function functionGatewayLabels(env: string): Record<string, string> {
   return componentLabels(env, 'data-access-function-gateway', COMPONENT.functionGateway);
+}
+
+export function functionGatewayWorkload(env: EnvironmentResource): Workload {
+  const name = env.metadata.name;
+  const selector = componentSelector(name, COMPONENT.functionGateway);
+  return { name: objectNames.functionGateway(name), labels: functionGatewayLabels(name), selector, spec: env.spec.functionGateway, defaultReplicas: DEFAULT_FUNCTION_GATEWAY_REPLICAS };
 }
 
 /** The in-cluster URL of the REST API the function gateway forwards to. */
@@ -41,7 +51,7 @@ export function renderFunctionGatewayDeployment(
     kind: 'Deployment',
     metadata: ownedMetadata(objectNames.functionGateway(name), namespace, owner, labels),
     spec: {
-      replicas: 1,
+      ...deploymentReplicas(env.spec.functionGateway, DEFAULT_FUNCTION_GATEWAY_REPLICAS),
       selector: { matchLabels: componentSelector(name, COMPONENT.functionGateway) },
       template: {
         metadata: { labels },
@@ -49,6 +59,7 @@ export function renderFunctionGatewayDeployment(
           // network: it only forwards HTTP and needs no Kubernetes API access at all. verified: its
           // own ServiceAccount, whose API token makes TokenReviews (system:auth-delegator only).
           ...trust.pod,
+          ...elasticPodSpec(componentSelector(name, COMPONENT.functionGateway)),
           securityContext: podSecurityContext,
           containers: [
             {
@@ -63,9 +74,10 @@ export function renderFunctionGatewayDeployment(
                 { name: 'PORT', value: String(HTTP_PORT) },
                 { name: 'HOST', value: '0.0.0.0' },
                 ...trust.env,
+                ...shutdownEnv(),
               ],
               ...httpProbes(),
-              resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+              resources: workloadResources(env.spec.functionGateway, FUNCTION_GATEWAY_DEFAULT_RESOURCES),
               securityContext: containerSecurityContext,
               volumeMounts: [...scratchMounts, ...trust.volumeMounts],
             },

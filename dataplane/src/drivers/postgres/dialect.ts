@@ -1,5 +1,6 @@
 /** PostgreSQL's SQL dialect for the shared SQL layer (drivers/sql/). */
 import type { SqlDialect } from '../sql/dialect.js';
+import { defaultDatabaseSchema } from '../../../../model/location-kinds.js';
 import { postgresNaming, quoteIdent, snakeCase } from '../sql-naming.js';
 
 const COLUMN_TYPES = {
@@ -22,5 +23,6 @@ export const postgresSqlDialect: SqlDialect = {
   columnType: (kind) => COLUMN_TYPES[kind],
   // information_schema.columns.data_type spells PostgreSQL's types as the DDL above does.
   sameColumnType: (catalogType, sqlType) => catalogType === sqlType,
-  defaultDatabaseSchema: (datasetId) => snakeCase(datasetId.replace(/-/g, '_')),
+  // The model's default (model/storage.ts keeps datasets' schemas apart by it).
+  defaultDatabaseSchema: (datasetId) => snakeCase(defaultDatabaseSchema(datasetId)),
 };

@@ -2,6 +2,7 @@
  * The warehouse's SQL dialect for the shared SQL layer (drivers/sql/): upper-case names
  * (warehouseNaming), the table format's column types, and how INFORMATION_SCHEMA spells them.
  */
+import { defaultDatabaseSchema } from '../../../../model/location-kinds.js';
 import type { SqlDialect } from '../sql/dialect.js';
 import { quoteIdent, warehouseNaming } from '../sql-naming.js';
 import type { TableFormat } from './table-format.js';
@@ -67,6 +68,6 @@ export function warehouseSqlDialect(format: TableFormat): SqlDialect {
     columnType: (kind) => format.columnTypes[kind],
     sameColumnType: sameWarehouseType,
     // An unquoted identifier folds to upper case on the warehouse: the dataset id, as one.
-    defaultDatabaseSchema: (datasetId) => datasetId.toUpperCase().replace(/[^A-Z0-9_]/g, '_'),
+    defaultDatabaseSchema: (datasetId) => defaultDatabaseSchema(datasetId).toUpperCase().replace(/[^A-Z0-9_]/g, '_'),
   };
 }

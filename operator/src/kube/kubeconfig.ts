@@ -1,0 +1,31 @@
+/**
+ * Where the operator finds its cluster: KUBECONFIG, ~/.kube/config, or the Pod's service account.
+ * client-node falls back to http://localhost:8080 when there is none, which is rarely an API server
+ * (in the README's own setup it is the data plane): the operator refuses to start instead.
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '../config.js';
+
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+export const NO_CLUSTER_MESSAGE =
+  'no cluster: set KUBECONFIG to a kubeconfig file (or put one at ~/.kube/config), or run the operator in a Pod with a service account';
+
+/** Undefined when a cluster source exists; else why not. */
+export function missingClusterSource(env: NodeJS.ProcessEnv, exists: (path: string) => boolean = existsSync, home = homedir()): string | undefined {
+  if (env.KUBECONFIG) return undefined;
+  if (home && exists(join(home, '.kube', 'config'))) return undefined;
+  if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && exists(SERVICE_ACCOUNT_TOKEN)) return undefined;
+  return NO_CLUSTER_MESSAGE;
+}
+
+export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  const problem = missingClusterSource(env);
+  if (problem) throw new ConfigError(problem);
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault();
+  return kubeConfig;
+}
