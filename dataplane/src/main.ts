@@ -2,14 +2,15 @@
  * The data-plane process: `npm start` locally, the container entry point in the cluster.
  *
  * Environment:
- *   PORT (8080), HOST (0.0.0.0), DATA_DIR (.data), LOG_LEVEL (info)
+ *   PORT (8080), HOST (127.0.0.1; 0.0.0.0 to listen on every interface), DATA_DIR (.data), LOG_LEVEL (info)
  *   DAS_CONFIG_SOURCE  files (default) | kubernetes
  *   DAS_MANIFESTS      files: manifest file or directory (examples)
  *   DAS_ENVIRONMENT    the Environment to serve (files: default the first one; kubernetes: required)
  *   DAS_NAMESPACE      kubernetes: the namespace of the ConfigMaps
  *   DATABASE_URL / PG* an external PostgreSQL; without them an embedded one under DATA_DIR
  *   SHUTDOWN_TIMEOUT_MS how long SIGTERM may take to drain (25000)
- *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME)
+ *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME;
+ *                      DAS_TRUST=verified and its settings: function-gateway/trust.ts)
  *
  * This file owns the process's signals: one shutdown path, whatever started. On SIGTERM or SIGINT
  * the server stops accepting, in-flight requests finish, ASYNC writes drain (retrying through a
@@ -25,6 +26,7 @@ import { BatchedLogDestination } from './log-destination.js';
 import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
 import { startFunctionGateway } from './function-gateway/server.js';
+import { functionGatewayTrust } from './function-gateway/trust.js';
 import { wholeNumberSetting } from './env-settings.js';
 
 // Buffered, asynchronous writes: one access-log line per request must not block the event loop,
@@ -87,6 +89,9 @@ async function shutdown(signal: string): Promise<void> {
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));
 
+/** Loopback unless HOST says otherwise: a laptop on a shared network exposes nothing by default (the image sets HOST=0.0.0.0). */
+const DEFAULT_HOST = '127.0.0.1';
+
 /** DAS_MODE=function-gateway: the environment's function gateway, a proxy to the internal REST API. */
 async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
   if (!env.DAS_UPSTREAM_URL || !env.DAS_FUNCTION_NAME) throw new Error('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
@@ -95,7 +100,8 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
     principal: env.DAS_FUNCTION_NAME,
     logger,
     port: Number(env.PORT ?? 8080),
-    host: env.HOST ?? '0.0.0.0',
+    host: env.HOST ?? DEFAULT_HOST,
+    ...functionGatewayTrust(env),
   });
   parts.push({ name: 'function gateway', stop: () => gateway.stop() });
 }
@@ -124,7 +130,7 @@ async function main(): Promise<void> {
     configSource: configSource(env),
     dataDir,
     port: Number(env.PORT ?? 8080),
-    host: env.HOST ?? '0.0.0.0',
+    host: env.HOST ?? DEFAULT_HOST,
     env,
   });
   parts.push({ name: 'data plane', stop: () => dataPlane.stop({ deadlineMs }) });

@@ -11,7 +11,7 @@ import { parse, stringify } from 'yaml';
 import { loadManifests, ManifestError, parseManifests } from '../../../model/manifests.js';
 import type { StorageClaim } from '../../../model/storage.js';
 import { API_GROUP_VERSION, type DatasetConfig, type DatasetSpec, type EnvironmentConfig } from '../../../model/types.js';
-import { authenticateIam } from '../auth/iam.js';
+import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import { ApiError, badRequest, MethodNotAllowed } from '../engine/errors.js';
 import { checkNewDataset, storeClaims, type AdminSettings } from './admin-checks.js';
@@ -33,8 +33,8 @@ export class FilesAdmin {
     private readonly settings: AdminSettings = {},
   ) {}
 
-  authenticate(authkind: string, authorization: string | undefined, env: EnvironmentConfig): void {
-    authenticateAdmin(authkind, authorization, env);
+  authenticate(authkind: string, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void> {
+    return authenticateAdmin(authkind, env, iam);
   }
 
   async handle(request: AdminRequest, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {
@@ -124,13 +124,13 @@ export class FilesAdmin {
 }
 
 /** The caller must be an admin principal (spec.admin.principals) on the iam gateway; throws the 401/403 otherwise. */
-export function authenticateAdmin(authkind: string, authorization: string | undefined, env: EnvironmentConfig): void {
+export async function authenticateAdmin(authkind: string, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void> {
   if (authkind !== 'iam') throw new ApiError(403, 'ADMIN_IAM_ONLY', 'the administrative API is served on the iam gateway only');
   const principals = env.admin?.principals ?? [];
   // The iam checks of a dataset, against the Environment's admin principals.
   const admins = { id: '_admin', auth: { iam: { principals } }, caller: { super: [], anon: false } } as unknown as DatasetConfig;
   try {
-    authenticateIam(authorization, admins);
+    await iam(admins);
   } catch (err) {
     if ((err as { code?: string }).code === 'PRINCIPAL_NOT_ALLOWED') {
       throw new ApiError(403, 'NOT_AN_ADMIN', `the principal is not one of environment "${env.id}"'s admin principals (spec.admin.principals)`);

@@ -25,7 +25,7 @@ import type { ConfigStore } from '../config/store.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { ApiError } from '../engine/errors.js';
 import type { Authenticate, NodeMiddleware } from '../http/app.js';
-import { AddressingError, resolveGateway, type Authkind } from '../http/gateway.js';
+import { AddressingError, inferAuthkind, resolveGateway, type Authkind } from '../http/gateway.js';
 import { logRefusal, upgradeRequestId } from './refusals.js';
 import { toApiError } from '../http/errors.js';
 import type { ChangeDispatcher } from './dispatcher.js';
@@ -55,6 +55,8 @@ export interface SubscriptionLimits {
   closeGraceMs: number;
   /** Largest message a client may send. */
   maxMessageBytes: number;
+  /** How often a verified ServiceAccount caller is authenticated again (a revoked one is then ended, 4403). */
+  reverifyMs: number;
 }
 
 /** The defaults (README "Process environment"); settings.ts reads the overrides, and so may a memory-based sizing. */
@@ -67,6 +69,7 @@ export const DEFAULT_LIMITS: SubscriptionLimits = {
   maxBufferedBytes: 4 * 1024 * 1024,
   closeGraceMs: 5_000,
   maxMessageBytes: 1024 * 1024,
+  reverifyMs: 60_000,
 };
 
 export interface SubscriptionServerDeps {
@@ -86,6 +89,8 @@ export interface Connection {
   dataset: DatasetConfig;
   /** Set by the upgrade's Authorization header, else by connection_init. */
   authorization?: string;
+  /** The TCP peer's address at the upgrade (trust verified: whether a Proxy assertion is believed). */
+  remoteAddress?: string;
   authkind: Authkind;
   /** Whether the gateway came from the host (then the credential's scheme does not choose it). */
   byHost: boolean;
@@ -193,7 +198,8 @@ export class SubscriptionServer {
     const env = this.environment();
     const dataset = this.deps.engine.dataset(route.datasetId);
     let caller: Caller | undefined;
-    if (req.headers.authorization) caller = await this.authenticate({ authkind: route.authkind, authorization: req.headers.authorization }, env, dataset);
+    const remoteAddress = req.socket.remoteAddress;
+    if (req.headers.authorization) caller = await this.authenticate({ authkind: route.authkind, authorization: req.headers.authorization, remoteAddress }, env, dataset);
     res.detachSocket(socket as import('node:net').Socket);
     res.removeAllListeners('finish');
     this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -205,6 +211,7 @@ export class SubscriptionServer {
         datasetId: route.datasetId!,
         dataset,
         authorization: req.headers.authorization,
+        remoteAddress,
         authkind: route.authkind,
         byHost: route.by === 'host',
         caller,
@@ -249,9 +256,9 @@ export class SubscriptionServer {
         if (!connection.caller) {
           const given = initAuthorization(payload);
           if (given !== undefined) connection.authorization = given;
-          if (!connection.byHost) connection.authkind = /^proxy(\s|$)/i.test(connection.authorization ?? '') ? 'iam' : 'public';
+          if (!connection.byHost) connection.authkind = inferAuthkind(connection.authorization);
           try {
-            connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, this.environment(), connection.dataset);
+            connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, this.environment(), connection.dataset);
           } catch (err) {
             const e = err instanceof ApiError ? err : undefined;
             const closeCode = e?.status === 401 ? CloseCode.Unauthorized : CloseCode.Forbidden;
@@ -330,14 +337,32 @@ export class SubscriptionServer {
     });
   }
 
-  /** Ends the connection when the caller's token expires (4403). */
+  /**
+   * Ends the connection when the caller's token expires (4403). A verified ServiceAccount caller
+   * (iam with an expiry) is authenticated again every reverifyMs meanwhile, so a revoked one ends
+   * too; the API server being unreachable then is no reason to end it.
+   */
   private watchExpiry(connection: Connection): void {
     const exp = connection.caller?.claims.exp;
     if (typeof exp !== 'number') return;
     const ms = exp * 1000 - Date.now();
     if (connection.expiry) clearTimeout(connection.expiry);
-    connection.expiry = setTimeout(() => connection.close(CloseCode.Forbidden, 'token expired'), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
+    const reverify = connection.caller?.schema === 'iam' && ms > this.limits.reverifyMs;
+    connection.expiry = reverify
+      ? setTimeout(() => void this.reverify(connection), this.limits.reverifyMs)
+      : setTimeout(() => connection.close(CloseCode.Forbidden, 'token expired'), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
     connection.expiry.unref();
+  }
+
+  private async reverify(connection: Connection): Promise<void> {
+    const env = this.deps.store.environment;
+    if (!env || !this.connections.has(connection)) return;
+    try {
+      connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, env, connection.dataset);
+    } catch (err) {
+      if ((err as { status?: number }).status !== 503) return connection.close(CloseCode.Forbidden, 'credentials no longer accepted');
+    }
+    this.watchExpiry(connection);
   }
 
   /** A config changed: each affected connection is authorized again against it, or ended (4403). */
@@ -355,7 +380,7 @@ export class SubscriptionServer {
       this.deps.dispatcher.updateDataset(state.config, connection.datasetId);
       if (!connection.caller) continue; // not initialised yet: checked at init
       try {
-        connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, env, state.config);
+        connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, env, state.config);
       } catch {
         connection.close(CloseCode.Forbidden, 'access withdrawn by a configuration change');
       }

@@ -32,7 +32,7 @@ import { swaggerPage } from './browser/pages.js';
 import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
 import type { QueryLimits } from '../graphql/limits.js';
 
-export type Authenticate = (input: { authkind: Authkind; authorization?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
+export type Authenticate = (input: { authkind: Authkind; authorization?: string; remoteAddress?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
 
 export type RawQueryHandler = (input: {
   dataset: DatasetConfig;
@@ -72,7 +72,8 @@ export interface AppDeps {
   extraRoutes?: (router: express.Router) => void;
   /** The administrative API under `/_admin/` (admin/): authenticated first, then handed the request. */
   admin?: {
-    authenticate(authkind: Authkind, authorization: string | undefined, env: EnvironmentConfig): void;
+    /** `iam` authenticates like a dataset request would, against the admin principals as a dataset. */
+    authenticate(authkind: Authkind, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void>;
     handle(request: { method: string; segments: string[]; body?: unknown }, env: EnvironmentConfig): Promise<{ status: number; body: unknown }>;
   };
 }
@@ -166,7 +167,8 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       return sendPage(x, swaggerPage('administrative API', '/_admin/openapi'));
     }
     const { authkind } = resolveGateway(x.req.headers.host, '/_admin', x.req.headers.authorization);
-    deps.admin.authenticate(authkind, x.req.headers.authorization, env);
+    const authorization = x.req.headers.authorization;
+    await deps.admin.authenticate(authkind, env, (admins) => deps.authenticate({ authkind, authorization, remoteAddress: x.req.socket.remoteAddress }, env, admins));
     if (at === '/_admin/openapi') {
       readOnly();
       const secure = String(x.req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase() === 'https';
@@ -296,7 +298,7 @@ async function prepareDatasetRequest(deps: AppDeps, x: Exchange, engineRoute: bo
   const env = deps.store.environment;
   if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
   const dataset = engineRoute ? deps.engine.requestDataset(route.datasetId!) : deps.engine.dataset(route.datasetId!);
-  const caller = await deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization }, env, dataset);
+  const caller = await deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization, remoteAddress: x.req.socket.remoteAddress }, env, dataset);
   checkAddressingHeaders(x.req.headers, env, dataset);
   const ctx = statementContext(x.req.headers, env);
   return { route, env, dataset, caller, ctx };
