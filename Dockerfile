@@ -35,6 +35,8 @@ RUN groupadd --system --gid 10001 das \
  && mkdir -p /var/lib/data-access \
  && chown 10001:10001 /var/lib/data-access
 ENV DATA_DIR=/var/lib/data-access
+# npm start listens on loopback only; a container must listen on its pod's address.
+ENV HOST=0.0.0.0
 USER 10001:10001
 EXPOSE 8080
 # Exec form: no shell in between, so SIGTERM reaches node, and environment variables whose names

@@ -44,7 +44,7 @@ describe('model: rendered config validation', () => {
 
   it('names the JSON path of a problem in an environment config', () => {
     const config = local();
-    expect(checkEnvironmentConfig({ ...config, functionGateway: { enabled: true } })).to.deep.equal([{ path: '$.functionGateway', message: 'missing required property "name"' }]);
+    expect(checkEnvironmentConfig({ ...config, functionGateway: { enabled: true, invokers: [] } })).to.deep.equal([{ path: '$.functionGateway', message: 'missing required property "name"' }]);
     expect(checkEnvironmentConfig({ id: 'local', type: 'internal' })[0]).to.deep.equal({ path: '$', message: 'missing required property "namespace"' });
     const idp = { issuer: 'https://issuer', audiences: ['a'], algorithms: ['RS256'], clockSkewSeconds: 30 };
     expect(checkEnvironmentConfig({ ...config, identityProvider: idp })).to.deep.equal([{ path: '$.identityProvider', message: 'needs jwksUri or jwks (or development: true)' }]);

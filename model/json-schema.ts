@@ -2,7 +2,7 @@
  * JSON Schemas of the Environment and Dataset specs. ajv validates manifests with them at start
  * (data plane) and on reconcile (operator); the CRDs' OpenAPI schemas express the same rules.
  */
-import { CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, QUERY_ARGUMENT_TYPES, SCALAR_PROPERTY_TYPES } from './types.js';
+import { CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, IAM_TRUST_MODES, LOCATION_KINDS, MANAGED_RULE_SETS, QUERY_ARGUMENT_TYPES, SCALAR_PROPERTY_TYPES } from './types.js';
 
 /** DNS-1123 label: usable as a host label and inside Kubernetes object names. */
 export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
@@ -271,7 +271,19 @@ export const environmentSpecSchema = {
             },
           },
         },
-        iam: { type: 'object', additionalProperties: false, properties: { enabled: { type: 'boolean' } } },
+        iam: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            enabled: { type: 'boolean' },
+            /** network: a Proxy assertion is believed from any admitted address; verified: ServiceAccount tokens (TokenReview), Proxy only from proxyFrom. */
+            trust: { enum: [...IAM_TRUST_MODES] },
+            /** The audiences a ServiceAccount token must carry (default dataaccess.dev/<namespace>/<environment>). */
+            audiences: { type: 'array', minItems: 1, maxItems: 16, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 256 } },
+            /** trust verified: the only addresses (CIDRs) a Proxy assertion is believed from. */
+            proxyFrom: cidrList,
+          },
+        },
         public: { type: 'object', additionalProperties: false, properties: { enabled: { type: 'boolean' } } },
       },
     },
@@ -313,7 +325,13 @@ export const environmentSpecSchema = {
     functionGateway: {
       type: 'object',
       additionalProperties: false,
-      properties: { enabled: { type: 'boolean' }, image: { type: 'string', minLength: 1 }, ...workloadProperties },
+      properties: {
+        enabled: { type: 'boolean' },
+        image: { type: 'string', minLength: 1 },
+        /** trust verified: ServiceAccount principal patterns allowed to invoke (system:serviceaccount:team-a:*). */
+        invokers: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 2048 } },
+        ...workloadProperties,
+      },
     },
     monitoring: {
       type: 'object',

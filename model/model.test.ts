@@ -114,7 +114,8 @@ describe('model: rendering', () => {
   });
   it('renders the environment config with the function gateway name and firewall', () => {
     const env = renderEnvironmentConfig(set.environments[0]);
-    expect(env.functionGateway).to.deep.equal({ enabled: true, name: 'service-local-function-service-gateway' });
+    expect(env.functionGateway).to.deep.equal({ enabled: true, name: 'service-local-function-service-gateway', invokers: [] });
+    expect(env.gateways.iam).to.deep.equal({ enabled: true, trust: 'network', audiences: ['dataaccess.dev/default/local'], proxyFrom: [] });
     expect(env.gateways.api.firewall.managedRules).to.deep.equal(['common', 'knownBadInputs']);
     expect(env.uri).to.equal('k8s://default/environments/local');
   });

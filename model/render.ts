@@ -23,6 +23,16 @@ export function functionGatewayName(environmentId: string): string {
   return `service-${environmentId}-function-service-gateway`;
 }
 
+/** The audience of ServiceAccount tokens for an Environment's iam gateway (unless `spec.gateways.iam.audiences` says otherwise). */
+export function serviceAccountAudience(namespace: string, environmentId: string): string {
+  return `dataaccess.dev/${namespace}/${environmentId}`;
+}
+
+/** The audience of ServiceAccount tokens for an Environment's function gateway. */
+export function functionGatewayAudience(namespace: string, environmentId: string): string {
+  return `${serviceAccountAudience(namespace, environmentId)}/function-gateway`;
+}
+
 export function renderEnvironmentConfig(env: EnvironmentResource): EnvironmentConfig {
   const spec = env.spec;
   const firewall = spec.gateways?.api?.firewall ?? {};
@@ -40,7 +50,12 @@ export function renderEnvironmentConfig(env: EnvironmentResource): EnvironmentCo
           trustedProxies: firewall.trustedProxies ?? [],
         },
       },
-      iam: { enabled: spec.gateways?.iam?.enabled ?? true },
+      iam: {
+        enabled: spec.gateways?.iam?.enabled ?? true,
+        trust: spec.gateways?.iam?.trust ?? 'network',
+        audiences: spec.gateways?.iam?.audiences ?? [serviceAccountAudience(namespace, env.metadata.name)],
+        proxyFrom: spec.gateways?.iam?.proxyFrom ?? [],
+      },
       public: { enabled: spec.gateways?.public?.enabled ?? true },
     },
     identityProvider: spec.identityProvider && {
@@ -49,7 +64,7 @@ export function renderEnvironmentConfig(env: EnvironmentResource): EnvironmentCo
       clockSkewSeconds: spec.identityProvider.clockSkewSeconds ?? 30,
     },
     executors: spec.executors ?? [],
-    functionGateway: { enabled: spec.functionGateway?.enabled ?? true, name: functionGatewayName(env.metadata.name) },
+    functionGateway: { enabled: spec.functionGateway?.enabled ?? true, name: functionGatewayName(env.metadata.name), invokers: spec.functionGateway?.invokers ?? [] },
     ...(spec.admin?.principals?.length ? { admin: { principals: spec.admin.principals } } : {}),
     ...(spec.bulkLoad ? { bulkLoad: spec.bulkLoad } : {}),
   };

@@ -212,6 +212,20 @@ export interface FirewallSpec {
   trustedProxies?: string[];
 }
 
+/** How the iam gateway knows who calls (docs/security.md, "Verified callers"). */
+export const IAM_TRUST_MODES = ['network', 'verified'] as const;
+export type IamTrust = (typeof IAM_TRUST_MODES)[number];
+
+export interface IamGatewaySpec {
+  enabled?: boolean;
+  /** network (default): a Proxy assertion is believed from any address the firewall admits. verified: ServiceAccount tokens via TokenReview; Proxy only from proxyFrom. */
+  trust?: IamTrust;
+  /** Audiences a ServiceAccount token must carry; default `dataaccess.dev/<namespace>/<environment>`. */
+  audiences?: string[];
+  /** trust verified: CIDRs whose Proxy assertions are believed (an existing IAM front). */
+  proxyFrom?: string[];
+}
+
 export interface ExecutorSpec {
   name: string;
   /** Warehouse executors: the warehouse to run on. */
@@ -231,12 +245,17 @@ export interface EnvironmentSpec {
   };
   gateways?: {
     api?: { firewall?: FirewallSpec };
-    iam?: { enabled?: boolean };
+    iam?: IamGatewaySpec;
     public?: { enabled?: boolean };
   };
   identityProvider?: IdentityProviderSpec;
   executors?: ExecutorSpec[];
-  functionGateway?: WorkloadSpec & { enabled?: boolean; image?: string };
+  functionGateway?: WorkloadSpec & {
+    enabled?: boolean;
+    image?: string;
+    /** trust verified: the ServiceAccount principal patterns allowed to invoke the function gateway. */
+    invokers?: string[];
+  };
   /** Prometheus Operator objects the operator renders when the cluster has their CRDs. */
   monitoring?: { podMonitor?: boolean };
   /** The administrative API (`/_admin/datasets` on the iam gateway): the principals (patterns as in `auth.iam.principals`) allowed to use it. */
@@ -311,12 +330,12 @@ export interface EnvironmentConfig {
   uri: string;
   gateways: {
     api: { firewall: Required<Pick<FirewallSpec, 'managedRules' | 'trustedProxies'>> & { ipAddresses: { allowed: string[]; blocked: string[] } } };
-    iam: { enabled: boolean };
+    iam: { enabled: boolean; trust: IamTrust; audiences: string[]; proxyFrom: string[] };
     public: { enabled: boolean };
   };
   identityProvider?: IdentityProviderSpec & { algorithms: string[]; clockSkewSeconds: number };
   executors: ExecutorSpec[];
-  functionGateway: { enabled: boolean; name: string };
+  functionGateway: { enabled: boolean; name: string; invokers: string[] };
   /** Present when the Environment names admin principals. */
   admin?: { principals: string[] };
   /** Present when the Environment sets bulk-load S3 settings. */

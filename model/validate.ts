@@ -145,8 +145,17 @@ export function checkEnvironmentConfig(config: unknown, base = '$'): SpecProblem
 }
 
 /** What JSON Schema cannot say about an environment (spec or rendered config). */
-function crossCheckEnvironment(spec: Pick<EnvironmentSpec, 'identityProvider' | 'executors'>, base: string): SpecProblem[] {
+function crossCheckEnvironment(spec: Pick<EnvironmentSpec, 'identityProvider' | 'executors' | 'gateways' | 'functionGateway'>, base: string): SpecProblem[] {
   const problems: SpecProblem[] = [];
+  // Settings that only mean something to verified callers are refused rather than silently ignored.
+  if ((spec.gateways?.iam?.trust ?? 'network') !== 'verified') {
+    if (spec.gateways?.iam?.proxyFrom?.length) {
+      problems.push({ path: `${base}.gateways.iam.proxyFrom`, message: 'applies only with gateways.iam.trust: verified (with network, Proxy is believed from every address the firewall admits)' });
+    }
+    if (spec.functionGateway?.invokers?.length) {
+      problems.push({ path: `${base}.functionGateway.invokers`, message: 'applies only with gateways.iam.trust: verified (with network, the function gateway cannot tell its callers apart)' });
+    }
+  }
   const idp = spec.identityProvider;
   if (idp && !idp.development && !idp.jwksUri && !idp.jwks) {
     problems.push({ path: `${base}.identityProvider`, message: 'needs jwksUri or jwks (or development: true)' });

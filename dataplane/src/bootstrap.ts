@@ -13,6 +13,7 @@ import { firewallBodyMiddleware, firewallMiddleware, type FirewallConfig } from 
 import type { AppDeps } from './http/app.js';
 import { startDataPlane, type ConfigSource, type DataPlane } from './server.js';
 import { servingLimits } from './env-settings.js';
+import { NO_KUBERNETES_CREDENTIALS, serviceAccountVerifier } from './auth/token-review.js';
 import { loadPageTokenKey, PageTokens } from './engine/page-token.js';
 import { importRootOf } from './transactions/locations.js';
 
@@ -32,6 +33,7 @@ export const DEV_ISSUER_JWKS_PATH = '/.well-known/dev-issuer/jwks.json';
 
 export async function bootstrapDataPlane(options: BootstrapOptions): Promise<DataPlane> {
   const verifiers = new TokenVerifierCache({ dataDir: options.dataDir });
+  const serviceAccounts = serviceAccountVerifier(options.env ?? process.env);
   let store: ConfigStore | undefined;
   const firewallConfig = () => store?.environment?.gateways.api.firewall ?? OPEN_FIREWALL;
   const firewallLogger = options.logger.child({ component: 'firewall' });
@@ -65,7 +67,7 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     port: options.port,
     host: options.host,
     env: options.env,
-    authenticate: (input, env, dataset) => authenticate(input, env, dataset, verifiers),
+    authenticate: (input, env, dataset) => authenticate(input, env, dataset, verifiers, serviceAccounts),
     firewall: (s) => {
       store = s;
       return firewallMiddleware(firewallConfig, firewallLogger);
@@ -77,6 +79,10 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     transactions: { importRoot: importRootOf(options.env ?? process.env, options.dataDir) },
     adminDirectory: join(options.dataDir, 'datasets'),
   });
+  if (!serviceAccounts && store?.environment?.gateways.iam.trust === 'verified') {
+    await dataPlane.stop({ deadlineMs: 0 });
+    throw new Error(NO_KUBERNETES_CREDENTIALS);
+  }
   dataPlane.engine.pageTokens = pageTokens;
   dataPlane.engine.runSql = runRawSql;
   return dataPlane;

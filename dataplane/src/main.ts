@@ -2,7 +2,7 @@
  * The data-plane process: `npm start` locally, the container entry point in the cluster.
  *
  * Environment:
- *   PORT (8080), HOST (0.0.0.0), DATA_DIR (.data), LOG_LEVEL (info)
+ *   PORT (8080), HOST (127.0.0.1; 0.0.0.0 to listen on every interface), DATA_DIR (.data), LOG_LEVEL (info)
  *   DAS_CONFIG_SOURCE  files (default) | kubernetes
  *   DAS_MANIFESTS      files: manifest file or directory (examples)
  *   DAS_ENVIRONMENT    the Environment to serve (files: default the first one; kubernetes: required)
@@ -10,7 +10,8 @@
  *   DATABASE_URL / PG* an external PostgreSQL; without them an embedded one under DATA_DIR
  *   DAS_SHUTDOWN_DELAY_MS after SIGTERM, how long to keep serving with /readyz "draining" (5000 in a Pod, else 0)
  *   SHUTDOWN_TIMEOUT_MS how long SIGTERM may take to drain after that delay (25000)
- *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME)
+ *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME;
+ *                      DAS_TRUST=verified and its settings: function-gateway/trust.ts)
  *
  * `--help` prints the usage (usage.ts) and exits 0.
  *
@@ -98,17 +99,22 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => vo
 
 const shutdownDelayMs = (env: NodeJS.ProcessEnv) => wholeNumberSetting(env, 'DAS_SHUTDOWN_DELAY_MS', defaultShutdownDelayMs(env));
 
+/** Loopback unless HOST says otherwise: a laptop on a shared network exposes nothing by default (the image sets HOST=0.0.0.0). */
+const DEFAULT_HOST = '127.0.0.1';
+
 /** DAS_MODE=function-gateway: the environment's function gateway, a proxy to the internal REST API. */
 async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
   if (!env.DAS_UPSTREAM_URL || !env.DAS_FUNCTION_NAME) throw new Error('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
   const delayMs = shutdownDelayMs(env);
   const { startFunctionGateway } = await import('./function-gateway/server.js');
+  const { functionGatewayTrust } = await import('./function-gateway/trust.js');
   const gateway = await startFunctionGateway({
     upstreamUrl: env.DAS_UPSTREAM_URL,
     principal: env.DAS_FUNCTION_NAME,
     logger,
     port: Number(env.PORT ?? 8080),
-    host: env.HOST ?? '0.0.0.0',
+    host: env.HOST ?? DEFAULT_HOST,
+    ...functionGatewayTrust(env),
   });
   parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs }) });
 }
@@ -140,7 +146,7 @@ async function main(): Promise<void> {
     configSource: configSource(env),
     dataDir,
     port: Number(env.PORT ?? 8080),
-    host: env.HOST ?? '0.0.0.0',
+    host: env.HOST ?? DEFAULT_HOST,
     env,
   });
   parts.push({ name: 'data plane', stop: () => dataPlane.stop({ deadlineMs, delayMs }) });

@@ -36,6 +36,7 @@ describe('GET /{dataset}/openapi', function () {
     expect(demoDoc.servers).to.deep.equal([
       { url: 'http://iam.localhost/demo', description: 'iam gateway' },
       { url: 'http://public.localhost/demo', description: 'public gateway' },
+      { url: 'http://127.0.0.1/demo', description: 'this machine, for clients that cannot resolve *.localhost; no gateway label, so the Authorization scheme picks the gateway (Proxy: iam, otherwise public)' },
     ]);
     expect(demoDoc.paths).to.include.keys('/', '/echo', '/openapi', '/raw-query', '/demo.Person', '/demo.Person/{id}', '/demo.Person/{id}/employer', '/demo.Company/{id}/employees');
 
@@ -66,7 +67,7 @@ describe('GET /{dataset}/openapi', function () {
     const token = await issuer.sign({ sub: 'alice' });
     const res = await call(dp.url, { path: '/demo/openapi', host: 'public.localhost', headers: { authorization: `Bearer ${token}` } });
     expect(res.status, res.text).to.equal(200);
-    expect(res.json.servers.map((s: { url: string }) => s.url)).to.deep.equal(['http://public.localhost/demo', 'http://iam.localhost/demo']);
+    expect(res.json.servers.map((s: { url: string }) => s.url)).to.deep.equal(['http://public.localhost/demo', 'http://iam.localhost/demo', 'http://127.0.0.1/demo']);
     expect(res.json.paths).to.deep.equal(demoDoc.paths);
   });
 

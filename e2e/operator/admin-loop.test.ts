@@ -10,7 +10,6 @@
  * Also: the Environment's bulk-load S3 credentials Secret and its imports claim mounted into the data-plane Deployment.
  */
 import { expect } from 'chai';
-import { request } from 'node:http';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +21,7 @@ import {
   CHART,
   REPO_ROOT,
   apply,
+  callJson,
   condition,
   createNamespace,
   freePort,
@@ -34,6 +34,7 @@ import {
   startOperator,
   waitFor,
   waitForCondition,
+  type JsonAnswer,
   type ManagedProcess,
   type OperatorProcess,
 } from './harness.js';
@@ -42,35 +43,9 @@ const RELEASE = 'adm';
 const RELEASE_NAMESPACE = 'adm-system';
 const FULLNAME = `${RELEASE}-data-access-operator`;
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  json: any;
-  text: string;
-}
-
-/** One request to the data plane, headers included (Retry-After), body parsed when JSON. */
-function call(port: number, method: string, path: string, principal: string, body?: unknown): Promise<Answer> {
-  const headers: Record<string, string> = { host: 'iam.localhost', authorization: `Proxy ${principal}` };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => {
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, json, text });
-      });
-    });
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+/** One request to the data plane as an iam principal. */
+function call(port: number, method: string, path: string, principal: string, body?: unknown): Promise<JsonAnswer> {
+  return callJson(port, method, path, { host: 'iam.localhost', authorization: `Proxy ${principal}` }, body);
 }
 
 describe('administrative API loop e2e (kube-apiserver, operator, data plane in cluster mode)', function () {

@@ -207,6 +207,37 @@ export function httpRequest(port: number, method: string, path: string, headers:
   });
 }
 
+export interface JsonAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** The body parsed as JSON; undefined when it is not JSON. */
+  json: any;
+  text: string;
+}
+
+/** One request to 127.0.0.1, headers included (Retry-After), body sent and parsed as JSON; `localAddress` picks the source address (e.g. 127.0.0.2). */
+export function callJson(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown, localAddress?: string): Promise<JsonAnswer> {
+  const all = body !== undefined ? { ...headers, 'content-type': 'application/json' } : headers;
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers: all, localAddress }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, json, text });
+      });
+    });
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
 export class Metrics {
   constructor(private readonly samples: Map<string, number>) {}
 

@@ -152,7 +152,7 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
     expect((await get('service', 'service-local-function-service-gateway')).spec.ports[0].port).to.equal(80);
 
     const envConfig = JSON.parse((await get('configmap', 'local-dataplane')).data['environment.json']);
-    expect(envConfig.functionGateway).to.deep.equal({ enabled: true, name: 'service-local-function-service-gateway' });
+    expect(envConfig.functionGateway).to.deep.equal({ enabled: true, name: 'service-local-function-service-gateway', invokers: [] });
     const demo = JSON.parse((await get('configmap', 'local-dataset-demo')).data['dataset.json']);
     expect(demo.auth.iam.rawSqlEndpointEnabled).to.equal(true);
     expect(JSON.parse((await get('configmap', 'local-dataset-sealed')).data['dataset.json']).auth.iam.rawSqlEndpointEnabled).to.equal(false);
@@ -163,6 +163,7 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
       ['service', 'local-internal'],
       ['service', 'local-api'],
       ['networkpolicy', 'local-firewall'],
+      ['networkpolicy', 'service-local-function-service-gateway'],
       ['configmap', 'local-dataplane'],
       ['serviceaccount', 'local-dataplane'],
       ['role', 'local-dataplane'],
@@ -421,6 +422,7 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
         'deployment.apps/local-dataplane',
         'deployment.apps/service-local-function-service-gateway',
         'networkpolicy.networking.k8s.io/local-firewall',
+        'networkpolicy.networking.k8s.io/service-local-function-service-gateway',
         'role.rbac.authorization.k8s.io/local-dataplane',
         'rolebinding.rbac.authorization.k8s.io/local-dataplane',
         'service/local-api',

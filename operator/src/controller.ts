@@ -111,6 +111,7 @@ export class Controller {
       datasets,
       owned,
       applier: new Applier(client, owned),
+      clusterWriter: client,
       environmentWriter: new ResourceWriter(client, environments),
       datasetWriter: new ResourceWriter(client, datasets),
       events: options.events,

@@ -24,7 +24,7 @@ import {
   SECRET_KEY_PATTERN,
 } from '../../model/json-schema.js';
 import { DEFAULT_ALGORITHMS, DEFAULT_CONSISTENCY } from '../../model/render.js';
-import { API_GROUP, API_VERSION, CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, LOCATION_KINDS, MANAGED_RULE_SETS, QUERY_ARGUMENT_TYPES, SCALAR_PROPERTY_TYPES } from '../../model/types.js';
+import { API_GROUP, API_VERSION, CONSISTENCY_LEVELS, ENVIRONMENT_TYPES, IAM_TRUST_MODES, LOCATION_KINDS, MANAGED_RULE_SETS, QUERY_ARGUMENT_TYPES, SCALAR_PROPERTY_TYPES } from '../../model/types.js';
 import { DATAPLANE_DEFAULT_RESOURCES, DEFAULT_MIN_REPLICAS, DEFAULT_TARGET_CPU_PERCENT, FUNCTION_GATEWAY_DEFAULT_RESOURCES } from '../../model/workloads.js';
 import type { ResourceRequirements } from '../../model/types.js';
 import { DEFAULT_DATAPLANE_REPLICAS } from './render/dataplane.js';
@@ -124,7 +124,23 @@ const environmentSpecSchema = obj(
       'The ways into the REST API.',
       {
         api: obj('The public API gateway (Service <name>-api). Authkind public.', { firewall: firewallSchema }),
-        iam: obj('The IAM gateway: callers operating within an allowed IAM principal (Authorization: Proxy <principal>). Authkind iam.', { enabled: bool('Whether the gateway serves requests.', true) }, { default: {} }),
+        iam: obj(
+          'The IAM gateway: callers operating within an allowed IAM principal (Authorization: Proxy <principal>, or with trust verified a ServiceAccount token). Authkind iam.',
+          {
+            enabled: bool('Whether the gateway serves requests.', true),
+            trust: str(
+              'network: a Proxy <principal> assertion is believed from every address the firewall admits. verified: callers present a Kubernetes ServiceAccount token (Authorization: Bearer), verified with a TokenReview (principal system:serviceaccount:<namespace>:<name>); Proxy is believed only from proxyFrom.',
+              { enum: [...IAM_TRUST_MODES], default: 'network' },
+            ),
+            audiences: list(
+              'trust verified: the audiences a ServiceAccount token must carry. Default: dataaccess.dev/<namespace>/<name>.',
+              str('An audience.', { minLength: 1, maxLength: 256 }),
+              { minItems: 1, maxItems: 16 },
+            ),
+            proxyFrom: cidrList('trust verified: the only addresses (e.g. an existing IAM front) whose Proxy assertions are believed; from elsewhere Proxy is refused (401 PROXY_NOT_TRUSTED).'),
+          },
+          { default: {} },
+        ),
         public: obj('Token-based access with tokens of the identity provider (Authorization: Bearer <token>).', { enabled: bool('Whether the gateway serves requests.', true) }, { default: {} }),
       },
       { default: {} },
@@ -167,6 +183,11 @@ const environmentSpecSchema = obj(
       {
         enabled: bool('false opts out: the function gateway is not created (and deleted if it exists).', true),
         image: str("Container image. Default: the operator's FUNCTION_GATEWAY_IMAGE.", { minLength: 1 }),
+        invokers: list(
+          'gateways.iam.trust verified: ServiceAccount principal patterns (e.g. system:serviceaccount:team-a:*) whose tokens (audience dataaccess.dev/<namespace>/<name>/function-gateway) may invoke the function gateway; no pattern admits nobody.',
+          str('A principal pattern (* and ?).', { minLength: 1, maxLength: 2048 }),
+          { maxItems: 1000 },
+        ),
         ...workloadSchema('function gateway', DEFAULT_FUNCTION_GATEWAY_REPLICAS, FUNCTION_GATEWAY_DEFAULT_RESOURCES),
       },
       { default: {} },

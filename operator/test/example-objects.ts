@@ -10,6 +10,7 @@ export const EXAMPLE_ENVIRONMENT_OBJECTS = [
   'Deployment/service-local-function-service-gateway',
   'Service/service-local-function-service-gateway',
   'NetworkPolicy/local-firewall',
+  'NetworkPolicy/service-local-function-service-gateway',
   // Two data-plane replicas by default: a disruption budget keeps a drain from taking both.
   'PodDisruptionBudget/local-dataplane',
 ];

@@ -11,9 +11,9 @@ import { parse, stringify } from 'yaml';
 import { loadManifests, ManifestError, parseManifests } from '../../../model/manifests.js';
 import type { StorageClaim } from '../../../model/storage.js';
 import { API_GROUP_VERSION, type DatasetConfig, type DatasetSpec, type EnvironmentConfig } from '../../../model/types.js';
-import { authenticateIam } from '../auth/iam.js';
+import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
-import { ApiError, badRequest } from '../engine/errors.js';
+import { ApiError, badRequest, MethodNotAllowed } from '../engine/errors.js';
 import { checkNewDataset, storeClaims, type AdminSettings } from './admin-checks.js';
 
 export interface AdminRequest {
@@ -33,15 +33,15 @@ export class FilesAdmin {
     private readonly settings: AdminSettings = {},
   ) {}
 
-  authenticate(authkind: string, authorization: string | undefined, env: EnvironmentConfig): void {
-    authenticateAdmin(authkind, authorization, env);
+  authenticate(authkind: string, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void> {
+    return authenticateAdmin(authkind, env, iam);
   }
 
   async handle(request: AdminRequest, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {
     const [collection, id, action, ...rest] = request.segments;
     if (collection !== 'datasets' || rest.length) throw new ApiError(404, 'NOT_FOUND', 'the administrative API serves /_admin/datasets');
     const allow = (methods: string) => {
-      if (!methods.split(',').includes(request.method)) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${methods}`);
+      if (!methods.split(',').includes(request.method)) throw new MethodNotAllowed(request.method, methods);
     };
     if (id === undefined) {
       allow('GET,POST');
@@ -124,13 +124,13 @@ export class FilesAdmin {
 }
 
 /** The caller must be an admin principal (spec.admin.principals) on the iam gateway; throws the 401/403 otherwise. */
-export function authenticateAdmin(authkind: string, authorization: string | undefined, env: EnvironmentConfig): void {
+export async function authenticateAdmin(authkind: string, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void> {
   if (authkind !== 'iam') throw new ApiError(403, 'ADMIN_IAM_ONLY', 'the administrative API is served on the iam gateway only');
   const principals = env.admin?.principals ?? [];
   // The iam checks of a dataset, against the Environment's admin principals.
   const admins = { id: '_admin', auth: { iam: { principals } }, caller: { super: [], anon: false } } as unknown as DatasetConfig;
   try {
-    authenticateIam(authorization, admins);
+    await iam(admins);
   } catch (err) {
     if ((err as { code?: string }).code === 'PRINCIPAL_NOT_ALLOWED') {
       throw new ApiError(403, 'NOT_AN_ADMIN', `the principal is not one of environment "${env.id}"'s admin principals (spec.admin.principals)`);
@@ -178,7 +178,7 @@ export function adminRoute(request: AdminRequest): { kind: 'list' | 'create' } |
   const [collection, id, action, ...rest] = request.segments;
   if (collection !== 'datasets' || rest.length) throw new ApiError(404, 'NOT_FOUND', 'the administrative API serves /_admin/datasets');
   const allow = (methods: string) => {
-    if (!methods.split(',').includes(request.method)) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${methods}`);
+    if (!methods.split(',').includes(request.method)) throw new MethodNotAllowed(request.method, methods);
   };
   if (id === undefined) {
     allow('GET,POST');

@@ -6,7 +6,8 @@
  * of this Environment are listed or changed.
  */
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { DatasetSpec, EnvironmentConfig } from '../../../model/types.js';
+import type { DatasetConfig, DatasetSpec, EnvironmentConfig } from '../../../model/types.js';
+import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import { ApiError } from '../engine/errors.js';
 import { checkNewDataset, storeClaims, type AdminSettings } from './admin-checks.js';
@@ -32,8 +33,8 @@ export class KubeAdmin {
     this.api = config.makeApiClient(CustomObjectsApi);
   }
 
-  authenticate(authkind: string, authorization: string | undefined, env: EnvironmentConfig): void {
-    authenticateAdmin(authkind, authorization, env);
+  authenticate(authkind: string, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void> {
+    return authenticateAdmin(authkind, env, iam);
   }
 
   async handle(request: AdminRequest, env: EnvironmentConfig): Promise<{ status: number; body: unknown }> {

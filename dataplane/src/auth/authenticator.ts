@@ -5,21 +5,35 @@
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import type { Caller } from './caller.js';
 import { loadOrCreateDevIssuer, type DevIssuer } from './dev-issuer.js';
-import { forbidden } from './errors.js';
+import { AuthError, forbidden } from './errors.js';
 import { authenticateIam } from './iam.js';
+import type { ServiceAccountVerifier } from './token-review.js';
+import { authenticateVerifiedIam } from './verified.js';
 import { authenticatePublic, TokenVerifier, type IdentityProviderConfig, type TokenVerifierOptions } from './jwt.js';
 
 export interface AuthInput {
   authkind: 'iam' | 'public';
   /** The raw `Authorization` header value, if any. */
   authorization?: string;
+  /** The TCP peer's address (trust verified: whether a Proxy assertion is believed). */
+  remoteAddress?: string;
 }
 
-export async function authenticate(input: AuthInput, env: EnvironmentConfig, dataset: DatasetConfig, verifiers: TokenVerifierCache): Promise<Caller> {
+export async function authenticate(
+  input: AuthInput,
+  env: EnvironmentConfig,
+  dataset: DatasetConfig,
+  verifiers: TokenVerifierCache,
+  serviceAccounts?: ServiceAccountVerifier,
+): Promise<Caller> {
   if (!env.gateways[input.authkind].enabled) {
     throw forbidden('GATEWAY_DISABLED', `the ${input.authkind} gateway is disabled in environment "${env.id}"`);
   }
-  if (input.authkind === 'iam') return authenticateIam(input.authorization, dataset);
+  if (input.authkind === 'iam') {
+    if (env.gateways.iam.trust !== 'verified') return authenticateIam(input.authorization, dataset);
+    if (!serviceAccounts) throw new AuthError(503, 'TOKEN_REVIEW_UNAVAILABLE', 'this data plane has no Kubernetes credentials to verify ServiceAccount tokens with');
+    return authenticateVerifiedIam(input.authorization, input.remoteAddress, env, dataset, serviceAccounts);
+  }
   return authenticatePublic(input.authorization, dataset, await verifiers.get(env));
 }
 

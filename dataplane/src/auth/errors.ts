@@ -34,7 +34,17 @@ export type AuthErrorCode =
   /** public: the environment has no identity provider, so no token can be verified. */
   | 'IDENTITY_PROVIDER_NOT_CONFIGURED'
   /** The identity provider's JWKS could not be fetched or is invalid (a server-side problem, 503). */
-  | 'IDENTITY_PROVIDER_UNAVAILABLE';
+  | 'IDENTITY_PROVIDER_UNAVAILABLE'
+  /** iam, trust verified: a Proxy assertion from an address outside spec.gateways.iam.proxyFrom. */
+  | 'PROXY_NOT_TRUSTED'
+  /** iam, trust verified: the TokenReview did not authenticate the ServiceAccount token (invalid, expired, revoked). */
+  | 'TOKEN_NOT_AUTHENTICATED'
+  /** iam, trust verified: the token authenticates a user that is not a ServiceAccount. */
+  | 'NOT_A_SERVICE_ACCOUNT'
+  /** The Kubernetes API server did not answer the TokenReview (a server-side problem, 503). */
+  | 'TOKEN_REVIEW_UNAVAILABLE'
+  /** The function gateway: the caller's ServiceAccount matches none of spec.functionGateway.invokers. */
+  | 'INVOKER_NOT_ALLOWED';
 
 export type AuthErrorStatus = 401 | 403 | 503;
 

@@ -24,5 +24,16 @@ export class ApiError extends Error {
   }
 }
 
+/** 405: the path exists with other methods, which the Allow header lists. */
+export class MethodNotAllowed extends ApiError {
+  constructor(
+    method: string,
+    /** Comma-separated, as the Allow header lists them. */
+    readonly allow: string,
+  ) {
+    super(405, 'METHOD_NOT_ALLOWED', `${method.slice(0, 20)} is not allowed here; use ${allow}`);
+  }
+}
+
 export const badRequest = (code: string, message: string, details: ErrorDetail[] = []) => new ApiError(400, code, message, details);
 export const notFound = (code: string, message: string) => new ApiError(404, code, message);

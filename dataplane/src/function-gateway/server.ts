@@ -15,8 +15,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, requireHost, type ClientErrorRenderer } from '../http/client-error.js';
+import { AuthError } from '../auth/errors.js';
 import { Drain } from '../http/drain.js';
 import { InvocationError, toFunctionResult, toRestCall, type FunctionResult } from './translate.js';
+import { authenticateInvoker, type VerifiedInvocation } from './trust.js';
 
 export interface FunctionGatewayOptions {
   upstreamUrl: string;
@@ -28,6 +30,8 @@ export interface FunctionGatewayOptions {
   maxPayload?: number;
   /** How long one upstream call may take, ms (default 30 s); then `status.code` 504. */
   upstreamTimeoutMs?: number;
+  /** trust verified: callers' ServiceAccount tokens are checked, and the data plane gets the gateway's own token. */
+  verified?: VerifiedInvocation;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
@@ -70,11 +74,14 @@ interface UpstreamOptions {
   upstreamUrl: string;
   principal: string;
   upstreamTimeoutMs?: number;
+  verified?: VerifiedInvocation;
 }
 
 /** Calls the REST API for one payload; the invocation's result, whatever happened upstream. */
 export async function invoke(payload: unknown, options: UpstreamOptions, requestId: string = randomUUID()): Promise<FunctionResult> {
   const call = toRestCall(payload, options.principal, requestId);
+  // Verified: the gateway's own ServiceAccount token instead of an assertion the data plane would not believe.
+  if (options.verified) call.headers.authorization = options.verified.upstreamAuthorization();
   let response: Response;
   let text: string;
   try {
@@ -140,6 +147,20 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
       send(res, 415, refusal(415, 'the payload must be JSON (Content-Type: application/json, UTF-8)'), { connection: 'close' });
       return { code: 415 };
     }
+    if (options.verified) {
+      // Before the payload is read: an unverified caller cannot make the gateway buffer anything.
+      try {
+        const invoker = await authenticateInvoker(req.headers.authorization, options.verified);
+        logger.debug({ reqId: requestId, invoker }, 'invoker verified');
+      } catch (err) {
+        if (!(err instanceof AuthError)) throw err;
+        const headers: Record<string, string> = { connection: 'close' };
+        if (err.challenge) headers['www-authenticate'] = err.challenge;
+        if (err.status === 503) headers['retry-after'] = '1';
+        send(res, err.status, new InvocationError(err.status, err.message, err.code).toResult(), headers);
+        return { code: err.status };
+      }
+    }
     const declared = Number(req.headers['content-length']);
     if (declared > max) {
       // Answered before reading a byte of it; the connection closes instead of draining the rest.
@@ -195,7 +216,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
   installClientErrorHandler(server, logger, renderFunctionError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 8080, options.host ?? '0.0.0.0', () => resolve());
+    server.listen(options.port ?? 8080, options.host ?? '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   logger.info({ port, upstream: options.upstreamUrl }, 'function gateway listening');

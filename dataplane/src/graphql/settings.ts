@@ -25,6 +25,7 @@ export function subscriptionSettings(env: NodeJS.ProcessEnv = process.env, caps:
       perConnection: wholeNumberSetting(env, 'DAS_SUBSCRIPTIONS_PER_CONNECTION', DEFAULT_LIMITS.perConnection, 1),
       initTimeoutMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_INIT_TIMEOUT_MS', DEFAULT_LIMITS.initTimeoutMs, 1),
       keepAliveMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_KEEPALIVE_MS', DEFAULT_LIMITS.keepAliveMs, 1),
+      reverifyMs: wholeNumberSetting(env, 'DAS_SUBSCRIPTION_REVERIFY_MS', DEFAULT_LIMITS.reverifyMs, 100),
       maxUnauthenticated: wholeNumberSetting(env, 'DAS_WS_MAX_UNAUTHENTICATED', DEFAULT_LIMITS.maxUnauthenticated, 1),
       maxBufferedBytes: wholeNumberSetting(env, 'DAS_WS_MAX_BUFFERED_BYTES', DEFAULT_LIMITS.maxBufferedBytes, 1024),
       closeGraceMs: wholeNumberSetting(env, 'DAS_WS_CLOSE_GRACE_MS', DEFAULT_LIMITS.closeGraceMs, 1),

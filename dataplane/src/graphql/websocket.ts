@@ -13,7 +13,6 @@
  * Every socket has an 'error' listener: a frame `ws` refuses (too large, invalid UTF-8, a bad
  * opcode) ends that one connection with ws's close code (1009, 1007, 1002), not the process.
  */
-import { randomUUID } from 'node:crypto';
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GraphQLError } from 'graphql';
@@ -26,7 +25,8 @@ import type { ConfigStore } from '../config/store.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { ApiError } from '../engine/errors.js';
 import type { Authenticate, NodeMiddleware } from '../http/app.js';
-import { AddressingError, resolveGateway, type Authkind } from '../http/gateway.js';
+import { AddressingError, inferAuthkind, resolveGateway, type Authkind } from '../http/gateway.js';
+import { logRefusal, upgradeRequestId } from './refusals.js';
 import { toApiError } from '../http/errors.js';
 import type { ChangeDispatcher } from './dispatcher.js';
 import { serveLegacyProtocol } from './legacy-protocol.js';
@@ -57,6 +57,8 @@ export interface SubscriptionLimits {
   closeGraceMs: number;
   /** Largest message a client may send. */
   maxMessageBytes: number;
+  /** How often a verified ServiceAccount caller is authenticated again (a revoked one is then ended, 4403). */
+  reverifyMs: number;
 }
 
 /** The defaults (README "Process environment"); settings.ts reads the overrides, and so may a memory-based sizing. */
@@ -69,6 +71,7 @@ export const DEFAULT_LIMITS: SubscriptionLimits = {
   maxBufferedBytes: 4 * 1024 * 1024,
   closeGraceMs: 5_000,
   maxMessageBytes: 1024 * 1024,
+  reverifyMs: 60_000,
 };
 
 export interface SubscriptionServerDeps {
@@ -88,11 +91,15 @@ export interface Connection {
   dataset: DatasetConfig;
   /** Set by the upgrade's Authorization header, else by connection_init. */
   authorization?: string;
+  /** The TCP peer's address at the upgrade (trust verified: whether a Proxy assertion is believed). */
+  remoteAddress?: string;
   authkind: Authkind;
   /** Whether the gateway came from the host (then the credential's scheme does not choose it). */
   byHost: boolean;
   caller?: Caller;
   socket: WebSocket;
+  /** The upgrade request's id, in the log lines about this connection. */
+  requestId: string;
   /** Its bytes waiting for the client (send-budget.ts). */
   budget: SendBudget;
   /** Sends one message within the budget (over it: 4429). */
@@ -143,8 +150,12 @@ export class SubscriptionServer {
     const res = new ServerResponse(req);
     res.assignSocket(socket as import('node:net').Socket);
     res.on('finish', () => socket.destroy());
+    // One id for the upgrade: in its refusal's answer and log line, and the firewall's.
+    const reqId = upgradeRequestId(req.headers['x-request-id']);
+    (req as IncomingMessage & { id?: string }).id = reqId;
+    const refused = (err: unknown) => refuse(res, err, this.deps.logger, { reqId, authorization: req.headers.authorization });
     const full = this.overCap(req);
-    if (full) return refuse(res, full, this.deps.logger);
+    if (full) return refused(full);
     this.upgrading++;
     let counted = true;
     const done = () => {
@@ -153,12 +164,12 @@ export class SubscriptionServer {
     };
     res.once('close', done);
     const proceed = () =>
-      this.upgrade(req, socket, head, res)
-        .catch((err: unknown) => refuse(res, err, this.deps.logger))
+      this.upgrade(req, socket, head, res, reqId)
+        .catch(refused)
         .finally(done);
     if (!this.deps.firewall) return void proceed();
     // A request the firewall blocks gets its answer on this socket and never upgrades.
-    this.deps.firewall(req, res, (err?: unknown) => (err ? refuse(res, err, this.deps.logger) : void proceed()));
+    this.deps.firewall(req, res, (err?: unknown) => (err ? refused(err) : void proceed()));
   }
 
   /** A 503 when this replica holds as many connections as it may (those being upgraded included). */
@@ -179,7 +190,7 @@ export class SubscriptionServer {
     return undefined;
   }
 
-  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse): Promise<void> {
+  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse, requestId: string): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     let route;
     try {
@@ -194,7 +205,8 @@ export class SubscriptionServer {
     const env = this.environment();
     const dataset = this.deps.engine.dataset(route.datasetId);
     let caller: Caller | undefined;
-    if (req.headers.authorization) caller = await this.authenticate({ authkind: route.authkind, authorization: req.headers.authorization }, env, dataset);
+    const remoteAddress = req.socket.remoteAddress;
+    if (req.headers.authorization) caller = await this.authenticate({ authkind: route.authkind, authorization: req.headers.authorization, remoteAddress }, env, dataset);
     res.detachSocket(socket as import('node:net').Socket);
     res.removeAllListeners('finish');
     this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -206,10 +218,12 @@ export class SubscriptionServer {
         datasetId: route.datasetId!,
         dataset,
         authorization: req.headers.authorization,
+        remoteAddress,
         authkind: route.authkind,
         byHost: route.by === 'host',
         caller,
         socket: ws,
+        requestId,
         budget,
         send: (data) => sendWithin(ws, budget, data, () => close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason)),
         close,
@@ -249,8 +263,15 @@ export class SubscriptionServer {
         if (!connection.caller) {
           const given = initAuthorization(payload);
           if (given !== undefined) connection.authorization = given;
-          if (!connection.byHost) connection.authkind = /^proxy(\s|$)/i.test(connection.authorization ?? '') ? 'iam' : 'public';
-          connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, this.environment(), connection.dataset);
+          if (!connection.byHost) connection.authkind = inferAuthkind(connection.authorization);
+          try {
+            connection.caller = await this.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, this.environment(), connection.dataset);
+          } catch (err) {
+            const e = err instanceof ApiError ? err : undefined;
+            const closeCode = e?.status === 401 ? CloseCode.Unauthorized : CloseCode.Forbidden;
+            logRefusal(this.deps.logger, { reqId: connection.requestId, closeCode, code: e?.code, reason: e?.message ?? 'forbidden', authorization: connection.authorization, dataset: connection.datasetId, gateway: connection.authkind });
+            throw err;
+          }
           this.unverified.delete(connection);
           this.watchExpiry(connection);
         }
@@ -323,14 +344,32 @@ export class SubscriptionServer {
     });
   }
 
-  /** Ends the connection when the caller's token expires (4403). */
+  /**
+   * Ends the connection when the caller's token expires (4403). A verified ServiceAccount caller
+   * (iam with an expiry) is authenticated again every reverifyMs meanwhile, so a revoked one ends
+   * too; the API server being unreachable then is no reason to end it.
+   */
   private watchExpiry(connection: Connection): void {
     const exp = connection.caller?.claims.exp;
     if (typeof exp !== 'number') return;
     const ms = exp * 1000 - Date.now();
     if (connection.expiry) clearTimeout(connection.expiry);
-    connection.expiry = setTimeout(() => connection.close(CloseCode.Forbidden, 'token expired'), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
+    const reverify = connection.caller?.schema === 'iam' && ms > this.limits.reverifyMs;
+    connection.expiry = reverify
+      ? setTimeout(() => void this.reverify(connection), this.limits.reverifyMs)
+      : setTimeout(() => connection.close(CloseCode.Forbidden, 'token expired'), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
     connection.expiry.unref();
+  }
+
+  private async reverify(connection: Connection): Promise<void> {
+    const env = this.deps.store.environment;
+    if (!env || !this.connections.has(connection)) return;
+    try {
+      connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, env, connection.dataset);
+    } catch (err) {
+      if ((err as { status?: number }).status !== 503) return connection.close(CloseCode.Forbidden, 'credentials no longer accepted');
+    }
+    this.watchExpiry(connection);
   }
 
   /** A config changed: each affected connection is authorized again against it, or ended (4403). */
@@ -348,7 +387,7 @@ export class SubscriptionServer {
       this.deps.dispatcher.updateDataset(state.config, connection.datasetId);
       if (!connection.caller) continue; // not initialised yet: checked at init
       try {
-        connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization }, env, state.config);
+        connection.caller = await this.deps.authenticate({ authkind: connection.authkind, authorization: connection.authorization, remoteAddress: connection.remoteAddress }, env, state.config);
       } catch {
         connection.close(CloseCode.Forbidden, 'access withdrawn by a configuration change');
       }
@@ -405,18 +444,17 @@ export function closeReason(text: string): string {
 }
 
 /** An upgrade that does not happen: an HTTP answer like REST's, then the socket closes. */
-function refuse(res: ServerResponse, err: unknown, logger: Logger): void {
+function refuse(res: ServerResponse, err: unknown, logger: Logger, request: { reqId: string; authorization?: string }): void {
   if (res.writableEnded) return;
   const e = toApiError(err);
-  if (!e) logger.error({ err: (err as Error)?.message }, 'WebSocket upgrade failed');
+  if (!e) logger.error({ reqId: request.reqId, err: (err as Error)?.message }, 'WebSocket upgrade failed');
   const status = e?.status ?? 500;
-  // The firewall gave the request its id when it ran; a refusal before it gets a new one.
-  const requestId = (res.req as IncomingMessage & { id?: string }).id ?? randomUUID();
-  const body = JSON.stringify({ error: { code: e?.code ?? 'INTERNAL', message: e?.message ?? 'internal error', details: e?.details ?? [] }, requestId });
+  if (e) logRefusal(logger, { reqId: request.reqId, status, code: e.code, reason: e.message, authorization: request.authorization });
+  const body = JSON.stringify({ error: { code: e?.code ?? 'INTERNAL', message: e?.message ?? 'internal error', details: e?.details ?? [] }, requestId: request.reqId });
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
-    'x-request-id': requestId,
+    'x-request-id': request.reqId,
     connection: 'close',
     ...(e?.retryAfter ? { 'retry-after': String(e.retryAfter) } : {}),
   });

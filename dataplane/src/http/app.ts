@@ -15,8 +15,8 @@ import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import type { LocationDriver, StatementContext } from '../engine/contract.js';
-import type { RecordEngine } from '../engine/engine.js';
-import { ApiError, badRequest } from '../engine/errors.js';
+import { TRANSACTION_SCHEMA, type RecordEngine } from '../engine/engine.js';
+import { ApiError, badRequest, MethodNotAllowed } from '../engine/errors.js';
 import { rawSqlIamOnly } from '../rawsql/handler.js';
 import { datasetHandlers } from './dataset-handlers.js';
 import { readinessOf } from './readiness.js';
@@ -27,9 +27,12 @@ import { checkAddressingHeaders, statementContext } from './headers.js';
 import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from './exchange.js';
 import type { RequestSample } from '../metrics.js';
 import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
+import { isAssetPath, sendAsset, sendDatasetPage, sendPage } from './browser/serve.js';
+import { swaggerPage } from './browser/pages.js';
+import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
 import type { QueryLimits } from '../graphql/limits.js';
 
-export type Authenticate = (input: { authkind: Authkind; authorization?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
+export type Authenticate = (input: { authkind: Authkind; authorization?: string; remoteAddress?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
 
 export type RawQueryHandler = (input: {
   dataset: DatasetConfig;
@@ -71,7 +74,8 @@ export interface AppDeps {
   extraRoutes?: (router: express.Router) => void;
   /** The administrative API under `/_admin/` (admin/): authenticated first, then handed the request. */
   admin?: {
-    authenticate(authkind: Authkind, authorization: string | undefined, env: EnvironmentConfig): void;
+    /** `iam` authenticates like a dataset request would, against the admin principals as a dataset. */
+    authenticate(authkind: Authkind, env: EnvironmentConfig, iam: (admins: DatasetConfig) => Promise<Caller>): Promise<void>;
     handle(request: { method: string; segments: string[]; body?: unknown }, env: EnvironmentConfig): Promise<{ status: number; body: unknown }>;
   };
 }
@@ -120,9 +124,13 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     const { methods } = route;
     const method = x.req.method ?? 'GET';
     if (!methods.split(',').includes(method)) {
-      x.res.setHeader('allow', methods);
-      throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${methods}`);
+      // Under a dataset or schema that does not exist the path is no endpoint at all: 404, not 405.
+      const state = deps.store.dataset(x.route!.datasetId!);
+      if (!state || (params.schema !== undefined && params.schema !== TRANSACTION_SCHEMA && !Object.hasOwn(state.config.schemas, params.schema))) throw noEndpoint(x.path);
+      throw new MethodNotAllowed(method, methods);
     }
+    // The pages need no credentials: they ask for them and send them with every request they make.
+    if (route.name === 'docs' || (route.name === 'graphql' && method !== 'POST')) return sendDatasetPage(x, route.name, deps.engine.dataset(x.route!.datasetId!).id);
     if (method === 'POST') {
       const type = x.req.headers['content-type'];
       if (!type) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
@@ -151,9 +159,23 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     if (!deps.admin) throw new ApiError(404, 'NOT_FOUND', 'the administrative API is not available on this data plane');
     const env = deps.store.environment;
     if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
-    const { authkind } = resolveGateway(x.req.headers.host, '/_admin', x.req.headers.authorization);
-    deps.admin.authenticate(authkind, x.req.headers.authorization, env);
     const method = x.req.method ?? 'GET';
+    const at = x.path.replace(/\/+$/, '');
+    const readOnly = () => {
+      if (method !== 'GET' && method !== 'HEAD') throw new MethodNotAllowed(method, 'GET,HEAD');
+    };
+    if (at === '/_admin/docs') {
+      readOnly();
+      return sendPage(x, swaggerPage('administrative API', '/_admin/openapi'));
+    }
+    const { authkind } = resolveGateway(x.req.headers.host, '/_admin', x.req.headers.authorization);
+    const authorization = x.req.headers.authorization;
+    await deps.admin.authenticate(authkind, env, (admins) => deps.authenticate({ authkind, authorization, remoteAddress: x.req.socket.remoteAddress }, env, admins));
+    if (at === '/_admin/openapi') {
+      readOnly();
+      const secure = String(x.req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase() === 'https';
+      return sendJson(x.res, 200, adminOpenApiDocument(adminServers(x.req.headers.host, secure)));
+    }
     let body: unknown;
     if (method === 'POST' && x.req.headers['content-type'] !== undefined) {
       if (!isJsonMediaType(x.req.headers['content-type'])) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send application/json');
@@ -193,7 +215,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       if ('iamOnly' in match.route && match.route.iamOnly && route.authkind !== 'iam') throw rawSqlIamOnly();
       return serve(x, match);
     }
-    throw new ApiError(404, 'NOT_FOUND', `no endpoint at ${x.path.slice(0, 200)}`);
+    throw noEndpoint(x.path);
   }
 
   const record = deps.observeRequest;
@@ -203,7 +225,16 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
 
   return (req, res) => {
     const x = beginExchange(deps.logger, req, res, observe);
-    if (x.req.method === 'GET') {
+    // The pages' static files: public, the same for everyone, before the firewall's body rules matter.
+    if (isAssetPath(x.path)) {
+      try {
+        return sendAsset(x);
+      } catch (err) {
+        return respondWithError(x, err, deps.logger);
+      }
+    }
+    if (x.req.method !== 'GET' && x.req.method !== 'HEAD' && FIXED_PATHS.includes(x.path)) return respondWithError(x, new MethodNotAllowed(x.req.method ?? '', 'GET,HEAD'), deps.logger);
+    if (x.req.method === 'GET' || x.req.method === 'HEAD') {
       if (x.path === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (x.path === '/metrics' && deps.metrics) {
         deps.metrics().then(
@@ -247,6 +278,11 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
   };
 }
 
+/** The probes and metrics: GET (and HEAD) only. */
+const FIXED_PATHS = ['/healthz', '/readyz', '/metrics'];
+
+const noEndpoint = (path: string) => new ApiError(404, 'NOT_FOUND', `no endpoint at ${path.slice(0, 200)}`);
+
 export function isJsonMediaType(value: string): boolean {
   const type = value.split(';')[0].trim().toLowerCase();
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
@@ -264,7 +300,7 @@ async function prepareDatasetRequest(deps: AppDeps, x: Exchange, engineRoute: bo
   const env = deps.store.environment;
   if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
   const dataset = engineRoute ? deps.engine.requestDataset(route.datasetId!) : deps.engine.dataset(route.datasetId!);
-  const caller = await deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization }, env, dataset);
+  const caller = await deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization, remoteAddress: x.req.socket.remoteAddress }, env, dataset);
   checkAddressingHeaders(x.req.headers, env, dataset);
   const ctx = statementContext(x.req.headers, env);
   return { route, env, dataset, caller, ctx };

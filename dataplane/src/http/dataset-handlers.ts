@@ -13,7 +13,8 @@ import { cachedOpenApiBody, serversFor, withServers } from './openapi.js';
 import { parseGraphQLRequest, runGraphQLQuery } from '../graphql/http.js';
 import type { RouteName } from './routes.js';
 
-export function datasetHandlers(deps: AppDeps): Record<RouteName, Handler> {
+/** Every endpoint but the Swagger UI page, which app.ts serves before authentication (browser/serve.ts). */
+export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'>, Handler> {
   const read: Handler = async (x, d, { schema, id }) => {
     const query = x.query;
     for (const key of Object.keys(query)) {
@@ -91,8 +92,11 @@ export function datasetHandlers(deps: AppDeps): Record<RouteName, Handler> {
   const openapi: Handler = async (x, d) => {
     for (const key of Object.keys(x.query)) throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; none is accepted`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
     const proto = x.req.headers['x-forwarded-proto'];
-    const servers = serversFor({ host: x.req.headers.host, forwardedProto: typeof proto === 'string' ? proto : undefined, route: d.route }, d.dataset, d.env);
-    sendJson(x.res, 200, withServers(cachedOpenApiBody(d.dataset, d.env), servers));
+    const known = { inCluster: Boolean(process.env.KUBERNETES_SERVICE_HOST) };
+    const servers = serversFor({ host: x.req.headers.host, forwardedProto: typeof proto === 'string' ? proto : undefined, route: d.route, known }, d.dataset, d.env);
+    // The Transaction paths only where the location takes bulk loads (its driver says so).
+    const transactions = Boolean(deps.engine.transactions && deps.driverFor(d.dataset).capabilities.bulkLoad);
+    sendJson(x.res, 200, withServers(cachedOpenApiBody(d.dataset, d.env, { transactions }), servers));
   };
 
   const rawQuery: Handler = async (x, d) => {

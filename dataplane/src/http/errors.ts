@@ -1,7 +1,7 @@
 /** Error responses: `{error: {code, message, details}, requestId}`; never a stack trace. */
 import type { Logger } from 'pino';
 import { AuthError } from '../auth/errors.js';
-import { ApiError } from '../engine/errors.js';
+import { ApiError, MethodNotAllowed } from '../engine/errors.js';
 import { apiErrorOf, StoreError } from '../engine/store-outcomes.js';
 import { sendJson, type Exchange } from './exchange.js';
 
@@ -48,6 +48,7 @@ export function respondWithError(x: Exchange, err: unknown, logger: Logger): voi
     return;
   }
   if (err instanceof AuthError && err.challenge) x.res.setHeader('www-authenticate', err.challenge);
+  if (err instanceof MethodNotAllowed) x.res.setHeader('allow', err.allow);
   if (apiError) {
     if (apiError.status === 503 || apiError.status === 429) x.res.setHeader('retry-after', String(apiError.retryAfter ?? 1));
     // The rest of an unread body is not worth draining: close the connection after this answer.

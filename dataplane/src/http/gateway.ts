@@ -7,9 +7,11 @@
  * - `<dataset>.iam.<anything>`: the dataset is the first host label; paths omit it (a path that
  *   repeats it is accepted too).
  * - Any other host (the internal load balancer's name, an IP address): no gateway label, so the
- *   `Authorization` scheme picks the gateway (`Proxy` → iam, otherwise public). Both gateways
- *   authenticate fully, so the choice grants nothing by itself.
+ *   `Authorization` scheme picks the gateway (`Proxy` or a Kubernetes ServiceAccount token → iam,
+ *   otherwise public). Both gateways authenticate fully, so the choice grants nothing by itself.
  */
+import { looksLikeServiceAccountToken } from '../auth/service-account.js';
+
 export type Authkind = 'iam' | 'public';
 export const AUTHKINDS: readonly Authkind[] = ['iam', 'public'];
 
@@ -70,6 +72,11 @@ function cachedHostLabels(host: string | undefined): readonly string[] {
   return labels;
 }
 
+/** The gateway of a request whose host names none: by the credentials it carries. */
+export function inferAuthkind(authorization: string | undefined): Authkind {
+  return /^proxy(\s|$)/i.test(authorization ?? '') || looksLikeServiceAccountToken(authorization) ? 'iam' : 'public';
+}
+
 export function resolveGateway(host: string | undefined, pathname: string, authorization: string | undefined): GatewayRoute {
   const labels = cachedHostLabels(host);
   const segments = decodeSegments(pathname);
@@ -81,7 +88,7 @@ export function resolveGateway(host: string | undefined, pathname: string, autho
     hostDataset = labels[0];
   }
   const by = authkind ? 'host' : 'scheme';
-  authkind ??= /^proxy(\s|$)/i.test(authorization ?? '') ? 'iam' : 'public';
+  authkind ??= inferAuthkind(authorization);
   if (hostDataset) {
     const rest = segments[0] === hostDataset ? segments.slice(1) : segments;
     return { authkind, by, datasetId: hostDataset, rest, datasetFrom: 'host' };

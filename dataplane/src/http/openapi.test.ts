@@ -13,6 +13,7 @@ import { renderDatasetConfig, renderEnvironmentConfig } from '../../../model/ren
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import type { GatewayRoute } from './gateway.js';
 import { cachedOpenApiBody, openApiBody, openApiDocument, serversFor } from './openapi.js';
+import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
 import { componentValidator, unresolvedRefs } from '../../test-support/openapi.js';
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples');
@@ -48,6 +49,30 @@ describe('OpenAPI document (openapi.ts)', () => {
     const wrongIn = clone(openApiDocument(demo, env, SERVERS)) as Json;
     wrongIn.components.parameters.filter.in = 'body';
     expect((await validate(wrongIn)).valid).to.equal(false);
+  });
+
+  it('is valid with the Transaction paths (a location that takes bulk loads), and so is the admin API’s document', async () => {
+    const doc = openApiDocument(demo, env, SERVERS, { transactions: true }) as Json;
+    expect((await validate(doc)).valid, JSON.stringify((await validate(doc)).errors)).to.equal(true);
+    expect(unresolvedRefs(doc)).to.deep.equal([]);
+    expect(doc.paths).to.include.keys('/Transaction', '/Transaction/{id}');
+    const check = componentValidator(doc);
+    // A generated client can start a bulk load: the create action takes the Transaction schema.
+    const load = { create: { schema: 'Transaction', data: { actions: [{ locationUri: 's3://b/people.parquet', operation: 'UPSERT', format: 'PARQUET', schema: 'demo.Person' }] } } };
+    expect(check('StructuredRequest', load)).to.deep.equal([]);
+    expect(check('StructuredRequest', { create: { schema: 'Transaction', data: { actions: [{ locationUri: 's3://b/x', operation: 'MERGE', format: 'PARQUET', schema: 'demo.Person' }] } } })).to.not.deep.equal([]);
+    const progress = { id: 't1', status: 'RUNNING', dataset: { id: 'demo' }, actions: [{ ...load.create.data.actions[0], rowsRead: 10, rowsWritten: 9, rowsRejected: 1, bytesRead: 100, errors: [{ row: 3, message: 'bad age' }] }], context: {}, createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:01Z' };
+    expect(check('Transaction', progress)).to.deep.equal([]);
+    expect(check('Transaction', { ...progress, status: 'DONE' })).to.not.deep.equal([]);
+    // Without bulk loads the document does not offer them.
+    expect(openApiDocument(demo, env, SERVERS).paths).to.not.have.keys('/Transaction');
+
+    const admin = adminOpenApiDocument(adminServers('iam.localhost:8080', false));
+    const result = await validate(admin);
+    expect(result.valid, JSON.stringify(result.errors)).to.equal(true);
+    expect(unresolvedRefs(admin)).to.deep.equal([]);
+    expect(Object.keys(admin.paths as Json)).to.deep.equal(['/datasets', '/datasets/{id}', '/datasets/{id}/pause', '/datasets/{id}/resume', '/openapi', '/docs']);
+    expect((admin.servers as Json[]).map((s) => s.url)).to.deep.equal(['http://iam.localhost:8080/_admin', 'http://127.0.0.1:8080/_admin']);
   });
 
   it('resolves every $ref (and the check finds a dangling one)', () => {
@@ -130,7 +155,7 @@ describe('OpenAPI document (openapi.ts)', () => {
   it('lists every endpoint the data plane serves for a dataset, with its errors', () => {
     const doc = openApiBody(demo, env) as Json;
     expect(Object.keys(doc.paths)).to.deep.equal([
-      '/', '/echo', '/openapi', '/raw-query',
+      '/', '/echo', '/openapi', '/raw-query', '/graphql', '/docs',
       '/queries/demo.HeadcountByEmployer', '/queries/demo.PeopleInPostcode',
       '/demo.Company', '/demo.Company/{id}', '/demo.Company/{id}/employees',
       '/demo.Person', '/demo.Person/{id}', '/demo.Person/{id}/employer',
@@ -202,6 +227,8 @@ describe('OpenAPI document (openapi.ts)', () => {
       expect(serversFor({ host: 'iam.localhost:8080', route: route({}) }, demo, env)).to.deep.equal([
         { url: 'http://iam.localhost:8080/demo', description: 'iam gateway' },
         { url: 'http://public.localhost:8080/demo', description: 'public gateway' },
+        // *.localhost resolves only in curl and browsers: 127.0.0.1 for every other client.
+        { url: 'http://127.0.0.1:8080/demo', description: 'this machine, for clients that cannot resolve *.localhost; no gateway label, so the Authorization scheme picks the gateway (Proxy: iam, otherwise public)' },
       ]);
       expect(serversFor({ host: 'demo.public.example.com', forwardedProto: 'https', route: route({ authkind: 'public', datasetFrom: 'host' }) }, demo, env)).to.deep.equal([
         { url: 'https://demo.public.example.com', description: 'public gateway' },
@@ -210,9 +237,10 @@ describe('OpenAPI document (openapi.ts)', () => {
     });
 
     it('leaves out a gateway that does not serve the dataset, and the other gateway when the scheme chose it', () => {
-      expect(serversFor({ host: 'iam.localhost', route: route({}) }, iamOnlyDataset, env)).to.deep.equal([{ url: 'http://iam.localhost/sealed', description: 'iam gateway' }]);
+      expect(serversFor({ host: 'iam.localhost', route: route({}) }, iamOnlyDataset, env).map((s) => s.url)).to.deep.equal(['http://iam.localhost/sealed', 'http://127.0.0.1/sealed']);
       const noPublicGateway = { ...env, gateways: { ...env.gateways, public: { enabled: false } } };
-      expect(serversFor({ host: 'iam.localhost', route: route({}) }, demo, noPublicGateway)).to.have.length(1);
+      expect(serversFor({ host: 'iam.localhost', route: route({}) }, demo, noPublicGateway).map((s) => s.url)).to.deep.equal(['http://iam.localhost/demo', 'http://127.0.0.1/demo']);
+      expect(serversFor({ host: '127.0.0.1:8080', route: route({ by: 'scheme' }) }, demo, env)).to.deep.equal([{ url: 'http://127.0.0.1:8080/demo', description: 'iam gateway' }]);
       expect(serversFor({ host: 'das-internal.svc', route: route({ by: 'scheme' }) }, demo, env)).to.deep.equal([{ url: 'http://das-internal.svc/demo', description: 'iam gateway' }]);
     });
 
@@ -221,6 +249,14 @@ describe('OpenAPI document (openapi.ts)', () => {
       expect(serversFor({ host: undefined, route: route({}) }, demo, env)[0].url).to.equal('/demo');
       expect(serversFor({ host: 'iam.localhost', forwardedProto: 'javascript', route: route({}) }, demo, env)[0].url).to.equal('http://iam.localhost/demo');
       expect(serversFor({ host: 'iam.localhost', forwardedProto: 'HTTPS, http', route: route({}) }, demo, env)[0].url).to.equal('https://iam.localhost/demo');
+    });
+
+    it('adds the internal Service’s DNS name in a cluster, for internal environments only', () => {
+      const internal = { ...env, id: 'orders', namespace: 'data', type: 'internal' as const };
+      const servers = serversFor({ host: 'demo.iam.example.com', route: route({ datasetFrom: 'host' }), known: { inCluster: true } }, demo, internal);
+      expect(servers.at(-1)?.url).to.equal('http://orders-internal.data.svc.cluster.local/demo');
+      expect(serversFor({ host: 'demo.iam.example.com', route: route({ datasetFrom: 'host' }), known: { inCluster: false } }, demo, internal).map((s) => s.url)).to.not.include('http://orders-internal.data.svc.cluster.local/demo');
+      expect(serversFor({ host: 'demo.public.example.com', route: route({ authkind: 'public', datasetFrom: 'host' }), known: { inCluster: true } }, demo, { ...internal, type: 'public' }).map((s) => s.url)).to.deep.equal(['http://demo.public.example.com', 'http://demo.iam.example.com']);
     });
   });
 });

@@ -16,10 +16,10 @@ import { fieldsOf } from '../engine/layout.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../engine/lists.js';
 import { recordJsonSchema } from '../engine/record-validation.js';
 import { SCALAR_TYPE_NAMES } from '../sql/scalar-types.js';
-import { DEFAULT_BODY_LIMIT } from './body.js';
+import { graphqlPaths, graphqlSchemas } from './openapi-graphql.js';
+import { transactionPaths, transactionSchemas } from './openapi-transactions.js';
+import { errorResponses, errorSchemas, GET_ERRORS, headerParameters, HEADERS, json, operation, POST_ERRORS, RAW_ERRORS, ref, schemaRef, type Json } from './openapi-parts.js';
 import type { Authkind, GatewayRoute } from './gateway.js';
-
-type Json = Record<string, unknown>;
 
 export interface ServerObject {
   url: string;
@@ -37,8 +37,14 @@ const MAX_ID_LENGTH = 512;
 /** Longest filter, sort or nextToken text accepted (engine/actions.ts). */
 const MAX_PAGE_TEXT = 8192;
 
-export function openApiDocument(dataset: DatasetConfig, env: EnvironmentConfig, options: OpenApiOptions): Json {
-  return withServers(openApiBody(dataset, env), options.servers);
+/** What the dataset's location can do beyond records (its driver's capabilities). */
+export interface DocumentFeatures {
+  /** Bulk loads: the `Transaction` schema and paths. */
+  transactions?: boolean;
+}
+
+export function openApiDocument(dataset: DatasetConfig, env: EnvironmentConfig, options: OpenApiOptions, features: DocumentFeatures = {}): Json {
+  return withServers(openApiBody(dataset, env, features), options.servers);
 }
 
 /** The document with `servers` in its place (after `jsonSchemaDialect`), the body left untouched. */
@@ -47,17 +53,18 @@ export function withServers(body: Json, servers: ServerObject[]): Json {
   return { openapi, info, jsonSchemaDialect, servers, ...rest };
 }
 
-const bodies = new WeakMap<DatasetConfig, { env: EnvironmentConfig; body: Json }>();
+const bodies = new WeakMap<DatasetConfig, { env: EnvironmentConfig; transactions: boolean; body: Json }>();
 
 /**
  * The body for a dataset config object, generated once: a new generation is a new config object.
  * The environment (gateways, executors) is part of the document, so a new one regenerates it.
  */
-export function cachedOpenApiBody(dataset: DatasetConfig, env: EnvironmentConfig): Json {
+export function cachedOpenApiBody(dataset: DatasetConfig, env: EnvironmentConfig, features: DocumentFeatures = {}): Json {
   const cached = bodies.get(dataset);
-  if (cached && cached.env === env) return cached.body;
-  const body = openApiBody(dataset, env);
-  bodies.set(dataset, { env, body });
+  const transactions = Boolean(features.transactions);
+  if (cached && cached.env === env && cached.transactions === transactions) return cached.body;
+  const body = openApiBody(dataset, env, features);
+  bodies.set(dataset, { env, transactions, body });
   return body;
 }
 
@@ -67,28 +74,46 @@ export function cachedOpenApiBody(dataset: DatasetConfig, env: EnvironmentConfig
 const PLAIN_HOST = /^[a-z0-9.-]{1,253}(:[0-9]{1,5})?$/;
 const OTHER: Record<Authkind, Authkind> = { iam: 'public', public: 'iam' };
 
+/** Where the data plane also knows itself to be reachable (besides the request's own host). */
+export interface KnownAddresses {
+  /** Running in a cluster (KUBERNETES_SERVICE_HOST is set): the internal Service's DNS name is known. */
+  inCluster?: boolean;
+}
+
 /**
  * The server URLs for a request: the one it was asked on (dataset in the path or as a host
  * label, as the request had it), then the same host on the other gateway when the request chose
  * its gateway by host label and the dataset is served there. A Host that is not a plain host name
  * gives a relative URL (resolved against the document's own address).
+ *
+ * Then an address every client resolves, where the gateway follows the Authorization scheme
+ * (gateway.ts): `*.localhost` resolves only in curl and browsers (node, Python and getent fail),
+ * so a `*.localhost` host also gets `127.0.0.1` with its port; in a cluster an internal
+ * environment adds its internal Service's DNS name.
  */
-export function serversFor(input: { host?: string; forwardedProto?: string; route: GatewayRoute }, dataset: DatasetConfig, env: EnvironmentConfig): ServerObject[] {
+export function serversFor(input: { host?: string; forwardedProto?: string; route: GatewayRoute; known?: KnownAddresses }, dataset: DatasetConfig, env: EnvironmentConfig): ServerObject[] {
   const { route } = input;
   const host = (input.host ?? '').trim().toLowerCase().replace(/\.(?=:|$)/, '');
   const proto = /^https?$/i.test(input.forwardedProto?.split(',')[0].trim() ?? '') ? input.forwardedProto!.split(',')[0].trim().toLowerCase() : 'http';
   const datasetPath = route.datasetFrom === 'host' ? '' : `/${encodeURIComponent(dataset.id)}`;
-  if (!PLAIN_HOST.test(host)) return [{ url: datasetPath || '/', description: `${route.authkind} gateway` }];
+  const inCluster = input.known?.inCluster && env.type === 'internal' ? [{ url: `http://${env.id}-internal.${env.namespace}.svc.cluster.local/${encodeURIComponent(dataset.id)}`, description: UNLABELLED('the internal load balancer, inside the cluster') }] : [];
+  if (!PLAIN_HOST.test(host)) return [{ url: datasetPath || '/', description: `${route.authkind} gateway` }, ...inCluster];
   const servers: ServerObject[] = [{ url: `${proto}://${host}${datasetPath}`, description: `${route.authkind} gateway` }];
-  if (route.by !== 'host') return servers;
-  const other = OTHER[route.authkind];
-  if (!gatewayServes(other, dataset, env)) return servers;
-  const labels = host.split('.');
-  const at = labels[0] === route.authkind ? 0 : 1;
-  labels[at] = labels[at].replace(route.authkind, other);
-  servers.push({ url: `${proto}://${labels.join('.')}${datasetPath}`, description: `${other} gateway` });
-  return servers;
+  if (route.by === 'host') {
+    const other = OTHER[route.authkind];
+    if (gatewayServes(other, dataset, env)) {
+      const labels = host.split('.');
+      const at = labels[0] === route.authkind ? 0 : 1;
+      labels[at] = labels[at].replace(route.authkind, other);
+      servers.push({ url: `${proto}://${labels.join('.')}${datasetPath}`, description: `${other} gateway` });
+    }
+    const loopback = /^(?:[a-z0-9-]+\.)*localhost(:[0-9]{1,5})?$/.exec(host);
+    if (loopback) servers.push({ url: `${proto}://127.0.0.1${loopback[1] ?? ''}/${encodeURIComponent(dataset.id)}`, description: UNLABELLED('this machine, for clients that cannot resolve *.localhost') });
+  }
+  return [...servers, ...inCluster];
 }
+
+const UNLABELLED = (where: string) => `${where}; no gateway label, so the Authorization scheme picks the gateway (Proxy: iam, otherwise public)`;
 
 function gatewayServes(kind: Authkind, dataset: DatasetConfig, env: EnvironmentConfig): boolean {
   if (!env.gateways[kind].enabled) return false;
@@ -98,8 +123,6 @@ function gatewayServes(kind: Authkind, dataset: DatasetConfig, env: EnvironmentC
 // ---------------------------------------------------------------------------------------------
 // names
 
-const ref = (section: string, name: string) => ({ $ref: `#/components/${section}/${name}` });
-const schemaRef = (name: string) => ref('schemas', name);
 
 /**
  * Component names for record schemas: dots become `_` (`demo.Person` → `demo_Person`). Two names
@@ -127,6 +150,8 @@ const opId = (...parts: string[]) => parts.join('_').replaceAll('.', '_');
 
 interface Names {
   component: Map<string, string>;
+  /** The location takes bulk loads (the `Transaction` schema). */
+  transactions: boolean;
 }
 
 /** A record as the API answers it: id, version, properties (links as `{id}` or the expanded record). */
@@ -182,72 +207,6 @@ function outputProperties(props: Record<string, PropertyDef>, stored: Record<str
 /** The names `expand` takes for a schema: its link fields, dotted when nested. */
 const linkFields = (def: RecordSchemaDef) => fieldsOf(def).filter((f) => f.type === 'link');
 
-// ---------------------------------------------------------------------------------------------
-// the shared components
-
-const ERROR_STATUSES: Record<number, { name: string; description: string; headers?: string[] }> = {
-  400: {
-    name: 'BadRequest',
-    description:
-      'The request cannot be served as sent: malformed JSON (MALFORMED_JSON), invalid UTF-8 (INVALID_UTF8), nesting over 64 levels (JSON_TOO_DEEP), text that cannot be stored (INVALID_TEXT), unknown or missing fields, data that does not fit the schema (INVALID_RECORD), a bad filter, sort, limit or nextToken (INVALID_FILTER, INVALID_SORT, INVALID_LIMIT, INVALID_NEXT_TOKEN), an unknown query parameter, a conventional header that does not match (DOMAIN_MISMATCH). `details` name each problem by JSON path (`$.create.data.age`, `query:filter`).',
-  },
-  401: { name: 'Unauthorized', description: 'Missing or malformed credentials.', headers: ['WWW-Authenticate'] },
-  403: { name: 'Forbidden', description: 'The principal or token subject is not allowed on this dataset, the gateway is disabled, or the endpoint is not open to this gateway.' },
-  404: { name: 'NotFound', description: 'Unknown dataset, schema, record, link or endpoint (DATASET_NOT_FOUND, SCHEMA_NOT_FOUND, RECORD_NOT_FOUND, LINK_NOT_FOUND, NOT_FOUND).' },
-  405: { name: 'MethodNotAllowed', description: 'The method is not served at this path; `Allow` lists the ones that are.', headers: ['Allow'] },
-  408: { name: 'RequestTimeout', description: 'The request was not received in time.' },
-  409: { name: 'Conflict', description: 'A record with this id exists (RECORD_EXISTS).' },
-  413: { name: 'PayloadTooLarge', description: `The body is larger than ${DEFAULT_BODY_LIMIT} bytes (BODY_TOO_LARGE).` },
-  415: { name: 'UnsupportedMediaType', description: 'The body is not `application/json`, not UTF-8, or compressed.' },
-  421: { name: 'MisdirectedRequest', description: '`X-Environment-Uri` names another environment (ENVIRONMENT_MISMATCH).' },
-  431: { name: 'HeadersTooLarge', description: 'The request headers are larger than 32 KiB.' },
-  503: {
-    name: 'ServiceUnavailable',
-    description:
-      'Retry after `Retry-After` seconds: the store cannot be reached (STORE_UNAVAILABLE), the dataset is being prepared (DATASET_NOT_READY) or its config cannot be served (DATASET_UNAVAILABLE), the server is busy (SERVER_BUSY), the ASYNC queue is full (ASYNC_QUEUE_FULL), raw SQL is busy or its database unreachable (RAW_SQL_BUSY, DATABASE_UNAVAILABLE), no environment config yet (NOT_READY).',
-    headers: ['Retry-After'],
-  },
-};
-
-/** Response headers: header name → [component name, header object]. */
-const HEADERS: Record<string, [string, Json]> = {
-  'x-request-id': ['RequestId', { description: 'The request id: the caller’s UUID if it sent one, otherwise a new one. Quote it when reporting a problem.', schema: { type: 'string', format: 'uuid' } }],
-  'Retry-After': ['RetryAfter', { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'integer', minimum: 0 } }],
-  'WWW-Authenticate': ['WWWAuthenticate', { description: 'The scheme the gateway expects.', schema: { type: 'string' } }],
-  Allow: ['Allow', { description: 'The methods served at this path.', required: true, schema: { type: 'string' } }],
-};
-
-function responseHeaders(extra: string[] = []): Json {
-  return Object.fromEntries(['x-request-id', ...extra].map((name) => [name, ref('headers', HEADERS[name][0])]));
-}
-
-function errorResponses(): Json {
-  const out: Json = {};
-  for (const { name, description, headers } of Object.values(ERROR_STATUSES)) {
-    out[name] = { description, headers: responseHeaders(headers), content: { 'application/json': { schema: schemaRef('Error') } } };
-  }
-  out.Error = { description: 'Any other error: 500 INTERNAL (quote the request id), 501 NOT_AVAILABLE.', headers: responseHeaders(), content: { 'application/json': { schema: schemaRef('Error') } } };
-  return out;
-}
-
-/** The conventional headers every endpoint accepts (README "Gateways and authentication"). */
-function headerParameters(env: EnvironmentConfig): Json {
-  const executors = env.executors.map((e) => e.name);
-  return {
-    XDomain: { name: 'X-Domain', in: 'header', description: 'Must name the addressed dataset (else 400 DOMAIN_MISMATCH).', schema: { type: 'string' } },
-    XBaseDomain: { name: 'X-Base-Domain', in: 'header', description: 'Must name the addressed dataset (else 400 DOMAIN_MISMATCH).', schema: { type: 'string' } },
-    XEnvironmentUri: { name: 'X-Environment-Uri', in: 'header', description: 'Must name this environment (else 421 ENVIRONMENT_MISMATCH).', schema: { type: 'string' } },
-    ExecutorName: {
-      name: 'executor-name',
-      in: 'header',
-      description: 'A named executor of the environment (unknown: 400).',
-      schema: executors.length ? { type: 'string', enum: executors } : { type: 'string' },
-    },
-    Tags: { name: 'tags', in: 'header', description: 'A JSON object passed to the store for observability.', schema: { type: 'string', contentMediaType: 'application/json' } },
-    XRequestId: { name: 'x-request-id', in: 'header', description: 'A UUID to use as the request id (anything else is replaced by a new one).', schema: { type: 'string' } },
-  };
-}
-const HEADER_PARAMETERS = ['XDomain', 'XBaseDomain', 'XEnvironmentUri', 'ExecutorName', 'Tags', 'XRequestId'];
 
 function pageParameters(): Json {
   return {
@@ -294,31 +253,7 @@ function fixedSchemas(dataset: DatasetConfig, names: Names): Json {
     SchemaName: { type: 'string', enum: Object.keys(dataset.schemas).sort(), description: 'A record schema of this dataset.' },
     Expand: nameList('Link properties to expand (dotted when nested)'),
     Projection: nameList('Properties to return besides id and version (dotted when nested)'),
-    Error: {
-      type: 'object',
-      description: 'Every error answer.',
-      required: ['error', 'requestId'],
-      properties: { error: schemaRef('ErrorBody'), requestId: { type: 'string', description: 'The x-request-id of the request.' } },
-    },
-    ErrorBody: {
-      type: 'object',
-      required: ['code', 'message', 'details'],
-      properties: {
-        code: { type: 'string', pattern: '^[A-Z][A-Z0-9_]*$', description: 'UPPER_SNAKE reason, e.g. INVALID_RECORD.' },
-        message: { type: 'string' },
-        details: { type: 'array', items: schemaRef('ErrorDetail') },
-      },
-    },
-    ErrorDetail: {
-      type: 'object',
-      required: ['message'],
-      properties: {
-        path: { type: 'string', description: 'Where: a JSON path into the body (`$.create.data.age`) or `query:<name>`.' },
-        message: { type: 'string' },
-        position: { type: 'integer', description: 'For filters and sorts: the 1-based character position.' },
-        action: { type: 'string', description: 'For batches: the failed action’s name.' },
-      },
-    },
+    ...errorSchemas(),
     DeleteResult: {
       type: 'object',
       required: ['id', 'version', 'deleted'],
@@ -396,7 +331,7 @@ function structuredSchemas(dataset: DatasetConfig, names: Names): Json {
       additionalProperties: false,
       properties: { schema: schemaRef('SchemaName'), id: schemaRef('Id'), version: schemaRef('Version'), expand: schemaRef('Expand'), projection: schemaRef('Projection'), consistency: schemaRef('Consistency') },
     },
-    CreateAction: perSchema('Create'),
+    CreateAction: names.transactions ? { oneOf: [...perSchema('Create').oneOf, schemaRef('Transaction-Create')] } : perSchema('Create'),
     UpdateAction: perSchema('Update'),
     DeleteAction: {
       type: 'object',
@@ -501,21 +436,6 @@ function recordSchemas(dataset: DatasetConfig, names: Names): Json {
 // ---------------------------------------------------------------------------------------------
 // paths
 
-const GET_ERRORS = [400, 401, 403, 404, 405, 408, 421, 431, 503];
-const POST_ERRORS = [400, 401, 403, 404, 405, 408, 409, 413, 415, 421, 431, 503];
-const RAW_ERRORS = POST_ERRORS.filter((s) => s !== 409);
-
-function json(description: string, schema: Json, extraHeaders?: string[]): Json {
-  return { description, headers: responseHeaders(extraHeaders), content: { 'application/json': { schema } } };
-}
-
-function operation(op: Json, success: Record<string, Json>, errors: number[]): Json {
-  const responses: Json = { ...success };
-  for (const status of errors) responses[String(status)] = ref('responses', ERROR_STATUSES[status].name);
-  responses.default = ref('responses', 'Error');
-  const parameters = [...((op.parameters as Json[] | undefined) ?? []), ...HEADER_PARAMETERS.map((p) => ref('parameters', p))];
-  return { ...op, parameters, responses };
-}
 
 const expandParameter = (def: RecordSchemaDef, what: string): Json[] => {
   const links = linkFields(def).map((f) => f.dotted);
@@ -599,7 +519,10 @@ function datasetPaths(dataset: DatasetConfig, names: Names): Json {
             anyOf: [...records.map(schemaRef), schemaRef('DeleteResult'), ...pages, schemaRef('BatchResult')],
           }),
           201: json('create: the new record, version 1.', { anyOf: records.map(schemaRef) }),
-          202: json('ASYNC: accepted, written in the background.', schemaRef('Accepted')),
+          202: json(
+            names.transactions ? 'ASYNC: accepted, written in the background; a Transaction create: the transaction, PENDING (follow it at GET /Transaction/{id}).' : 'ASYNC: accepted, written in the background.',
+            names.transactions ? { anyOf: [schemaRef('Accepted'), schemaRef('Transaction')] } : schemaRef('Accepted'),
+          ),
           207: json('batch at QUORUM or EVENTUAL where some actions failed: each action’s result or `{error, status}`.', schemaRef('BatchResult')),
         },
         POST_ERRORS,
@@ -630,12 +553,12 @@ function datasetPaths(dataset: DatasetConfig, names: Names): Json {
           security: [{ iam: [] }],
           requestBody: { required: true, content: { 'application/json': { schema: schemaRef('RawQueryRequest') } } },
         },
-        { 200: json('The rows.', { type: 'array', items: { type: 'object' } }) },
+        { 200: json('The rows, one object per row: column name → value.', schemaRef('RawQueryRows')) },
         RAW_ERRORS,
       ),
     };
   }
-  return { ...paths, ...queryPaths(dataset, names), ...recordPaths(dataset, names) };
+  return { ...paths, ...graphqlPaths(dataset), ...queryPaths(dataset, names), ...(names.transactions ? transactionPaths() : {}), ...recordPaths(dataset, names) };
 }
 
 const hasQueries = (dataset: DatasetConfig) => Object.keys(dataset.queries ?? {}).length > 0;
@@ -720,6 +643,11 @@ function rawQuerySchemas(): Json {
         arguments: { type: 'object', description: 'Placeholder name → typed value.', additionalProperties: schemaRef('RawQueryArgument') },
       },
     },
+    RawQueryRows: {
+      type: 'array',
+      description: 'At most the row limit of the dataset; values as the store returns them (numbers, strings, booleans, null; JSON columns as JSON).',
+      items: { type: 'object', additionalProperties: { type: ['string', 'number', 'integer', 'boolean', 'null', 'object', 'array'] } },
+    },
     RawQueryArgument: {
       type: 'object',
       required: ['value', 'type'],
@@ -733,9 +661,9 @@ function rawQuerySchemas(): Json {
 // the document
 
 /** Everything but `servers`, in a fixed key order. */
-export function openApiBody(dataset: DatasetConfig, env: EnvironmentConfig): Json {
+export function openApiBody(dataset: DatasetConfig, env: EnvironmentConfig, features: DocumentFeatures = {}): Json {
   const schemaNames = Object.keys(dataset.schemas).sort();
-  const names: Names = { component: componentNames(schemaNames) };
+  const names: Names = { component: componentNames(schemaNames), transactions: Boolean(features.transactions) };
   const iam = gatewayServes('iam', dataset, env);
   const bearer = gatewayServes('public', dataset, env);
   const security = [...(iam ? [{ iam: [] }] : []), ...(bearer ? [{ bearer: [] }] : []), ...(dataset.caller.anon ? [{}] : [])];
@@ -753,13 +681,20 @@ export function openApiBody(dataset: DatasetConfig, env: EnvironmentConfig): Jso
     jsonSchemaDialect: DIALECT,
     // Gateways that do not serve this dataset keep their scheme out of `security`: their answer is 403.
     security: security.length ? security : [{ iam: [] }],
-    tags: [{ name: 'dataset', description: 'Dataset-wide endpoints.' }, ...schemaNames.map((s) => ({ name: s, description: dataset.schemas[s].description ?? `${s} records.` }))],
+    tags: [
+      { name: 'dataset', description: 'Dataset-wide endpoints.' },
+      { name: 'graphql', description: 'GraphQL queries over HTTP; subscriptions over WebSocket at the same path.' },
+      ...(names.transactions ? [{ name: 'Transaction', description: 'Bulk loads: create with POST / {"create": {"schema": "Transaction", "data": …}}, then follow their progress.' }] : []),
+      ...schemaNames.map((s) => ({ name: s, description: dataset.schemas[s].description ?? `${s} records.` })),
+    ],
     paths: datasetPaths(dataset, names),
     components: {
       schemas: {
         ...fixedSchemas(dataset, names),
         ...structuredSchemas(dataset, names),
         ...(dataset.auth.iam.rawSqlEndpointEnabled ? rawQuerySchemas() : {}),
+        ...graphqlSchemas(),
+        ...(names.transactions ? transactionSchemas(dataset) : {}),
         ...recordSchemas(dataset, names),
       },
       responses: errorResponses(),

@@ -8,6 +8,8 @@ describe('dataset routes (http/routes.ts)', () => {
     expect(name([])).to.equal('structured');
     expect(name(['echo'])).to.equal('echo');
     expect(name(['openapi'])).to.equal('openapi');
+    expect(name(['docs'])).to.equal('docs');
+    expect(name(['graphql'])).to.equal('graphql');
     expect(name(['raw-query'])).to.equal('rawQuery');
     expect(name(['queries', 'demo.PeopleInPostcode'])).to.equal('namedQuery');
     expect(name(['demo.Person'])).to.equal('list');

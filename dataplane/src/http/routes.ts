@@ -11,8 +11,12 @@ export const DATASET_ROUTES = [
   { name: 'structured', path: [], methods: 'POST' },
   { name: 'echo', path: ['echo'], methods: 'GET' },
   { name: 'openapi', path: ['openapi'], methods: 'GET,HEAD' },
-  // GraphQL queries; the WebSocket upgrade on the same path is taken by the server (graphql/websocket.ts).
-  { name: 'graphql', path: ['graphql'], methods: 'POST' },
+  // Swagger UI. It and GraphiQL (GET on graphql) are pages, served before authentication (app.ts):
+  // they ask for the credentials and send them with every request they make.
+  { name: 'docs', path: ['docs'], methods: 'GET,HEAD' },
+  // GraphQL queries by POST; GET is the GraphiQL page (Accept: text/html). The WebSocket upgrade on
+  // the same path is taken by the server (graphql/websocket.ts).
+  { name: 'graphql', path: ['graphql'], methods: 'GET,HEAD,POST' },
   // The spec: raw SQL exists on the iam gateway only, refused before authentication elsewhere.
   { name: 'rawQuery', path: ['raw-query'], methods: 'POST', iamOnly: true },
   { name: 'namedQuery', path: ['queries', ':query'], methods: 'GET,HEAD' },

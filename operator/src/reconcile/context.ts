@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { EventSink } from '../kube/events.js';
 import type { MutationCache } from '../kube/mutation-cache.js';
-import { apiErrorMessage, type KubeObject } from '../kube/object-client.js';
+import { apiErrorMessage, type KubeObject, type ObjectWriter } from '../kube/object-client.js';
 import type { DesiredObject, RenderSettings } from '../render/types.js';
 import type { ClusterCapabilities } from '../render/capabilities.js';
 import { OwnershipConflictError, type Applier, type Change } from './applier.js';
@@ -16,6 +16,8 @@ export interface ReconcileContext {
   /** Caches of the kinds the operator creates, by kind. */
   owned: ReadonlyMap<string, MutationCache>;
   applier: Applier;
+  /** Writes cluster-scoped objects (trust verified's ClusterRoleBindings); absent in tests that need none. */
+  clusterWriter?: ObjectWriter;
   environmentWriter: ResourceWriter;
   datasetWriter: ResourceWriter;
   events: EventSink;

@@ -1,7 +1,8 @@
 /**
  * Environment → data plane (ServiceAccount, Role, RoleBinding, config ConfigMap, Deployment), the
- * Services, the firewall NetworkPolicy and the function gateway. Deleting the Environment deletes
- * them through their ownerReferences (garbage collection), so it needs no finalizer. Its Datasets
+ * Services, the firewall NetworkPolicies and the function gateway. Deleting the Environment deletes
+ * them through their ownerReferences (garbage collection); only trust verified's cluster-scoped
+ * ClusterRoleBindings need a finalizer (cluster-bindings.ts). Its Datasets
  * count too: their connection Secrets are mounted into the data plane (the controller queues the
  * Environment whenever one of its Datasets changes).
  */
@@ -10,6 +11,7 @@ import type { EnvironmentResource, EnvironmentSpec, SecretKeyRef } from '../../.
 import type { KubeObject } from '../kube/object-client.js';
 import { objectNames } from '../names.js';
 import { renderEnvironmentObjects } from '../render/environment.js';
+import { finalizeClusterBindings, reconcileClusterBindings } from './cluster-bindings.js';
 import { datasetSecretRefs, publishedSecretRefs, type WithConnectionSecret } from '../render/secrets.js';
 import { WAIT_REQUEUE_MS, applyOwned, failureOutcome, ownedCache, publishStatus, type ReconcileContext, type ReconcileResult } from './context.js';
 import { environmentStatus, type DeploymentView, type Outcome } from './status.js';
@@ -31,8 +33,14 @@ type EnvironmentObject = KubeObject & { spec: EnvironmentSpec };
 type DatasetObject = KubeObject & WithConnectionSecret & { spec?: { environment?: string } };
 
 export async function reconcileEnvironment(ctx: ReconcileContext, namespace: string, name: string): Promise<ReconcileResult> {
-  const env = ctx.environments.get(namespace, name) as EnvironmentObject | undefined;
-  if (!env || env.metadata.deletionTimestamp) return {};
+  const cached = ctx.environments.get(namespace, name) as EnvironmentObject | undefined;
+  if (!cached) return {};
+  // Owned objects go by garbage collection; the cluster-scoped bindings by this finalizer.
+  if (cached.metadata.deletionTimestamp) {
+    await finalizeClusterBindings(ctx, cached);
+    return {};
+  }
+  let env = cached;
 
   let outcome: Outcome;
   let failure: unknown;
@@ -43,6 +51,7 @@ export async function reconcileEnvironment(ctx: ReconcileContext, namespace: str
   } else {
     try {
       const secretRefs = neededSecretRefs(ctx, namespace, name, datasets);
+      env = (await reconcileClusterBindings(ctx, env)) as EnvironmentObject;
       const desired = renderEnvironmentObjects(env as unknown as EnvironmentResource, ctx.settings, secretRefs, ctx.capabilities?.());
       // A kind the cluster does not have (PodMonitor without its CRD) has no cache and nothing to prune.
       outcome = await applyOwned(ctx, env, desired, ENVIRONMENT_OWNED_KINDS.filter((kind) => ctx.owned.has(kind)));

@@ -128,7 +128,7 @@ describe('operator: Environment reconciler (fake API server)', () => {
     expect(cluster.writesSince(mark)).to.deep.equal([]);
   });
 
-  it('a firewall edit updates only the NetworkPolicy and the environment ConfigMap', async () => {
+  it('a firewall edit updates only the NetworkPolicies (data plane, function gateway) and the environment ConfigMap', async () => {
     const { cluster, ctx } = setup();
     const env = cluster.seed(exampleEnvironment());
     cluster.sync();
@@ -142,9 +142,12 @@ describe('operator: Environment reconciler (fake API server)', () => {
     expect(cluster.writesSince(mark).filter((w) => w.verb !== 'update-status')).to.deep.equal([
       { verb: 'update', kind: 'ConfigMap', name: 'local-dataplane' },
       { verb: 'update', kind: 'NetworkPolicy', name: 'local-firewall' },
+      { verb: 'update', kind: 'NetworkPolicy', name: 'service-local-function-service-gateway' },
     ]);
-    const policy = cluster.get('NetworkPolicy', NS, 'local-firewall') as any;
-    expect(policy.spec.ingress[0].from).to.deep.equal([{ ipBlock: { cidr: '10.0.0.0/8', except: ['10.66.0.0/16'] } }]);
+    for (const name of ['local-firewall', 'service-local-function-service-gateway']) {
+      const policy = cluster.get('NetworkPolicy', NS, name) as any;
+      expect(policy.spec.ingress[0].from).to.deep.equal([{ ipBlock: { cidr: '10.0.0.0/8', except: ['10.66.0.0/16'] } }]);
+    }
   });
 
   it('opting out of the function gateway deletes it; a public environment loses its internal load balancer', async () => {
@@ -162,6 +165,7 @@ describe('operator: Environment reconciler (fake API server)', () => {
     expect(events.events.filter((e) => e.reason === 'Deleted').map((e) => e.message)).to.have.members([
       'Deleted Deployment service-local-function-service-gateway',
       'Deleted Service service-local-function-service-gateway',
+      'Deleted NetworkPolicy service-local-function-service-gateway',
       'Deleted Service local-internal',
     ]);
   });

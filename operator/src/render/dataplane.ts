@@ -116,6 +116,7 @@ export function renderDataplaneDeployment(
                 { name: 'DAS_NAMESPACE', value: namespace },
                 { name: 'DAS_ENVIRONMENT', value: name },
                 { name: 'PORT', value: String(HTTP_PORT) },
+                { name: 'HOST', value: '0.0.0.0' },
                 { name: 'DATA_DIR', value: DATA_DIR },
                 { name: 'LOG_LEVEL', value: spec.logLevel ?? 'info' },
                 { name: SECRETS_DIR_ENV, value: SECRETS_MOUNT_ROOT },

@@ -102,7 +102,7 @@ describe('operator: rendering an Environment', () => {
     expect(configMap.metadata.labels).to.include({ 'dataaccess.dev/config': 'environment' });
     const config = JSON.parse(configMap.data['environment.json']);
     expect(config).to.include({ id: 'local', namespace: 'team-a', type: 'internal' });
-    expect(config.functionGateway).to.deep.equal({ enabled: true, name: 'service-local-function-service-gateway' });
+    expect(config.functionGateway).to.deep.equal({ enabled: true, name: 'service-local-function-service-gateway', invokers: [] });
     expect(config.gateways.api.firewall.ipAddresses.allowed).to.deep.equal(['127.0.0.0/8', '::1/128']);
   });
 

@@ -15,7 +15,8 @@ import {
 } from './dataplane.js';
 import { functionGatewayEnabled, functionGatewayWorkload, renderFunctionGatewayDeployment, renderFunctionGatewayService } from './function-gateway.js';
 import type { OwnerRef } from './meta.js';
-import { renderFirewall } from './network-policy.js';
+import { renderFirewall, renderFunctionGatewayFirewall } from './network-policy.js';
+import { renderFunctionGatewayServiceAccount, verifiedCallers } from './verified-callers.js';
 import { renderApiService, renderInternalService } from './services.js';
 import type { DesiredObject, RenderSettings } from './types.js';
 
@@ -41,6 +42,7 @@ export function renderEnvironmentObjects(
   const namespace = env.metadata.namespace ?? 'default';
   const objects: DesiredObject[] = [
     renderDataplaneServiceAccount(env, owner, namespace),
+    ...(verifiedCallers(env) && functionGatewayEnabled(env) ? [renderFunctionGatewayServiceAccount(env, owner, namespace)] : []),
     renderDataplaneRole(env, owner, namespace),
     renderDataplaneRoleBinding(env, owner, namespace),
     renderEnvironmentConfigMap(env, owner, namespace),
@@ -52,6 +54,7 @@ export function renderEnvironmentObjects(
     objects.push(renderFunctionGatewayDeployment(env, owner, namespace, settings), renderFunctionGatewayService(env, owner, namespace));
   }
   objects.push(renderFirewall(env, owner, namespace));
+  if (functionGatewayEnabled(env)) objects.push(renderFunctionGatewayFirewall(env, owner, namespace));
   const workloads = [dataplaneWorkload(env), ...(functionGatewayEnabled(env) ? [functionGatewayWorkload(env)] : [])];
   objects.push(...workloads.flatMap((workload) => scalingObjects(env, workload, owner, namespace, cluster)));
   return objects;

@@ -8,6 +8,8 @@ import type { EnvironmentResource } from '../../../model/types.js';
 import { COMPONENT, componentLabels, componentSelector, objectNames } from '../names.js';
 import { ownedMetadata, type OwnerRef } from './meta.js';
 import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
+import { iamAudiences, PROJECTED_TOKEN_PATH, projectedTokenParts, verifiedCallers } from './verified-callers.js';
+import { functionGatewayAudience } from '../../../model/render.js';
 import { HTTP_PORT, SERVICE_HTTP_PORT, SERVICE_PORT, type RenderSettings, type Rendered } from './types.js';
 import { FUNCTION_GATEWAY_DEFAULT_RESOURCES } from '../../../model/workloads.js';
 import { deploymentReplicas, elasticPodSpec, shutdownEnv, workloadResources, type Workload } from './workload.js';
@@ -43,6 +45,7 @@ export function renderFunctionGatewayDeployment(
 ): Rendered<V1Deployment> {
   const name = env.metadata.name;
   const labels = functionGatewayLabels(name);
+  const trust = functionGatewayTrustParts(env, namespace);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -53,8 +56,9 @@ export function renderFunctionGatewayDeployment(
       template: {
         metadata: { labels },
         spec: {
-          // It only forwards HTTP; it needs no Kubernetes API access at all.
-          automountServiceAccountToken: false,
+          // network: it only forwards HTTP and needs no Kubernetes API access at all. verified: its
+          // own ServiceAccount, whose API token makes TokenReviews (system:auth-delegator only).
+          ...trust.pod,
           ...elasticPodSpec(componentSelector(name, COMPONENT.functionGateway)),
           securityContext: podSecurityContext,
           containers: [
@@ -68,18 +72,36 @@ export function renderFunctionGatewayDeployment(
                 { name: 'DAS_ENVIRONMENT', value: name },
                 { name: 'DAS_UPSTREAM_URL', value: functionGatewayUpstream(env, namespace) },
                 { name: 'PORT', value: String(HTTP_PORT) },
+                { name: 'HOST', value: '0.0.0.0' },
+                ...trust.env,
                 ...shutdownEnv(),
               ],
               ...httpProbes(),
               resources: workloadResources(env.spec.functionGateway, FUNCTION_GATEWAY_DEFAULT_RESOURCES),
               securityContext: containerSecurityContext,
-              volumeMounts: scratchMounts,
+              volumeMounts: [...scratchMounts, ...trust.volumeMounts],
             },
           ],
-          volumes: scratchVolumes,
+          volumes: [...scratchVolumes, ...trust.volumes],
         },
       },
     },
+  };
+}
+
+/** The pod settings of trust verified: identity, token volume, and what the gateway checks. */
+function functionGatewayTrustParts(env: EnvironmentResource, namespace: string) {
+  if (!verifiedCallers(env)) return { pod: { automountServiceAccountToken: false }, env: [], volumes: [], volumeMounts: [] };
+  const token = projectedTokenParts(iamAudiences(env, namespace)[0]);
+  return {
+    pod: { serviceAccountName: objectNames.functionGateway(env.metadata.name), automountServiceAccountToken: true },
+    env: [
+      { name: 'DAS_TRUST', value: 'verified' },
+      { name: 'DAS_TOKEN_AUDIENCE', value: functionGatewayAudience(namespace, env.metadata.name) },
+      { name: 'DAS_INVOKERS', value: JSON.stringify(env.spec.functionGateway?.invokers ?? []) },
+      { name: 'DAS_UPSTREAM_TOKEN_FILE', value: PROJECTED_TOKEN_PATH },
+    ],
+    ...token,
   };
 }
 

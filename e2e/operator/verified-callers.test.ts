@@ -1,0 +1,386 @@
+/**
+ * Verified callers (spec.gateways.iam.trust: verified) against a real kube-apiserver (with
+ * kube-controller-manager): the chart's operator as its own ServiceAccount renders the
+ * system:auth-delegator ClusterRoleBindings, the function gateway's ServiceAccount, projected token
+ * and NetworkPolicy; the data plane and the function gateway run as local processes with the
+ * config the operator rendered and the KUBECONFIG of their own ServiceAccounts (so every
+ * TokenReview passes exactly the RBAC the operator granted). Tokens come from the TokenRequest
+ * API (`kubectl create token`): the right audience, a wrong one, a tampered one, one whose
+ * ServiceAccount is then deleted; an expired one is signed with the peer's issuer key, because
+ * the API server refuses TokenRequests shorter than 10 minutes. The API server is cut off (a TCP
+ * proxy in front of it) mid-run: 503 with Retry-After, cached verdicts keep serving, recovery.
+ * Deleting the Environment removes the ClusterRoleBindings (its finalizer).
+ */
+import { expect } from 'chai';
+import { createPrivateKey } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from 'graphql-ws';
+import { SignJWT } from 'jose';
+import WebSocket from 'ws';
+import { parse, stringify } from 'yaml';
+import { freshDatabase } from '../../dataplane/test-support/postgres.js';
+import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
+import { CuttableProxy } from './tcp-proxy.js';
+import {
+  CHART,
+  apply,
+  callJson,
+  createNamespace,
+  freePort,
+  getObject,
+  httpGet,
+  kubectl,
+  serviceAccountKubeconfig,
+  startDataPlane,
+  startOperator,
+  waitFor,
+  type ManagedProcess,
+  type OperatorProcess,
+} from './harness.js';
+
+const RELEASE = 'ver';
+const RELEASE_NAMESPACE = 'ver-system';
+const FULLNAME = `${RELEASE}-data-access-operator`;
+const ENV = 'vfy';
+const GATEWAY = `service-${ENV}-function-service-gateway`;
+/** How long the data plane reuses a verdict here (production: up to 5 minutes). */
+const CACHE_MS = 3_000;
+
+/** One request on the iam gateway (host iam.localhost unless `headers` names another). */
+const call = (port: number, method: string, path: string, headers: Record<string, string>, body?: unknown, localAddress?: string) =>
+  callJson(port, method, path, { host: 'iam.localhost', ...headers }, body, localAddress);
+
+/** A kubeconfig of `base` (a ServiceAccount's) whose server is `server`. */
+function withServer(base: string, server: string): string {
+  const config = parse(readFileSync(base, 'utf8'));
+  config.clusters[0].cluster.server = server;
+  const path = join(mkdtempSync(join(tmpdir(), 'vfy-kubeconfig-')), 'kubeconfig');
+  writeFileSync(path, stringify(config), { mode: 0o600 });
+  return path;
+}
+
+/** `apiserver_request_total` of TokenReviews, as the API server itself counts them. */
+async function tokenReviews(cluster: KubeCluster): Promise<number> {
+  let total = 0;
+  for (const line of (await kubectl(cluster, ['get', '--raw', '/metrics'])).split('\n')) {
+    if (line.startsWith('apiserver_request_total{') && line.includes('resource="tokenreviews"')) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
+describe('verified callers e2e (kube-apiserver TokenReview, operator, data plane and function gateway processes)', function () {
+  this.timeout(240_000);
+  let cluster: KubeCluster;
+  let operator: OperatorProcess;
+  let dataplane: ManagedProcess | undefined;
+  let gateway: ManagedProcess | undefined;
+  let apiProxy: CuttableProxy;
+  let ns: string;
+  let port: number;
+  let gatewayPort: number;
+  const audience = () => `dataaccess.dev/${ns}/${ENV}`;
+  /** A TokenRequest. Tokens are deterministic (RS256): the same claims in the same second give the same token, so `seconds` tells them apart. */
+  const token = async (serviceAccount: string, aud = audience(), seconds = 600) =>
+    (await kubectl(cluster, ['-n', ns, 'create', 'token', serviceAccount, '--audience', aud, '--duration', `${seconds}s`])).trim();
+  const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
+
+  before(async () => {
+    cluster = await startKubeCluster({ controllerManager: true });
+    const install = await cluster.helm(['install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace']);
+    expect(install.code, install.stderr).to.equal(0);
+    // The operator with exactly the chart's RBAC: binding system:auth-delegator must be allowed by it.
+    operator = await startOperator(await serviceAccountKubeconfig(cluster, RELEASE_NAMESPACE, FULLNAME), {
+      LEASE_NAMESPACE: RELEASE_NAMESPACE,
+      LEASE_NAME: FULLNAME,
+      RESYNC_PERIOD_SECONDS: '0',
+      POD_NAME: `e2e-verified-${process.pid}`,
+    });
+
+    ns = await createNamespace(cluster, 'verified');
+    for (const sa of ['reader', 'stranger', 'admin', 'invoker', 'temp']) await kubectl(cluster, ['-n', ns, 'create', 'serviceaccount', sa]);
+    await apply(
+      cluster,
+      ns,
+      `apiVersion: dataaccess.dev/v1alpha1
+kind: Environment
+metadata: {name: ${ENV}}
+spec:
+  type: internal
+  gateways:
+    iam: {trust: verified, proxyFrom: ["127.0.0.1/32"]}
+  functionGateway:
+    invokers: ["system:serviceaccount:${ns}:invoker"]
+  admin:
+    principals: ["system:serviceaccount:${ns}:admin"]
+---
+apiVersion: dataaccess.dev/v1alpha1
+kind: Dataset
+metadata: {name: vds}
+spec:
+  environment: ${ENV}
+  location: {kind: postgres, databaseSchema: vds}
+  auth:
+    iam:
+      principals: ["system:serviceaccount:${ns}:reader", "system:serviceaccount:${ns}:temp", "${GATEWAY}", "front-proxied"]
+      rawSqlEndpointEnabled: true
+  schemas:
+    demo.Item:
+      properties:
+        name: {type: string}
+`,
+    );
+
+    // The API server behind a proxy the test can cut; the data plane reaches it only through that.
+    apiProxy = new CuttableProxy('127.0.0.1', Number(new URL(cluster.server).port));
+    await apiProxy.start();
+    const dataplaneKubeconfig = await waitFor('the operator to create the data plane ServiceAccount', async () =>
+      (await getObject(cluster, ns, 'serviceaccount', `${ENV}-dataplane`)) ? serviceAccountKubeconfig(cluster, ns, `${ENV}-dataplane`) : undefined,
+    );
+    await waitFor('the environment ConfigMap', () => getObject(cluster, ns, 'configmap', `${ENV}-dataplane`));
+    port = await freePort();
+    dataplane = startDataPlane({
+      KUBECONFIG: withServer(dataplaneKubeconfig, `https://127.0.0.1:${apiProxy.port}`),
+      DAS_CONFIG_SOURCE: 'kubernetes',
+      DAS_NAMESPACE: ns,
+      DAS_ENVIRONMENT: ENV,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'das-e2e-verified-')),
+      DATABASE_URL: await freshDatabase(),
+      DAS_TOKEN_REVIEW_CACHE_MS: String(CACHE_MS),
+      DAS_SUBSCRIPTION_REVERIFY_MS: '1000',
+    });
+    await waitFor('the data plane to serve dataset vds', async () => {
+      if (dataplane!.child.exitCode !== null) throw new Error(`data plane exited: ${dataplane!.output()}`);
+      return (await httpGet(port, '/readyz').catch(() => ({ status: 0 }))).status === 200;
+    }, 90_000);
+  });
+
+  after(async () => {
+    await gateway?.stop();
+    await dataplane?.stop();
+    await apiProxy?.stop();
+    await operator?.stop();
+    await cluster?.stop();
+  });
+
+  it('the operator renders the auth-delegator ClusterRoleBindings, the function gateway\'s ServiceAccount, projected token and NetworkPolicy', async () => {
+    for (const sa of [`${ENV}-dataplane`, GATEWAY]) {
+      const binding = await waitFor(`ClusterRoleBinding for ${sa}`, async () => {
+        const found = await cluster.kubectl(['get', 'clusterrolebinding', `dataaccess.dev:auth-delegator:${ns}:${sa}`, '-o', 'json', '--ignore-not-found']);
+        return found.stdout.trim() ? JSON.parse(found.stdout) : undefined;
+      });
+      expect(binding.roleRef).to.deep.equal({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' });
+      expect(binding.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: sa, namespace: ns }]);
+    }
+    const environment = await getObject(cluster, ns, 'environment', ENV);
+    expect(environment.metadata.finalizers).to.include('dataaccess.dev/cluster-bindings');
+    const pod = (await waitFor('the function gateway Deployment', () => getObject<any>(cluster, ns, 'deployment', GATEWAY))).spec.template.spec;
+    expect(pod.serviceAccountName).to.equal(GATEWAY);
+    const projected = pod.volumes.find((v: any) => v.projected).projected.sources[0].serviceAccountToken;
+    expect(projected).to.deep.equal({ audience: audience(), expirationSeconds: 600, path: 'token' });
+    expect(await getObject(cluster, ns, 'serviceaccount', GATEWAY)).to.not.equal(undefined);
+    const policy = await getObject(cluster, ns, 'networkpolicy', GATEWAY);
+    expect(policy.spec.podSelector.matchLabels).to.deep.equal({ 'dataaccess.dev/environment': ENV, 'app.kubernetes.io/component': 'function-gateway' });
+  });
+
+  it('a ServiceAccount token with the right audience is served on every iam surface, as system:serviceaccount:<ns>:<name>', async () => {
+    const reader = bearer(await token('reader'));
+    expect((await call(port, 'POST', '/vds', reader, { create: { schema: 'demo.Item', id: 'i1', data: { name: 'one' } } })).status).to.equal(201);
+    const read = await call(port, 'GET', '/vds/demo.Item/i1', reader);
+    expect(read.status).to.equal(200);
+    expect(read.json).to.include({ id: 'i1', name: 'one' });
+    const echo = await call(port, 'GET', '/vds/echo', reader);
+    expect(echo.json.caller).to.include({ schema: 'iam', id: `system:serviceaccount:${ns}:reader`, anon: false });
+    const sql = await call(port, 'POST', '/vds/raw-query', reader, { sql: 'SELECT @{i.name} AS name FROM @{i}', using: { i: 'demo.Item' } });
+    expect(sql.status, JSON.stringify(sql.json)).to.equal(200);
+    // No gateway in the host: the token itself routes to the iam gateway.
+    expect((await call(port, 'GET', '/vds/demo.Item/i1', { ...reader, host: `${ENV}-internal.${ns}.svc` })).status).to.equal(200);
+    // The administrative API: admin principals only.
+    expect((await call(port, 'GET', '/_admin/datasets', bearer(await token('admin')))).status).to.equal(200);
+    const notAdmin = await call(port, 'GET', '/_admin/datasets', reader);
+    expect([notAdmin.status, notAdmin.json.error.code]).to.deep.equal([403, 'NOT_AN_ADMIN']);
+  });
+
+  it('refuses with the reason: wrong audience, another ServiceAccount, a tampered or expired token, no credentials', async () => {
+    const wrongAudience = await call(port, 'GET', '/vds/demo.Item/i1', bearer(await token('reader', 'https://kubernetes.default.svc.cluster.local')));
+    expect([wrongAudience.status, wrongAudience.json.error.code]).to.deep.equal([401, 'WRONG_AUDIENCE']);
+    expect(wrongAudience.json.error.message).to.include(audience());
+    expect(wrongAudience.headers['www-authenticate']).to.equal('Bearer realm="iam"');
+
+    const stranger = await call(port, 'GET', '/vds/demo.Item/i1', bearer(await token('stranger')));
+    expect([stranger.status, stranger.json.error.code]).to.deep.equal([403, 'PRINCIPAL_NOT_ALLOWED']);
+    expect(stranger.json.error.message).to.include(`system:serviceaccount:${ns}:stranger`);
+
+    // Right claims, wrong signature: only the API server can tell, and it says no.
+    const genuine = await token('reader');
+    const tampered = `${genuine.slice(0, -6)}${genuine.slice(-6) === 'AAAAAA' ? 'BBBBBB' : 'AAAAAA'}`;
+    const forged = await call(port, 'GET', '/vds/demo.Item/i1', bearer(tampered));
+    expect([forged.status, forged.json.error.code]).to.deep.equal([401, 'TOKEN_NOT_AUTHENTICATED']);
+
+    // Signed by the cluster's own issuer key, an hour old.
+    const key = createPrivateKey(readFileSync(join(cluster.workDir, 'pki', 'sa.key')));
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await new SignJWT({ 'kubernetes.io': { namespace: ns, serviceaccount: { name: 'reader', uid: 'x' } } })
+      .setProtectedHeader({ alg: 'RS256' })
+      .setIssuer('https://kubernetes.default.svc.cluster.local')
+      .setSubject(`system:serviceaccount:${ns}:reader`)
+      .setAudience(audience())
+      .setIssuedAt(now - 3600)
+      .setExpirationTime(now - 3000)
+      .sign(key);
+    const old = await call(port, 'GET', '/vds/demo.Item/i1', bearer(expired));
+    expect([old.status, old.json.error.code]).to.deep.equal([401, 'TOKEN_EXPIRED']);
+
+    const none = await call(port, 'GET', '/vds/demo.Item/i1', {});
+    expect([none.status, none.json.error.code]).to.deep.equal([401, 'MISSING_CREDENTIALS']);
+    const garbage = await call(port, 'GET', '/vds/demo.Item/i1', bearer('not-a-token'));
+    expect([garbage.status, garbage.json.error.code]).to.deep.equal([401, 'MALFORMED_TOKEN']);
+  });
+
+  it('a Proxy assertion is believed from a proxyFrom address only', async () => {
+    const proxied = { authorization: 'Proxy front-proxied' };
+    expect((await call(port, 'GET', '/vds/demo.Item/i1', proxied, undefined, '127.0.0.1')).status).to.equal(200);
+    const elsewhere = await call(port, 'GET', '/vds/demo.Item/i1', proxied, undefined, '127.0.0.2');
+    expect([elsewhere.status, elsewhere.json.error.code]).to.deep.equal([401, 'PROXY_NOT_TRUSTED']);
+    expect(elsewhere.json.error.message).to.include('spec.gateways.iam.proxyFrom').and.include('127.0.0.1/32').and.include('127.0.0.2');
+    const admin = await call(port, 'GET', '/_admin/datasets', { authorization: `Proxy system:serviceaccount:${ns}:admin` }, undefined, '127.0.0.2');
+    expect([admin.status, admin.json.error.code]).to.deep.equal([401, 'PROXY_NOT_TRUSTED']);
+  });
+
+  it('verdicts are cached: repeated requests with one token cause (almost) no TokenReviews', async () => {
+    const reader = bearer(await token('reader'));
+    expect((await call(port, 'GET', '/vds/demo.Item/i1', reader)).status).to.equal(200);
+    const before = await tokenReviews(cluster);
+    for (let i = 0; i < 20; i++) expect((await call(port, 'GET', '/vds/demo.Item/i1', reader)).status).to.equal(200);
+    // At most one more review (should the cache bound have passed meanwhile), not twenty.
+    expect((await tokenReviews(cluster)) - before).to.be.at.most(1);
+  });
+
+  it('WebSocket: a token in connection_init opens a subscription; a wrong-audience token is refused (4401)', async () => {
+    const url = `ws://127.0.0.1:${port}/vds/graphql`;
+    const client = createClient({ url, webSocketImpl: WebSocket, connectionParams: { Authorization: `Bearer ${await token('reader')}` }, retryAttempts: 0, lazy: false, onNonLazyError: () => undefined });
+    try {
+      const events = client.iterate({ query: 'subscription { demo_Item { op record { id name } } }' });
+      const first = events.next();
+      // Written until the subscription (registered asynchronously) sees one.
+      let n = 0;
+      const writer = setInterval(() => void call(port, 'POST', '/vds', { authorization: 'Proxy front-proxied' }, { create: { schema: 'demo.Item', id: `ws${n++}`, data: { name: 'ws' } } }), 300);
+      const event = (await first) as IteratorResult<{ data?: { demo_Item: { op: string; record: { name: string } } } }>;
+      clearInterval(writer);
+      expect(event.value.data?.demo_Item.record.name).to.equal('ws');
+    } finally {
+      await client.dispose();
+    }
+    const wrong = await token('reader', 'elsewhere');
+    const refused = await new Promise<number>((resolve) => {
+      const bad = createClient({
+        url,
+        webSocketImpl: WebSocket,
+        connectionParams: { Authorization: `Bearer ${wrong}` },
+        retryAttempts: 0,
+        lazy: false,
+        onNonLazyError: () => undefined,
+        on: { closed: (e) => resolve((e as { code: number }).code) },
+      });
+      setTimeout(() => void bad.dispose(), 20_000).unref();
+    });
+    expect(refused).to.equal(4401);
+  });
+
+  it('a token whose ServiceAccount is deleted is refused within the cache bound, and its open subscription ends (4403)', async () => {
+    const raw = await token('temp');
+    const temp = bearer(raw);
+    expect((await call(port, 'GET', '/vds/demo.Item/i1', temp)).status).to.equal(200);
+    let closed: number | undefined;
+    let connected = false;
+    const subscriber = createClient({
+      url: `ws://127.0.0.1:${port}/vds/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { Authorization: `Bearer ${raw}` },
+      retryAttempts: 0,
+      lazy: false,
+      onNonLazyError: () => undefined,
+      on: { connected: () => (connected = true), closed: (e) => (closed = (e as { code: number }).code) },
+    });
+    try {
+      const events = subscriber.iterate({ query: 'subscription { demo_Item { op } }' });
+      void events.next().catch(() => undefined);
+      await waitFor('the subscriber to be connected', async () => connected);
+      await kubectl(cluster, ['-n', ns, 'delete', 'serviceaccount', 'temp']);
+      const refused = await waitFor('the deleted ServiceAccount\'s token to be refused', async () => {
+        const answer = await call(port, 'GET', '/vds/demo.Item/i1', temp);
+        return answer.status === 401 ? answer : undefined;
+      }, CACHE_MS + 20_000);
+      expect(refused.json.error.code).to.equal('TOKEN_NOT_AUTHENTICATED');
+      await waitFor('the subscription to end', async () => closed !== undefined, 20_000);
+      expect(closed).to.equal(4403);
+    } finally {
+      await subscriber.dispose();
+    }
+  });
+
+  it('the function gateway admits its invokers only and calls the data plane with its own token', async () => {
+    const pod = (await getObject(cluster, ns, 'deployment', GATEWAY)).spec.template.spec;
+    const rendered = Object.fromEntries(pod.containers[0].env.map((e: { name: string; value: string }) => [e.name, e.value]));
+    // The projected token the kubelet would write: the gateway's ServiceAccount, the data plane's audience.
+    const tokenDir = mkdtempSync(join(tmpdir(), 'vfy-token-'));
+    writeFileSync(join(tokenDir, 'token'), await token(GATEWAY, projectedAudience(pod)));
+    gatewayPort = await freePort();
+    gateway = startDataPlane({
+      ...rendered,
+      DAS_UPSTREAM_URL: `http://127.0.0.1:${port}`,
+      DAS_UPSTREAM_TOKEN_FILE: join(tokenDir, 'token'),
+      KUBECONFIG: await serviceAccountKubeconfig(cluster, ns, GATEWAY),
+      PORT: String(gatewayPort),
+      HOST: '127.0.0.1',
+    });
+    await waitFor('the function gateway', async () => {
+      if (gateway!.child.exitCode !== null) throw new Error(`function gateway exited: ${gateway!.output()}`);
+      return (await httpGet(gatewayPort, '/healthz').catch(() => ({ status: 0 }))).status === 200;
+    });
+    const payload = { operation: 'get', dataset: { id: 'vds' }, schema: 'demo.Item', id: 'i1' };
+    const invoked = await call(gatewayPort, 'POST', '/', bearer(await token('invoker', `${audience()}/function-gateway`)), payload);
+    expect(invoked.status).to.equal(200);
+    expect(invoked.json.status.code, JSON.stringify(invoked.json)).to.equal(200);
+    expect(invoked.json.data).to.include({ id: 'i1', name: 'one' });
+
+    const notInvoker = await call(gatewayPort, 'POST', '/', bearer(await token('reader', `${audience()}/function-gateway`)), payload);
+    expect([notInvoker.status, notInvoker.json.data.code]).to.deep.equal([403, 'INVOKER_NOT_ALLOWED']);
+    expect(notInvoker.json.status.message).to.include('spec.functionGateway.invokers');
+    const dataPlaneAudience = await call(gatewayPort, 'POST', '/', bearer(await token('invoker')), payload);
+    expect([dataPlaneAudience.status, dataPlaneAudience.json.data.code]).to.deep.equal([401, 'WRONG_AUDIENCE']);
+    const anonymous = await call(gatewayPort, 'POST', '/', {}, payload);
+    expect([anonymous.status, anonymous.json.data.code]).to.deep.equal([401, 'MISSING_CREDENTIALS']);
+  });
+
+  it('the API server unreachable: 503 with Retry-After for a token without a verdict, cached verdicts keep serving, then recovery', async () => {
+    const known = bearer(await token('reader'));
+    const fresh = bearer(await token('reader', audience(), 700));
+    expect((await call(port, 'GET', '/vds/demo.Item/i1', known)).status).to.equal(200);
+    apiProxy.sever();
+    try {
+      expect((await call(port, 'GET', '/vds/demo.Item/i1', known)).status).to.equal(200);
+      const unavailable = await call(port, 'GET', '/vds/demo.Item/i1', fresh);
+      expect([unavailable.status, unavailable.json.error?.code], JSON.stringify(unavailable.json)).to.deep.equal([503, 'TOKEN_REVIEW_UNAVAILABLE']);
+      expect(unavailable.headers['retry-after']).to.match(/^\d+$/);
+      expect(unavailable.json.requestId).to.be.a('string');
+    } finally {
+      apiProxy.restore();
+    }
+    await waitFor('the fresh token to be served after the API server is back', async () => (await call(port, 'GET', '/vds/demo.Item/i1', fresh)).status === 200);
+  });
+
+  it('deleting the Environment removes its ClusterRoleBindings (finalizer), then the Environment goes', async () => {
+    await kubectl(cluster, ['-n', ns, 'delete', 'environment', ENV, '--wait=false']);
+    await waitFor('the Environment to be gone', async () => (await getObject(cluster, ns, 'environment', ENV)) === undefined, 60_000);
+    const left = await kubectl(cluster, ['get', 'clusterrolebindings', '-l', `dataaccess.dev/namespace=${ns}`, '-o', 'name']);
+    expect(left.trim()).to.equal('');
+  });
+});
+
+function projectedAudience(pod: any): string {
+  return pod.volumes.find((v: any) => v.projected).projected.sources[0].serviceAccountToken.audience;
+}
