@@ -35,6 +35,11 @@ export interface DriverCapabilities {
   changeFeed: boolean;
   /** Bulk loads (transactions). */
   bulkLoad: boolean;
+  /**
+   * Most UTF-8 bytes of a text value of an indexed (sortable) property the store keeps in its
+   * index (PostgreSQL's btree rows); a longer value is a 400 (or a refused row), checked before the write.
+   */
+  indexedTextBytes?: number;
 }
 
 export interface StoredRecord {
@@ -238,6 +243,8 @@ export interface StoredTransaction {
   finishedAt?: string;
   leaseOwner?: string;
   leaseExpiresAt?: string;
+  /** Claims that took it over from a replica whose lease ran out (it stopped mid-load): the crash-loop guard counts these. */
+  lostLeases?: number;
 }
 
 /** A chunk of validated rows to commit together with the transaction's new progress and cursor. */

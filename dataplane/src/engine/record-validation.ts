@@ -4,6 +4,7 @@ import addFormatsModule from 'ajv-formats';
 import type { DatasetConfig, PropertyDef, RecordSchemaDef } from '../../../model/types.js';
 import { describeAjvError } from '../../../model/validate.js';
 import { badRequest } from './errors.js';
+import { fieldsOf } from './layout.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv, formats: string[]) => Ajv;
 const ajv = new Ajv({ allErrors: true, strict: false });
@@ -66,7 +67,15 @@ const cache = new WeakMap<RecordSchemaDef, { full: ValidateFunction; partial: Va
  * Throws a 400 naming each offending property. `full` (create, replace) also enforces `required`;
  * a merge update checks only what it carries.
  */
-export function validateRecordData(dataset: DatasetConfig, schemaName: string, data: Record<string, unknown>, full: boolean, path: string): void {
+export function validateRecordData(
+  dataset: DatasetConfig,
+  schemaName: string,
+  data: Record<string, unknown>,
+  full: boolean,
+  path: string,
+  /** The store's limits (its driver's capabilities): an indexed text value over them is refused here, not by the store. */
+  limits: { indexedTextBytes?: number } = {},
+): void {
   const schema = dataset.schemas[schemaName];
   let validators = cache.get(schema);
   if (!validators) {
@@ -78,6 +87,7 @@ export function validateRecordData(dataset: DatasetConfig, schemaName: string, d
     const nul = nulPath(data, path);
     // Valid JSON and valid Unicode, but no store we serve keeps U+0000 in text: refused, never altered.
     if (nul) throw badRequest('INVALID_TEXT', `text values must not contain NUL (U+0000): ${nul}`, [{ path: nul, message: 'contains U+0000' }]);
+    if (limits.indexedTextBytes !== undefined) checkIndexedText(schema, data, path, limits.indexedTextBytes);
     return;
   }
   const details = (validate.errors ?? [])
@@ -100,4 +110,21 @@ function nulPath(value: unknown, path: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/** A sortable (indexed) property's text value within the store's index limit, or a 400 naming it and the limit. */
+function checkIndexedText(schema: RecordSchemaDef, data: Record<string, unknown>, path: string, max: number): void {
+  for (const field of fieldsOf(schema)) {
+    if (!field.sortable) continue;
+    let value: unknown = data;
+    for (const key of field.path) value = value && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
+    if (typeof value !== 'string' || value.length * 3 <= max) continue; // at most 3 UTF-8 bytes per UTF-16 unit
+    const bytes = Buffer.byteLength(value);
+    if (bytes > max) {
+      const at = `${path}.${field.dotted}`;
+      throw badRequest('VALUE_TOO_LARGE', `${at} is sortable (indexed): its value is ${bytes} bytes of UTF-8, the store indexes at most ${max}`, [
+        { path: at, message: `at most ${max} bytes (indexed property)` },
+      ]);
+    }
+  }
 }
