@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { parse, stringify } from 'yaml';
-import { parquetWriteBuffer } from 'hyparquet-writer';
+import { parquetMetadata, type FileMetaData } from 'hyparquet';
+import { ByteWriter, parquetWriteBuffer } from 'hyparquet-writer';
+import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import { adminClient, EXAMPLES_DIR } from './dataplane.js';
 
 /** The example manifests plus demo.Item, which has a property of every type. */
@@ -57,3 +59,20 @@ export async function waitForTransaction(api: Api, id: string, done = (tx: any) 
   }
 }
 
+
+/**
+ * A Parquet file with its footer (file metadata) changed by `mutate` and written again: what a
+ * file that declares sizes or counts its bytes do not hold looks like (hostile-input and fuzz tests).
+ */
+export function withFooter(file: Buffer, mutate: (metadata: FileMetaData) => void): Buffer {
+  const length = file.readUInt32LE(file.length - 8);
+  const metadata = parquetMetadata(file.buffer.slice(file.byteOffset, file.byteOffset + file.length) as ArrayBuffer);
+  mutate(metadata);
+  const writer = new ByteWriter();
+  writeMetadata(writer, metadata);
+  const footer = Buffer.from(writer.getBuffer());
+  const tail = Buffer.alloc(8);
+  tail.writeUInt32LE(footer.length, 0);
+  tail.write('PAR1', 4, 'latin1');
+  return Buffer.concat([file.subarray(0, file.length - 8 - length), footer, tail]);
+}

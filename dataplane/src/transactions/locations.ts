@@ -48,8 +48,16 @@ export async function checkLocation(uri: string, importRoot: string, resolveHost
         throw new LocationError('INVALID_LOCATION', 'the s3:// key is not valid percent-encoded UTF-8');
       }
       if (!url.hostname) throw new LocationError('INVALID_LOCATION', 's3:// needs a bucket: s3://bucket/key-or-prefix');
-      // Checked decoded: an encoded "%2E%2E%2F" is a dot segment too, and an HTTP client would resolve it.
-      if (key.split('/').some((segment) => segment === '.' || segment === '..')) {
+      // Checked decoded, and as written (the URL parser resolves "/%2e%2e/" itself): an encoded
+      // "%2E%2E%2F" is a dot segment too, and an HTTP client would resolve it.
+      const written = uri.replace(/^s3:\/\/[^/?#]*/i, '');
+      let decoded = written;
+      try {
+        decoded = decodeURIComponent(written);
+      } catch {
+        /* refused above */
+      }
+      if ([key, decoded].some((path) => path.split('/').some((segment) => segment === '.' || segment === '..'))) {
         throw new LocationError('INVALID_LOCATION', 'an s3:// key must not have "." or ".." segments (encoded or not)');
       }
       return { scheme: 's3', bucket: url.hostname, key };
