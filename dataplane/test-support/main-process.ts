@@ -4,7 +4,7 @@
  * Spawned as `node …` directly, so signals reach the data plane itself.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { call } from './http.js';
 
@@ -52,4 +52,11 @@ export async function waitReady(url: string, started: MainProcess, timeoutMs = 9
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`data plane not ready; last /readyz: ${last}; output: ${started.output().slice(-3000)}`);
+}
+
+/** A process's resident set now and at its peak (VmHWM), in MiB, from /proc. */
+export function rssOf(pid: number): { now: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { now: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
