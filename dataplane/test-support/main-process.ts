@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { call } from './http.js';
 
@@ -60,3 +61,13 @@ export function rssOf(pid: number): { now: number; peak: number } {
   const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
   return { now: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
+
+/** A TCP port free on 127.0.0.1 now (for a child data plane's PORT). */
+export const freePort = () =>
+  new Promise<number>((resolvePort) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });

@@ -7,23 +7,13 @@
  */
 import { expect } from 'chai';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { client } from '../test-support/http.js';
-import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { freePort, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
 import { parquetFile, transactionManifests, waitForTransaction } from '../test-support/transactions.js';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 describe('transactions: a load whose replicas keep stopping FAILs after DAS_BULK_MAX_LOST_LEASES', function () {
   this.timeout(240_000);

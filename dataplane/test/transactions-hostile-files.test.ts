@@ -6,25 +6,16 @@
  */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, mkdtempSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { client } from '../test-support/http.js';
-import { rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { freePort, rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
 import { parquetFile, transactionManifests, waitForTransaction, withFooter } from '../test-support/transactions.js';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 describe('transactions: hostile files through main.ts', function () {
   this.timeout(180_000);
@@ -161,6 +152,17 @@ describe('transactions: hostile files through main.ts', function () {
     expect(res.json.error.code).to.equal('VALUE_TOO_LARGE');
     expect(res.json.error.details[0]).to.deep.equal({ path: '$.create.data.name', message: 'at most 2000 bytes (indexed property)' });
     expect((await api({ path: '/demo/demo.Person/k3' })).status).to.equal(404);
+    await alive();
+  });
+
+  it('a value within the pre-check whose index row PostgreSQL still refuses (with a long multi-byte id) is a 400, never a 500', async () => {
+    // 2000 bytes of text that does not compress, with a 512-character id of 3-byte characters: over the btree row limit together.
+    const name = randomBytes(1500).toString('base64');
+    const id = [...randomBytes(1024).subarray(0, 512)].map((b, i) => String.fromCharCode(0x4e00 + b * 16 + (i % 16))).join('');
+    const res = await api({ path: '/demo', body: { create: { schema: 'demo.Person', id, data: { name } } } });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.json.error.code).to.equal('RECORD_TOO_LARGE');
+    expect(res.json.error.message).to.match(/sortable \(indexed\) value is longer than PostgreSQL indexes/);
     await alive();
   });
 
