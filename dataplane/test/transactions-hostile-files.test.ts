@@ -15,7 +15,7 @@ import { gzipSync } from 'node:zlib';
 import { client } from '../test-support/http.js';
 import { freePort, rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
-import { parquetFile, transactionManifests, waitForTransaction, withFooter } from '../test-support/transactions.js';
+import { parquetFile, transactionManifests, waitForTransaction, withFooter, withHugeRun } from '../test-support/transactions.js';
 
 describe('transactions: hostile files through main.ts', function () {
   this.timeout(180_000);
@@ -75,6 +75,14 @@ describe('transactions: hostile files through main.ts', function () {
     const tx = await load('fifty-million.parquet', 'PARQUET');
     expect(tx.status).to.equal('FAILED');
     expect(tx.error).to.match(/has 50000000 rows in row group 1, more than DAS_BULK_MAX_GROUP_ROWS \(1048576\)/);
+    await alive();
+  });
+
+  it('a 100-byte Parquet file whose page holds an RLE run of a billion values FAILs; the process does not run out of memory', async () => {
+    writeFileSync(join(imports, 'huge-run.parquet'), withHugeRun());
+    const tx = await load('huge-run.parquet', 'PARQUET');
+    expect(tx.status).to.equal('FAILED');
+    expect(tx.error).to.match(/huge-run\.parquet has a run of 1073741823 values where 4 are left in a page of column 1 of row group 1/);
     await alive();
   });
 

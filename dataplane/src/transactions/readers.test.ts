@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { parquetFile, withFooter } from '../../test-support/transactions.js';
+import { parquetFile, withFooter, withHugeRun } from '../../test-support/transactions.js';
 import { DEFAULT_FILE_LIMITS, storableMessage, type FileLimits } from './limits.js';
 import { FormatError, readChunks, type Format, type RawChunk } from './readers.js';
 import { openLocation } from './sources.js';
@@ -72,6 +72,9 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     it('a page larger than DAS_BULK_MAX_PAGE_BYTES once decompressed, and a row group over DAS_BULK_MAX_GROUP_BYTES', async () => {
       await fails(put(people(500, 'GZIP')), 'PARQUET', /page of \d+ bytes \(decompressed\) in column 1 of row group 1, more than DAS_BULK_MAX_PAGE_BYTES \(64\)/, { maxPageBytes: 64 });
       await fails(put(people(500)), 'PARQUET', /\d+ bytes in row group 1, more than DAS_BULK_MAX_GROUP_BYTES \(100\)/, { maxGroupBytes: 100 });
+    });
+    it('a page of 4 values with an RLE run of a billion is refused before the decoder writes the run', async () => {
+      await fails(put(withHugeRun()), 'PARQUET', /has a run of 1073741823 values where 4 are left in a page of column 1 of row group 1/);
     });
     it('a truncated file fails with a message, whatever the cut', async () => {
       const file = people(300, 'GZIP', 100);

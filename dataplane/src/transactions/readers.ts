@@ -9,7 +9,7 @@
 import type { Readable } from 'node:stream';
 import { parquetMetadata, parquetReadObjects, type AsyncBuffer, type FileMetaData } from 'hyparquet';
 import { DEFAULT_FILE_LIMITS, type FileLimits } from './limits.js';
-import { boundedCompressors, checkPages, footerLength, FormatError, groupSpans } from './parquet-bounds.js';
+import { boundedCompressors, checkPages, columnShapes, footerLength, FormatError, groupSpans } from './parquet-bounds.js';
 import type { SourceFile } from './sources.js';
 
 export { FormatError };
@@ -85,7 +85,7 @@ async function* parquetChunks(file: SourceFile, start: number, chunkRows: number
         // One row group in memory at a time, its bytes read once; hyparquet reads only within them.
         const bytes = await file.slice(span.start, span.end);
         if (bytes.byteLength !== span.end - span.start) throw new FormatError(`ended early: row group ${g + 1} needs bytes ${span.start}..${span.end}`);
-        checkPages(bytes, span, g, limits);
+        checkPages(bytes, span, g, limits, columnShapes(metadata, metadata.row_groups[g]), compressors);
         const buffer: AsyncBuffer = {
           byteLength: size,
           slice: (a: number, b = size) => {
