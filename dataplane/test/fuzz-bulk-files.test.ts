@@ -2,7 +2,7 @@
  * Fuzzed bulk-load files through the real entry point (main.ts as a child process, a file://
  * import root): valid Parquet, NDJSON and CSV files mutated — footer fields (row counts, column
  * chunk offsets and sizes, value counts, codecs, types), bytes flipped in the footer and in the
- * pages, truncated at any byte, gzip-wrapped text, formats declared wrongly — each loaded as its
+ * pages, large run lengths written into pages, truncated at any byte, gzip-wrapped text, formats declared wrongly — each loaded as its
  * own transaction. Every load ends SUCCEEDED or FAILED with a storable message, the process never
  * dies, and its peak RSS stays within the budget.
  *
@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import type { FileMetaData } from 'hyparquet';
+import { parquetMetadata, type FileMetaData } from 'hyparquet';
+import { parquetHeader } from 'hyparquet/src/column.js';
 import { client } from '../test-support/http.js';
 import { freePort, rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
@@ -120,6 +121,26 @@ describe('fuzz: mutated bulk-load files through main.ts', function () {
         return [flip(file, footerStart(file), 1 + int(8)), 'PARQUET', 'footer bytes'];
       },
       () => [flip(parquet(), 4, 1 + int(4)), 'PARQUET', 'page bytes'],
+      () => {
+        // A varint of a large run length written at the start of a page's levels or values.
+        const file = parquet();
+        const metadata = parquetMetadata(file.buffer.slice(file.byteOffset, file.byteOffset + file.length) as ArrayBuffer);
+        const group = pick(metadata.row_groups);
+        const meta = pick(group.columns).meta_data!;
+        const reader = { view: new DataView(file.buffer, file.byteOffset, file.length), offset: Number(meta.data_page_offset) };
+        parquetHeader(reader);
+        const run = pick([2 ** 20, 2 ** 27, 2 ** 30, 2 ** 31 - 1, int(5000)]) * 2 + int(2);
+        const varint = [];
+        for (let v = run; ; v = Math.floor(v / 128)) {
+          if (v < 128) {
+            varint.push(v);
+            break;
+          }
+          varint.push((v % 128) | 0x80);
+        }
+        file.set(varint, Math.min(file.length - varint.length, reader.offset + int(6)));
+        return [file, 'PARQUET', 'page runs'];
+      },
       () => {
         const file = pick([parquet, ndjson, csv])();
         const format: Format = file.subarray(0, 4).toString('latin1') === 'PAR1' ? 'PARQUET' : file[0] === 0x7b ? 'NDJSON' : 'CSV';
