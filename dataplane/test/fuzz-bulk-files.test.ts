@@ -16,8 +16,9 @@ import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { parquetMetadata, type FileMetaData } from 'hyparquet';
 import { parquetHeader } from 'hyparquet/src/column.js';
+import { freePort } from '../src/db/embedded.js';
 import { client } from '../test-support/http.js';
-import { freePort, rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
 import { parquetFile, transactionManifests, withFooter } from '../test-support/transactions.js';
 

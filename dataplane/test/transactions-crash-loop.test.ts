@@ -10,8 +10,9 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { freePort } from '../src/db/embedded.js';
 import { client } from '../test-support/http.js';
-import { freePort, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
 import { parquetFile, transactionManifests, waitForTransaction } from '../test-support/transactions.js';
 

@@ -12,8 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { freePort } from '../src/db/embedded.js';
 import { client } from '../test-support/http.js';
-import { freePort, rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { rssOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
 import { parquetFile, transactionManifests, waitForTransaction, withFooter, withHugeRun } from '../test-support/transactions.js';
 

@@ -204,7 +204,10 @@ function checkRuns(page: Uint8Array, header: ReturnType<typeof parquetHeader>, c
     if (!codec) throw new FormatError(`uses the unsupported codec ${column.codec}`);
     return codec(bytes, size);
   };
+  // Only a page with such streams is decompressed for the check (PLAIN values have none).
+  const hybridValues = (encoding: string) => encoding === 'PLAIN_DICTIONARY' || encoding === 'RLE_DICTIONARY' || (encoding === 'RLE' && column.type === 'BOOLEAN');
   if (v1) {
+    if (!column.maxRepetition && !column.maxDefinition && !hybridValues(v1.encoding)) return;
     const body = decompress(page, header.uncompressed_page_size);
     const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
     let at = 0;
@@ -216,6 +219,7 @@ function checkRuns(page: Uint8Array, header: ReturnType<typeof parquetHeader>, c
     const levels = v2.repetition_levels_byte_length + v2.definition_levels_byte_length;
     if (column.maxRepetition) runs(view, 0, bitWidth(column.maxRepetition), count, false);
     if (column.maxDefinition) runs(view, v2.repetition_levels_byte_length, bitWidth(column.maxDefinition), count, false);
+    if (!hybridValues(v2.encoding)) return;
     const rest = page.subarray(levels);
     const body = v2.is_compressed === false ? rest : decompress(rest, header.uncompressed_page_size - levels);
     values(new DataView(body.buffer, body.byteOffset, body.byteLength), 0, v2.encoding, column, count);

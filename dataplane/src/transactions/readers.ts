@@ -208,24 +208,34 @@ export async function* splitRecords(stream: Readable, csv: boolean, maxBytes: nu
   for await (const chunk of stream as AsyncIterable<Buffer | string>) {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     let from = 0;
+    if (!csv) {
+      // NDJSON: every line end ends a record.
+      for (let i = buf.indexOf(0x0a); i !== -1; i = buf.indexOf(0x0a, from)) {
+        take(buf.subarray(from, i));
+        size += 1; // the line end
+        from = i + 1;
+        yield finish();
+      }
+      if (from < buf.length) take(Buffer.from(buf.subarray(from)));
+      continue;
+    }
+    // CSV: a line end inside quotes is part of its field.
     for (let i = 0; i < buf.length; i++) {
       const b = buf[i];
-      if (csv) {
-        if (quoted) {
-          if (b === 0x22) {
-            quoted = false;
-            afterQuote = true;
-          }
-          continue;
+      if (quoted) {
+        if (b === 0x22) {
+          quoted = false;
+          afterQuote = true;
         }
-        if (b === 0x22 && (fieldStart || afterQuote)) {
-          quoted = true; // opens a quoted field, or a doubled quote inside one
-          fieldStart = afterQuote = false;
-          continue;
-        }
-        fieldStart = b === 0x2c;
-        afterQuote = false;
+        continue;
       }
+      if (b === 0x22 && (fieldStart || afterQuote)) {
+        quoted = true; // opens a quoted field, or a doubled quote inside one
+        fieldStart = afterQuote = false;
+        continue;
+      }
+      fieldStart = b === 0x2c;
+      afterQuote = false;
       if (b === 0x0a) {
         take(buf.subarray(from, i));
         size += 1; // the line end
