@@ -155,23 +155,23 @@ describe('transactions: hostile files through main.ts', function () {
     expect(tx.status, JSON.stringify(tx)).to.equal('SUCCEEDED');
     expect(tx.actions[0]).to.include({ rowsWritten: 1, rowsRejected: 1 });
     expect(tx.actions[0].errors[0]).to.include({ row: 2, path: '$.name' });
-    expect(tx.actions[0].errors[0].message).to.equal('$.name is sortable (indexed): its value is 240000 bytes of UTF-8, the store indexes at most 2000');
+    expect(tx.actions[0].errors[0].message).to.equal('$.name is sortable (indexed): its value is 240000 bytes of UTF-8 and the id 2, the store indexes at most 2600 together');
     const res = await api({ path: '/demo', body: { create: { schema: 'demo.Person', id: 'k3', data: { name: long } } } });
     expect(res.status, res.text).to.equal(400);
     expect(res.json.error.code).to.equal('VALUE_TOO_LARGE');
-    expect(res.json.error.details[0]).to.deep.equal({ path: '$.create.data.name', message: 'at most 2000 bytes (indexed property)' });
+    expect(res.json.error.details[0]).to.deep.equal({ path: '$.create.data.name', message: 'at most 2598 bytes with this id (indexed property)' });
     expect((await api({ path: '/demo/demo.Person/k3' })).status).to.equal(404);
     await alive();
   });
 
-  it('a value within the pre-check whose index row PostgreSQL still refuses (with a long multi-byte id) is a 400, never a 500', async () => {
+  it('a value that fits alone but not with its long multi-byte id is a 400 naming the limit, never a 500', async () => {
     // 2000 bytes of text that does not compress, with a 512-character id of 3-byte characters: over the btree row limit together.
     const name = randomBytes(1500).toString('base64');
     const id = [...randomBytes(1024).subarray(0, 512)].map((b, i) => String.fromCharCode(0x4e00 + b * 16 + (i % 16))).join('');
     const res = await api({ path: '/demo', body: { create: { schema: 'demo.Person', id, data: { name } } } });
     expect(res.status, res.text).to.equal(400);
-    expect(res.json.error.code).to.equal('RECORD_TOO_LARGE');
-    expect(res.json.error.message).to.match(/sortable \(indexed\) value is longer than PostgreSQL indexes/);
+    expect(res.json.error.code).to.equal('VALUE_TOO_LARGE');
+    expect(res.json.error.message).to.equal('$.create.data.name is sortable (indexed): its value is 2000 bytes of UTF-8 and the id 1536, the store indexes at most 2600 together');
     await alive();
   });
 

@@ -36,10 +36,11 @@ export interface DriverCapabilities {
   /** Bulk loads (transactions). */
   bulkLoad: boolean;
   /**
-   * Most UTF-8 bytes of a text value of an indexed (sortable) property the store keeps in its
-   * index (PostgreSQL's btree rows); a longer value is a 400 (or a refused row), checked before the write.
+   * Most UTF-8 bytes of an indexed (sortable) property's text value and the record's id together
+   * that the store's index keeps (a PostgreSQL btree row, a DynamoDB index sort key); more is a
+   * 400 (or a refused row), checked before the write.
    */
-  indexedTextBytes?: number;
+  indexedKeyBytes?: number;
 }
 
 export interface StoredRecord {

@@ -73,8 +73,8 @@ export function validateRecordData(
   data: Record<string, unknown>,
   full: boolean,
   path: string,
-  /** The store's limits (its driver's capabilities): an indexed text value over them is refused here, not by the store. */
-  limits: { indexedTextBytes?: number } = {},
+  /** The store's limits (its driver's capabilities) and the record's id: an indexed value over them is refused here, not by the store. */
+  limits: { indexedKeyBytes?: number; id?: string } = {},
 ): void {
   const schema = dataset.schemas[schemaName];
   let validators = cache.get(schema);
@@ -87,7 +87,7 @@ export function validateRecordData(
     const nul = nulPath(data, path);
     // Valid JSON and valid Unicode, but no store we serve keeps U+0000 in text: refused, never altered.
     if (nul) throw badRequest('INVALID_TEXT', `text values must not contain NUL (U+0000): ${nul}`, [{ path: nul, message: 'contains U+0000' }]);
-    if (limits.indexedTextBytes !== undefined) checkIndexedText(schema, data, path, limits.indexedTextBytes);
+    if (limits.indexedKeyBytes !== undefined) checkIndexedText(schema, data, path, limits.indexedKeyBytes, limits.id);
     return;
   }
   const details = (validate.errors ?? [])
@@ -112,18 +112,24 @@ function nulPath(value: unknown, path: string): string | undefined {
   return undefined;
 }
 
-/** A sortable (indexed) property's text value within the store's index limit, or a 400 naming it and the limit. */
-function checkIndexedText(schema: RecordSchemaDef, data: Record<string, unknown>, path: string, max: number): void {
+/**
+ * A sortable (indexed) property's text value (a link's id) and the record's id within the store's
+ * index limit, or a 400 naming the property and the limit. Without an id yet (a create that gets
+ * a UUID), the UUID's 36 bytes are counted.
+ */
+function checkIndexedText(schema: RecordSchemaDef, data: Record<string, unknown>, path: string, max: number, id: string | undefined): void {
+  const idBytes = id === undefined ? 36 : Buffer.byteLength(id);
   for (const field of fieldsOf(schema)) {
     if (!field.sortable) continue;
     let value: unknown = data;
     for (const key of field.path) value = value && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
-    if (typeof value !== 'string' || value.length * 3 <= max) continue; // at most 3 UTF-8 bytes per UTF-16 unit
+    if (field.type === 'link' && value && typeof value === 'object') value = (value as { id?: unknown }).id;
+    if (typeof value !== 'string' || value.length * 3 + idBytes <= max) continue; // at most 3 UTF-8 bytes per UTF-16 unit
     const bytes = Buffer.byteLength(value);
-    if (bytes > max) {
+    if (bytes + idBytes > max) {
       const at = `${path}.${field.dotted}`;
-      throw badRequest('VALUE_TOO_LARGE', `${at} is sortable (indexed): its value is ${bytes} bytes of UTF-8, the store indexes at most ${max}`, [
-        { path: at, message: `at most ${max} bytes (indexed property)` },
+      throw badRequest('VALUE_TOO_LARGE', `${at} is sortable (indexed): its value is ${bytes} bytes of UTF-8 and the id ${idBytes}, the store indexes at most ${max} together`, [
+        { path: at, message: `at most ${max - idBytes} bytes with this id (indexed property)` },
       ]);
     }
   }

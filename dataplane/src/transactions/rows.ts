@@ -15,7 +15,7 @@ export type Mapped = { id: string; data: Record<string, unknown> } | { problem: 
 
 const own = (o: Record<string, unknown>, k: string) => Object.hasOwn(o, k);
 
-export function rowMapper(dataset: DatasetConfig, schema: string, operation: LoadOperation, store: Pick<DriverCapabilities, 'indexedTextBytes'> = {}): (row: Record<string, unknown>) => Mapped {
+export function rowMapper(dataset: DatasetConfig, schema: string, operation: LoadOperation, store: Pick<DriverCapabilities, 'indexedKeyBytes'> = {}): (row: Record<string, unknown>) => Mapped {
   const fields = fieldsOf(dataset.schemas[schema]);
   const topLevel = new Set(fields.map((f) => f.path[0]));
   const flatNames = new Set(fields.flatMap((f) => (f.type === 'link' ? [`${f.dotted}.id`, `${f.dotted}_id`, f.dotted] : [f.dotted])));
@@ -37,7 +37,7 @@ export function rowMapper(dataset: DatasetConfig, schema: string, operation: Loa
     }
     try {
       // The store's limits too (an indexed value too long for its index): the row is refused, not the load.
-      validateRecordData(dataset, schema, data, true, '$', store);
+      validateRecordData(dataset, schema, data, true, '$', { indexedKeyBytes: store.indexedKeyBytes, ...(id !== undefined ? { id } : {}) });
     } catch (err) {
       if (err instanceof ApiError) return { problem: err.message, path: err.details[0]?.path };
       throw err;

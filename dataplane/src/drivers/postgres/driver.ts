@@ -72,8 +72,8 @@ export function postgresCapabilities(options: { rawSql: boolean }): DriverCapabi
     rawSql: options.rawSql,
     changeFeed: true, // change-log.ts: a changes table written with every record, NOTIFY as the wake-up
     bulkLoad: true, // bulk-load.ts
-    // A btree row is at most 2704 bytes (value and id together, sort indexes: indexes.ts); 2000 leaves room for ids.
-    indexedTextBytes: 2000,
+    // A btree row is at most 2704 bytes: the value and the id (sort indexes: indexes.ts) and the row's headers.
+    indexedKeyBytes: 2600,
   };
 }
 
