@@ -42,7 +42,7 @@ function random(seed: number) {
 type Format = 'PARQUET' | 'NDJSON' | 'CSV';
 
 describe('fuzz: mutated bulk-load files through main.ts', function () {
-  this.timeout(Math.max(180_000, FILES * 500));
+  this.timeout(Math.max(180_000, FILES * 2000));
   let main: MainProcess;
 
   after(() => main?.child.kill('SIGKILL'));
@@ -156,7 +156,7 @@ describe('fuzz: mutated bulk-load files through main.ts', function () {
     ];
 
     const kinds = new Map<string, number>();
-    const ids: string[] = [];
+    const ids: { id: string; name: string; kind: string }[] = [];
     for (let i = 0; i < FILES; i++) {
       const [file, format, kind] = pick(makers)();
       kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
@@ -167,12 +167,14 @@ describe('fuzz: mutated bulk-load files through main.ts', function () {
         body: { create: { schema: 'Transaction', data: { actions: [{ locationUri: pathToFileURL(join(imports, name)).href, operation: 'UPSERT', format, schema: 'demo.Person' }] } } },
       });
       expect(res.status, res.text).to.equal(202);
-      ids.push(res.json.id);
+      ids.push({ id: res.json.id, name, kind });
     }
 
     const outcomes = new Map<string, number>();
     let peak = 0;
-    for (const id of ids) {
+    for (const { id, name, kind } of ids) {
+      // A load is never stuck: each ends within a minute of the one before it.
+      const deadline = Date.now() + 60_000;
       for (;;) {
         expect(main.child.exitCode, `the data plane died: ${main.output().slice(-3000)}`).to.equal(null);
         expect(main.child.signalCode, main.output().slice(-3000)).to.equal(null);
@@ -186,6 +188,7 @@ describe('fuzz: mutated bulk-load files through main.ts', function () {
           for (const e of tx.actions[0].errors) expect(e.message.length).to.be.at.most(500);
           break;
         }
+        expect(Date.now(), `${name} (${kind}) still ${tx.status}: ${JSON.stringify(tx)}`).to.be.lessThan(deadline);
         await new Promise((r) => setTimeout(r, 20));
       }
     }
