@@ -83,11 +83,11 @@ export function withFooter(file: Buffer, mutate: (metadata: FileMetaData) => voi
  * hyparquet-writer writes it) has its definition levels replaced by one RLE run of about a
  * billion values: a page of 4 values whose decoder would write the run whole.
  */
-export function withHugeRun(): Buffer {
+export function withHugeRun(runs: number[] = [0xfe, 0xff, 0xff, 0xff, 0x07, 1]): Buffer {
   const file = parquetFile([{ name: 'id', data: ['a', 'b', null, 'd'], type: 'STRING' }], { codec: 'UNCOMPRESSED' });
   const meta = parquetMetadata(file.buffer.slice(file.byteOffset, file.byteOffset + file.length) as ArrayBuffer).row_groups[0].columns[0].meta_data!;
   const reader = { view: new DataView(file.buffer, file.byteOffset, file.length), offset: Number(meta.data_page_offset) };
   parquetHeader(reader);
-  file.set([0xfe, 0xff, 0xff, 0xff, 0x07, 1], reader.offset); // varint 0x7ffffffe: an RLE run of 1,073,741,823
+  file.set(runs, reader.offset); // by default varint 0x7ffffffe: an RLE run of 1,073,741,823
   return file;
 }

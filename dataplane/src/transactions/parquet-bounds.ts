@@ -198,6 +198,11 @@ function checkRuns(page: Uint8Array, header: ReturnType<typeof parquetHeader>, c
   const v2 = header.data_page_header_v2;
   const count = (v1 ?? v2)!.num_values;
   if (v2 && !(Number.isSafeInteger(v2.num_nulls) && v2.num_nulls >= 0 && v2.num_nulls <= count)) throw new FormatError(`declares ${v2.num_nulls} nulls of ${count} values`);
+  // A length the header lacks would make the decoder read from a NaN offset, forever.
+  const within = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= page.length;
+  if (v2 && !(within(v2.repetition_levels_byte_length) && within(v2.definition_levels_byte_length) && within(v2.repetition_levels_byte_length + v2.definition_levels_byte_length))) {
+    throw new FormatError(`declares levels of ${v2.repetition_levels_byte_length} and ${v2.definition_levels_byte_length} bytes in a page of ${page.length}`);
+  }
   const decompress = (bytes: Uint8Array, size: number) => {
     if (column.codec === 'UNCOMPRESSED') return bytes;
     const codec = compressors[column.codec as keyof Compressors];
@@ -247,16 +252,17 @@ function runs(view: DataView, at: number, width: number, count: number, prefixed
   while (seen < count) {
     const header = readVarInt(reader);
     if (header & 1) {
+      // Bit-packed: groups of 8 values; the decoder reads a byte even for none, so every run moves on.
       const groups = header >>> 1;
       seen += groups * 8;
-      reader.offset += groups * width;
+      reader.offset += Math.max(1, groups * width);
     } else {
       const run = header >>> 1;
       if (run > count - seen) throw new FormatError(`has a run of ${run} values where ${count - seen} are left`);
       seen += run;
       reader.offset += (width + 7) >> 3;
     }
-    if (reader.offset > view.byteLength) throw new FormatError('has runs past the end of the page');
+    if (!(reader.offset <= view.byteLength)) throw new FormatError('has runs past the end of the page');
   }
   return length === undefined ? reader.offset : start + length;
 }

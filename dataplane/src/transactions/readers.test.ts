@@ -76,6 +76,13 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     it('a page of 4 values with an RLE run of a billion is refused before the decoder writes the run', async () => {
       await fails(put(withHugeRun()), 'PARQUET', /has a run of 1073741823 values where 4 are left in a page of column 1 of row group 1/);
     });
+    it('bit-packed runs of no values (found by the fuzz test: the check itself looped) end at the page end', async () => {
+      const err = await read(put(withHugeRun([1, 1, 1, 1, 1, 1, 1, 1])), 'PARQUET').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).to.be.instanceOf(FormatError);
+    });
     it('a truncated file fails with a message, whatever the cut', async () => {
       const file = people(300, 'GZIP', 100);
       for (const cut of [1, 9, 40, Math.floor(file.length / 2), file.length - 9]) {
