@@ -82,3 +82,11 @@ export async function stopMain(main: MainProcess | undefined): Promise<void> {
   main.child.kill('SIGTERM');
   await main.exited;
 }
+
+/** A process's resident set now and at its peak (VmHWM), in MiB, from /proc. */
+export function memoryOf(pid: number): { now: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { now: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+

@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { parse, stringify } from 'yaml';
-import { parquetWriteBuffer } from 'hyparquet-writer';
+import { parquetMetadata, type FileMetaData } from 'hyparquet';
+import { ByteWriter, parquetWriteBuffer } from 'hyparquet-writer';
+import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
+import { parquetHeader } from 'hyparquet/src/column.js';
 import { adminClient, EXAMPLES_DIR } from './dataplane.js';
 
 /** The example manifests plus demo.Item, which has a property of every type. */
@@ -57,3 +60,34 @@ export async function waitForTransaction(api: Api, id: string, done = (tx: any) 
   }
 }
 
+
+/**
+ * A Parquet file with its footer (file metadata) changed by `mutate` and written again: what a
+ * file that declares sizes or counts its bytes do not hold looks like (hostile-input and fuzz tests).
+ */
+export function withFooter(file: Buffer, mutate: (metadata: FileMetaData) => void): Buffer {
+  const length = file.readUInt32LE(file.length - 8);
+  const metadata = parquetMetadata(file.buffer.slice(file.byteOffset, file.byteOffset + file.length) as ArrayBuffer);
+  mutate(metadata);
+  const writer = new ByteWriter();
+  writeMetadata(writer, metadata);
+  const footer = Buffer.from(writer.getBuffer());
+  const tail = Buffer.alloc(8);
+  tail.writeUInt32LE(footer.length, 0);
+  tail.write('PAR1', 4, 'latin1');
+  return Buffer.concat([file.subarray(0, file.length - 8 - length), footer, tail]);
+}
+
+/**
+ * An uncompressed Parquet file whose first data page (a DATA_PAGE_V2 of an optional column, as
+ * hyparquet-writer writes it) has its definition levels replaced by one RLE run of about a
+ * billion values: a page of 4 values whose decoder would write the run whole.
+ */
+export function withHugeRun(runs: number[] = [0xfe, 0xff, 0xff, 0xff, 0x07, 1]): Buffer {
+  const file = parquetFile([{ name: 'id', data: ['a', 'b', null, 'd'], type: 'STRING' }], { codec: 'UNCOMPRESSED' });
+  const meta = parquetMetadata(file.buffer.slice(file.byteOffset, file.byteOffset + file.length) as ArrayBuffer).row_groups[0].columns[0].meta_data!;
+  const reader = { view: new DataView(file.buffer, file.byteOffset, file.length), offset: Number(meta.data_page_offset) };
+  parquetHeader(reader);
+  file.set(runs, reader.offset); // by default varint 0x7ffffffe: an RLE run of 1,073,741,823
+  return file;
+}

@@ -208,4 +208,17 @@ describe('transactions (bulk loads) on DynamoDB', function () {
     expect(succeeded.json.items).to.have.length(2);
     expect(succeeded.json.items[0].createdAt > succeeded.json.items[1].createdAt).to.equal(true);
   });
+
+  it('a sortable value too long for its DynamoDB index key (1024 bytes with the id): the row is refused in a load, a REST create is a 400 (was a 500)', async () => {
+    const long = 'n'.repeat(1100);
+    writeFileSync(join(imports, 'long.ndjson'), `{"id":"ok1","name":"short"}\n{"id":"big","name":"${long}"}\n`);
+    const tx = await run([{ locationUri: fileUri('long.ndjson'), operation: 'UPSERT', format: 'NDJSON', schema: 'demo.Person' }]);
+    expect(tx.status, JSON.stringify(tx)).to.equal('SUCCEEDED');
+    expect(tx.actions[0]).to.include({ rowsWritten: 1, rowsRejected: 1 });
+    expect(tx.actions[0].errors[0]).to.include({ row: 2, path: '$.name', message: '$.name is sortable (indexed): its value is 1100 bytes of UTF-8 and the id 3, the store indexes at most 1023 together' });
+    const res = await api({ path: '/demo', body: { create: { schema: 'demo.Person', id: 'big2', data: { name: long } } } });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.json.error).to.deep.include({ code: 'VALUE_TOO_LARGE', details: [{ path: '$.create.data.name', message: 'at most 1019 bytes with this id (indexed property)' }] });
+    expect((await api({ path: '/demo/demo.Person/big2' })).status).to.equal(404);
+  });
 });

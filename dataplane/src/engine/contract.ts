@@ -35,6 +35,12 @@ export interface DriverCapabilities {
   changeFeed: boolean;
   /** Bulk loads (transactions). */
   bulkLoad: boolean;
+  /**
+   * Most UTF-8 bytes of an indexed (sortable) property's text value and the record's id together
+   * that the store's index keeps (a PostgreSQL btree row, a DynamoDB index sort key); more is a
+   * 400 (or a refused row), checked before the write.
+   */
+  indexedKeyBytes?: number;
 }
 
 export interface StoredRecord {
@@ -238,6 +244,8 @@ export interface StoredTransaction {
   finishedAt?: string;
   leaseOwner?: string;
   leaseExpiresAt?: string;
+  /** Claims that took it over from a replica whose lease ran out (it stopped mid-load): the crash-loop guard counts these. */
+  lostLeases?: number;
 }
 
 /** A chunk of validated rows to commit together with the transaction's new progress and cursor. */

@@ -206,7 +206,10 @@ export class RecordEngine {
         ]);
       }
     }
-    validateRecordData(dataset, action.schema, action.data, action.kind === 'create' || !action.merge, `${path}.data`);
+    validateRecordData(dataset, action.schema, action.data, action.kind === 'create' || !action.merge, `${path}.data`, {
+      indexedKeyBytes: this.driver(dataset).capabilities.indexedKeyBytes,
+      ...(action.id !== undefined ? { id: action.id } : {}),
+    });
     this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
     if (action.kind === 'create') return { op: 'create', schema: action.schema, id: action.id ?? randomUUID(), data: action.data };
     return { op: 'update', schema: action.schema, id: action.id, data: action.data, merge: action.merge };

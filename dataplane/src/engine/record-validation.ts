@@ -4,6 +4,7 @@ import addFormatsModule from 'ajv-formats';
 import type { DatasetConfig, PropertyDef, RecordSchemaDef } from '../../../model/types.js';
 import { describeAjvError } from '../../../model/validate.js';
 import { badRequest } from './errors.js';
+import { fieldsOf } from './layout.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv, formats: string[]) => Ajv;
 const ajv = new Ajv({ allErrors: true, strict: false });
@@ -66,7 +67,15 @@ const cache = new WeakMap<RecordSchemaDef, { full: ValidateFunction; partial: Va
  * Throws a 400 naming each offending property. `full` (create, replace) also enforces `required`;
  * a merge update checks only what it carries.
  */
-export function validateRecordData(dataset: DatasetConfig, schemaName: string, data: Record<string, unknown>, full: boolean, path: string): void {
+export function validateRecordData(
+  dataset: DatasetConfig,
+  schemaName: string,
+  data: Record<string, unknown>,
+  full: boolean,
+  path: string,
+  /** The store's limits (its driver's capabilities) and the record's id: an indexed value over them is refused here, not by the store. */
+  limits: { indexedKeyBytes?: number; id?: string } = {},
+): void {
   const schema = dataset.schemas[schemaName];
   let validators = cache.get(schema);
   if (!validators) {
@@ -78,6 +87,7 @@ export function validateRecordData(dataset: DatasetConfig, schemaName: string, d
     const nul = nulPath(data, path);
     // Valid JSON and valid Unicode, but no store we serve keeps U+0000 in text: refused, never altered.
     if (nul) throw badRequest('INVALID_TEXT', `text values must not contain NUL (U+0000): ${nul}`, [{ path: nul, message: 'contains U+0000' }]);
+    if (limits.indexedKeyBytes !== undefined) checkIndexedText(schema, data, path, limits.indexedKeyBytes, limits.id);
     return;
   }
   const details = (validate.errors ?? [])
@@ -100,4 +110,27 @@ function nulPath(value: unknown, path: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * A sortable (indexed) property's text value (a link's id) and the record's id within the store's
+ * index limit, or a 400 naming the property and the limit. Without an id yet (a create that gets
+ * a UUID), the UUID's 36 bytes are counted.
+ */
+function checkIndexedText(schema: RecordSchemaDef, data: Record<string, unknown>, path: string, max: number, id: string | undefined): void {
+  const idBytes = id === undefined ? 36 : Buffer.byteLength(id);
+  for (const field of fieldsOf(schema)) {
+    if (!field.sortable) continue;
+    let value: unknown = data;
+    for (const key of field.path) value = value && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
+    if (field.type === 'link' && value && typeof value === 'object') value = (value as { id?: unknown }).id;
+    if (typeof value !== 'string' || value.length * 3 + idBytes <= max) continue; // at most 3 UTF-8 bytes per UTF-16 unit
+    const bytes = Buffer.byteLength(value);
+    if (bytes + idBytes > max) {
+      const at = `${path}.${field.dotted}`;
+      throw badRequest('VALUE_TOO_LARGE', `${at} is sortable (indexed): its value is ${bytes} bytes of UTF-8 and the id ${idBytes}, the store indexes at most ${max} together`, [
+        { path: at, message: `at most ${max - idBytes} bytes with this id (indexed property)` },
+      ]);
+    }
+  }
 }

@@ -53,4 +53,43 @@ describe('bulk-load locations', () => {
     expect(await refused(pathToFileURL(join(root, 'outdir', 'b.csv')).href, root)).to.equal('LOCATION_FORBIDDEN');
     expect(await refused('file://otherhost/x.csv', root)).to.equal('INVALID_LOCATION');
   });
+
+  it('decodes the IPv4 inside IPv6 forms: 6to4, Teredo (client XOR-ed), NAT64, mapped and compatible; 192.88.99.0/24 is not public', () => {
+    const notPublic = [
+      '2002:7f00:1::1', // 6to4 of 127.0.0.1
+      '2002:a9fe:a9fe::', // 6to4 of 169.254.169.254
+      '2002:c0a8:101:0:0:0:0:1', // 6to4 of 192.168.1.1, spelled out
+      '2001:0:4136:e378:8000:63bf:80ff:fffe', // Teredo, client 127.0.0.1 (7f00:0001 XOR ffff:ffff)
+      '2001:0:a00:1:8000:63bf:3fff:fdd2', // Teredo, server 10.0.0.1
+      '64:ff9b::808:808', // NAT64, even of a public IPv4: it reaches whatever the gateway reaches
+      '64:ff9b:1::a00:1',
+      '::ffff:7f00:1', // IPv4-mapped in hex words
+      '0:0:0:0:0:ffff:169.254.169.254',
+      '::8.8.8.8', // IPv4-compatible (deprecated)
+      '192.88.99.1',
+      '2001:db8::1',
+      '100::1',
+    ];
+    for (const a of notPublic) expect(isPublicAddress(a), a).to.equal(false);
+    const publicToo = ['2002:808:808::1', '2001:0:4136:e378:8000:63bf:f7f7:f7f7' /* Teredo, server 65.54.227.120, client 8.8.8.8 */, '::ffff:8.8.8.8'];
+    for (const a of publicToo) expect(isPublicAddress(a), a).to.equal(true);
+  });
+
+  it('refuses S3 keys with dot segments, encoded or not, so ".." never reaches the S3 API', async () => {
+    for (const uri of ['s3://bucket/loads/%2E%2E%2Fother%2Fsecret.ndjson', 's3://bucket/loads/%2e%2e/x', 's3://bucket/a/./b', 's3://bucket/%2E%2E', 's3://bucket/a/%E0%A4%A']) {
+      expect(await refused(uri, '/x'), uri).to.equal('INVALID_LOCATION');
+    }
+    expect(await checkLocation('s3://bucket/loads/a..b/x.parquet', '/x')).to.deep.equal({ scheme: 's3', bucket: 'bucket', key: 'loads/a..b/x.parquet' });
+  });
+
+  it('a forbidden file:// location names the path as given, never the import root', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'das-secret-root-'));
+    try {
+      await checkLocation('file:///etc/passwd', root);
+      throw new Error('accepted');
+    } catch (err) {
+      expect((err as Error).message).to.equal('file:// loads only from under the import root; "/etc/passwd" is outside the import root');
+      expect((err as Error).message).to.not.include(root);
+    }
+  });
 });

@@ -1,13 +1,18 @@
 /**
- * Rows out of a file, a bounded chunk at a time: Parquet one row group at a time (range reads of
- * that row group's bytes only), NDJSON and CSV by lines from a stream. A load resumes at a row
- * position, so each chunk says where it ends.
+ * Rows out of a file, a bounded chunk at a time: Parquet one row group at a time (that row
+ * group's bytes only, read once, after its declared sizes were checked: parquet-bounds.ts),
+ * NDJSON and CSV a record at a time from a stream, each record at most DAS_BULK_MAX_ROW_BYTES
+ * (a longer one is refused as a row without being held). A load resumes at a row position, so
+ * each chunk says where it ends, and what it adds to `bytesRead`: each byte of the file counts
+ * once, whoever reads it, and a finished file counts its size.
  */
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { parquetMetadataAsync, parquetReadObjects, type AsyncBuffer } from 'hyparquet';
-import { compressors } from 'hyparquet-compressors';
+import { parquetMetadata, parquetReadObjects, type AsyncBuffer, type FileMetaData } from 'hyparquet';
+import { DEFAULT_FILE_LIMITS, type FileLimits } from './limits.js';
+import { boundedCompressors, checkPages, columnShapes, footerLength, FormatError, groupSpans } from './parquet-bounds.js';
 import type { SourceFile } from './sources.js';
+
+export { FormatError };
 
 export type Format = 'PARQUET' | 'NDJSON' | 'CSV';
 export const FORMATS: readonly Format[] = ['PARQUET', 'NDJSON', 'CSV'];
@@ -23,44 +28,81 @@ export interface RawChunk {
   rows: RawRow[];
   /** Rows of the file consumed once this chunk is written (the resume position). */
   end: number;
-  /** Bytes read from the source for this chunk. */
+  /** Bytes of the file (as stored) this chunk takes the load through. */
   bytes: number;
 }
 
-export class FormatError extends Error {}
-
-export function readChunks(file: SourceFile, format: Format, start: number, chunkRows: number): AsyncGenerator<RawChunk> {
-  if (format === 'PARQUET') return parquetChunks(file, start, chunkRows);
-  return lineChunks(file, format, start, chunkRows);
+export function readChunks(file: SourceFile, format: Format, start: number, chunkRows: number, limits: FileLimits = DEFAULT_FILE_LIMITS): AsyncGenerator<RawChunk> {
+  if (format === 'PARQUET') return parquetChunks(file, start, chunkRows, limits);
+  return lineChunks(file, format, start, chunkRows, limits);
 }
 
-async function* parquetChunks(file: SourceFile, start: number, chunkRows: number): AsyncGenerator<RawChunk> {
-  let bytes = 0;
-  const buffer: AsyncBuffer = {
-    byteLength: file.size,
-    slice: (from: number, to?: number) => {
-      const end = to ?? file.size;
-      bytes += end - from;
-      return file.slice(from, end);
-    },
-  };
-  let metadata;
+async function* parquetChunks(file: SourceFile, start: number, chunkRows: number, limits: FileLimits): AsyncGenerator<RawChunk> {
+  const size = file.size;
+  const at = (err: unknown) => (err instanceof FormatError ? new FormatError(`${file.name} ${err.message}`) : err);
+  let metadata: FileMetaData;
+  let spans;
+  let footer: number;
   try {
-    metadata = await parquetMetadataAsync(buffer);
+    const length = footerLength(size >= 12 ? await file.slice(size - 8, size) : new ArrayBuffer(0), size, limits);
+    footer = length + 8;
+    try {
+      metadata = parquetMetadata(await file.slice(size - footer, size));
+    } catch (err) {
+      throw new FormatError(`is not a Parquet file (${(err as Error).message})`);
+    }
+    spans = groupSpans(metadata, size - footer, limits);
   } catch (err) {
-    throw new FormatError(`${file.name} is not a Parquet file (${(err as Error).message})`);
+    throw at(err);
   }
+  const total = spans.reduce((n, s) => n + s.rows, 0);
+  // Bytes of the file passed at a row position: the footer and every row group begun; all of it at the end.
+  const groupEnds: number[] = [];
+  spans.forEach((s, g) => groupEnds.push(Math.max(s.end, groupEnds[g - 1] ?? 0)));
+  const passed = (position: number) => {
+    if (position <= 0) return 0;
+    if (position >= total) return size;
+    let rows = 0;
+    for (let g = 0; g < spans.length; g++) {
+      rows += spans[g].rows;
+      if (position <= rows) return Math.min(size, footer + groupEnds[g]);
+    }
+    return size;
+  };
+  if (total === 0 && start === 0) {
+    yield { rows: [], end: 0, bytes: size };
+    return;
+  }
+  const compressors = boundedCompressors(limits);
+  let done = start;
   let groupStart = 0;
-  for (const group of metadata.row_groups) {
-    const groupEnd = groupStart + Number(group.num_rows);
-    if (groupEnd > start) {
+  for (const [g, span] of spans.entries()) {
+    const groupEnd = groupStart + span.rows;
+    if (groupEnd > start && span.rows > 0) {
       const from = Math.max(start, groupStart);
-      // One row group in memory at a time: hyparquet reads only its column chunks' byte ranges.
-      const rows = (await parquetReadObjects({ file: buffer, metadata, rowStart: from, rowEnd: groupEnd, compressors })) as Record<string, unknown>[];
+      let rows: Record<string, unknown>[];
+      try {
+        // One row group in memory at a time, its bytes read once; hyparquet reads only within them.
+        const bytes = await file.slice(span.start, span.end);
+        if (bytes.byteLength !== span.end - span.start) throw new FormatError(`ended early: row group ${g + 1} needs bytes ${span.start}..${span.end}`);
+        checkPages(bytes, span, g, limits, columnShapes(metadata, metadata.row_groups[g]), compressors);
+        const buffer: AsyncBuffer = {
+          byteLength: size,
+          slice: (a: number, b = size) => {
+            if (a < span.start || b > span.end || b < a) throw new FormatError(`is not a valid Parquet file: row group ${g + 1} reads bytes ${a}..${b} outside its column chunks`);
+            return bytes.slice(a - span.start, b - span.start);
+          },
+        };
+        rows = (await parquetReadObjects({ file: buffer, metadata, rowStart: from, rowEnd: groupEnd, compressors })) as Record<string, unknown>[];
+      } catch (err) {
+        if (err instanceof FormatError) throw at(err);
+        throw new FormatError(`${file.name} is not a valid Parquet file: row group ${g + 1} cannot be decoded (${(err as Error).message})`);
+      }
       for (let i = 0; i < rows.length; i += chunkRows) {
         const part = rows.slice(i, i + chunkRows);
-        const chunk: RawChunk = { rows: part.map((value, j) => ({ row: from + i + j + 1, value })), end: from + i + part.length, bytes };
-        bytes = 0;
+        const end = from + i + part.length;
+        const chunk: RawChunk = { rows: part.map((value, j) => ({ row: from + i + j + 1, value })), end, bytes: passed(end) - passed(done) };
+        done = end;
         yield chunk;
       }
     }
@@ -68,110 +110,193 @@ async function* parquetChunks(file: SourceFile, start: number, chunkRows: number
   }
 }
 
-async function* lineChunks(file: SourceFile, format: 'NDJSON' | 'CSV', start: number, chunkRows: number): AsyncGenerator<RawChunk> {
+/** A record of a line-based file: its bytes (without the line end), or only its size when over the budget. */
+interface LineRecord {
+  bytes?: Buffer;
+  /** Bytes of the file it took, line end included. */
+  size: number;
+}
+
+async function* lineChunks(file: SourceFile, format: 'NDJSON' | 'CSV', start: number, chunkRows: number, limits: FileLimits): AsyncGenerator<RawChunk> {
   const stream = await file.stream();
-  let bytes = 0;
-  stream.on('data', (c: Buffer) => (bytes += c.length));
-  const records = format === 'NDJSON' ? ndjsonRecords(stream) : csvRecords(stream);
+  const tooLong = (size: number) => `the row is ${size} bytes, more than DAS_BULK_MAX_ROW_BYTES (${limits.maxRowBytes})`;
   let rows: RawRow[] = [];
   let position = 0;
+  let bytes = 0;
+  let header: string[] | undefined;
   try {
-    for await (const record of records) {
+    for await (const record of splitRecords(stream, format === 'CSV', limits.maxRowBytes)) {
+      bytes += record.size;
+      let parsed: Omit<RawRow, 'row'> | undefined;
+      if (format === 'CSV' && !header) {
+        if (!record.bytes) throw new FormatError(`${file.name}: the CSV header is ${record.size} bytes, more than DAS_BULK_MAX_ROW_BYTES (${limits.maxRowBytes})`);
+        const text = utf8(record.bytes);
+        if (text === undefined) throw new FormatError(`${file.name}: the CSV header is not valid UTF-8`);
+        header = csvFields(text).map((h) => h.trim());
+        continue; // the header is no row
+      }
       position += 1;
-      if (position <= start) continue; // resuming: these rows were committed
-      if (record) rows.push({ row: position, ...record });
+      if (position <= start) {
+        bytes = 0; // resuming: these rows (and their bytes) were committed
+        continue;
+      }
+      if (!record.bytes) parsed = { problem: tooLong(record.size) };
+      else parsed = format === 'NDJSON' ? ndjsonRow(record.bytes) : csvRow(record.bytes, header!);
+      if (parsed) rows.push({ row: position, ...parsed });
       if (rows.length >= chunkRows) {
         yield { rows, end: position, bytes };
         rows = [];
         bytes = 0;
       }
     }
-    if (rows.length || position > start) yield { rows, end: Math.max(position, start), bytes };
+    if (position >= start && (rows.length || bytes > 0)) yield { rows, end: Math.max(position, start), bytes };
   } finally {
     stream.destroy();
   }
 }
 
-/** One entry per line (a blank line is `undefined`: counted, not loaded). */
-async function* ndjsonRecords(stream: Readable): AsyncGenerator<Omit<RawRow, 'row'> | undefined> {
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
-  for await (const line of lines) {
-    if (!line.trim()) {
-      yield undefined;
-      continue;
-    }
-    try {
-      const value = JSON.parse(line);
-      yield value && typeof value === 'object' && !Array.isArray(value) ? { value } : { problem: 'the line is not a JSON object' };
-    } catch (err) {
-      yield { problem: `not JSON: ${(err as Error).message}` };
-    }
+const decoder = new TextDecoder('utf-8', { fatal: true });
+function utf8(bytes: Buffer): string | undefined {
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    return undefined;
   }
 }
 
-/** RFC 4180 CSV with a header row: one entry per record (quoted fields may hold commas, quotes and newlines). */
-async function* csvRecords(stream: Readable): AsyncGenerator<Omit<RawRow, 'row'> | undefined> {
-  stream.setEncoding('utf8');
-  let header: string[] | undefined;
-  let field = '';
-  let fields: string[] = [];
+/**
+ * The records of a stream, split on line ends outside CSV quotes, without holding more than
+ * `maxBytes` of any one: a longer record is skipped to its end and reported by its size. The
+ * split is on bytes (UTF-8 never has a quote, comma or line end inside a character), so sizes are exact.
+ */
+export async function* splitRecords(stream: Readable, csv: boolean, maxBytes: number): AsyncGenerator<LineRecord> {
+  let pieces: Buffer[] = [];
+  let held = 0;
+  let size = 0;
+  let over = false;
   let quoted = false;
+  let fieldStart = true;
   let afterQuote = false;
-  let pending = false;
-  const finish = (): Omit<RawRow, 'row'> | undefined | null => {
-    fields.push(field);
-    const done = fields;
-    fields = [];
-    field = '';
-    pending = false;
-    if (!header) {
-      header = done.map((h) => h.trim());
-      return null; // the header is no row
+  const take = (piece: Buffer) => {
+    size += piece.length;
+    if (over) return;
+    if (held + piece.length > maxBytes) {
+      over = true;
+      pieces = [];
+      held = 0;
+      return;
     }
-    if (done.length === 1 && done[0] === '') return undefined;
-    if (done.length !== header.length) return { problem: `has ${done.length} fields, the header ${header.length}` };
-    // Empty fields are absent values: CSV cannot tell an empty string from a null.
-    return { value: Object.fromEntries(header.map((h, i) => [h, done[i] === '' ? null : done[i]])) };
+    pieces.push(piece);
+    held += piece.length;
   };
-  let carry = '';
-  for await (const piece of stream as AsyncIterable<string>) {
-    const text = carry + piece;
-    carry = '';
-    for (let i = 0; i < text.length; i++) {
-      const ch = text[i];
-      pending = true;
+  const finish = (): LineRecord => {
+    let bytes: Buffer | undefined;
+    if (!over) {
+      bytes = Buffer.concat(pieces, held);
+      if (bytes.length && bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, bytes.length - 1);
+    }
+    const record = { size, ...(bytes ? { bytes } : {}) };
+    pieces = [];
+    held = 0;
+    size = 0;
+    over = false;
+    quoted = false;
+    fieldStart = true;
+    afterQuote = false;
+    return record;
+  };
+  for await (const chunk of stream as AsyncIterable<Buffer | string>) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    let from = 0;
+    if (!csv) {
+      // NDJSON: every line end ends a record.
+      for (let i = buf.indexOf(0x0a); i !== -1; i = buf.indexOf(0x0a, from)) {
+        take(buf.subarray(from, i));
+        size += 1; // the line end
+        from = i + 1;
+        yield finish();
+      }
+      if (from < buf.length) take(Buffer.from(buf.subarray(from)));
+      continue;
+    }
+    // CSV: a line end inside quotes is part of its field.
+    for (let i = 0; i < buf.length; i++) {
+      const b = buf[i];
       if (quoted) {
-        if (ch === '"' && i === text.length - 1) {
-          carry = '"'; // a doubled quote may continue in the next piece
-          break;
+        if (b === 0x22) {
+          quoted = false;
+          afterQuote = true;
         }
-        if (ch === '"') {
-          if (text[i + 1] === '"') {
-            field += '"';
-            i++;
-          } else {
-            quoted = false;
-            afterQuote = true;
-          }
-        } else field += ch;
         continue;
       }
-      if (ch === '"' && field === '' && !afterQuote) quoted = true;
-      else if (ch === ',') {
-        fields.push(field);
-        field = '';
-        afterQuote = false;
-      } else if (ch === '\n') {
-        if (field.endsWith('\r')) field = field.slice(0, -1);
-        afterQuote = false;
-        const record = finish();
-        if (record !== null) yield record;
-      } else field += ch;
+      if (b === 0x22 && (fieldStart || afterQuote)) {
+        quoted = true; // opens a quoted field, or a doubled quote inside one
+        fieldStart = afterQuote = false;
+        continue;
+      }
+      fieldStart = b === 0x2c;
+      afterQuote = false;
+      if (b === 0x0a) {
+        take(buf.subarray(from, i));
+        size += 1; // the line end
+        from = i + 1;
+        yield finish();
+      }
     }
+    if (from < buf.length) take(Buffer.from(buf.subarray(from)));
   }
-  if (carry) quoted = false; // the file ended on the closing quote
-  if (pending && (field !== '' || fields.length)) {
-    const record = finish();
-    if (record !== null) yield record;
+  if (size > 0) yield finish();
+}
+
+/** An NDJSON line as a row (a blank line is `undefined`: counted, not loaded). */
+function ndjsonRow(bytes: Buffer): Omit<RawRow, 'row'> | undefined {
+  const line = utf8(bytes);
+  if (line === undefined) return { problem: 'the line is not valid UTF-8' };
+  if (!line.trim()) return undefined;
+  try {
+    const value = JSON.parse(line);
+    return value && typeof value === 'object' && !Array.isArray(value) ? { value } : { problem: 'the line is not a JSON object' };
+  } catch (err) {
+    return { problem: `not JSON: ${(err as Error).message}` };
   }
+}
+
+/** A CSV record as a row by the header's names (a blank line is `undefined`). */
+function csvRow(bytes: Buffer, header: string[]): Omit<RawRow, 'row'> | undefined {
+  const text = utf8(bytes);
+  if (text === undefined) return { problem: 'the record is not valid UTF-8' };
+  const fields = csvFields(text);
+  if (fields.length === 1 && fields[0] === '') return undefined;
+  if (fields.length !== header.length) return { problem: `has ${fields.length} fields, the header ${header.length}` };
+  // Empty fields are absent values: CSV cannot tell an empty string from a null.
+  return { value: Object.fromEntries(header.map((h, i) => [h, fields[i] === '' ? null : fields[i]])) };
+}
+
+/** One RFC 4180 record's fields (quoted fields may hold commas, doubled quotes and line ends). */
+export function csvFields(text: string): string[] {
+  const fields: string[] = [];
+  let field = '';
+  let quoted = false;
+  let afterQuote = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"') {
+        if (text[i + 1] === '"') {
+          field += '"';
+          i++;
+        } else {
+          quoted = false;
+          afterQuote = true;
+        }
+      } else field += ch;
+    } else if (ch === '"' && field === '' && !afterQuote) quoted = true;
+    else if (ch === ',') {
+      fields.push(field);
+      field = '';
+      afterQuote = false;
+    } else field += ch;
+  }
+  fields.push(field);
+  return fields;
 }

@@ -5,16 +5,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DatasetConfig } from '../../../model/types.js';
-import type { LoadOperation } from '../engine/contract.js';
+import type { DriverCapabilities, LoadOperation } from '../engine/contract.js';
 import { ApiError } from '../engine/errors.js';
 import { fieldsOf, setAt, type Field } from '../engine/layout.js';
 import { validateRecordData } from '../engine/record-validation.js';
+import { quote } from './limits.js';
 
 export type Mapped = { id: string; data: Record<string, unknown> } | { problem: string; path?: string };
 
 const own = (o: Record<string, unknown>, k: string) => Object.hasOwn(o, k);
 
-export function rowMapper(dataset: DatasetConfig, schema: string, operation: LoadOperation): (row: Record<string, unknown>) => Mapped {
+export function rowMapper(dataset: DatasetConfig, schema: string, operation: LoadOperation, store: Pick<DriverCapabilities, 'indexedKeyBytes'> = {}): (row: Record<string, unknown>) => Mapped {
   const fields = fieldsOf(dataset.schemas[schema]);
   const topLevel = new Set(fields.map((f) => f.path[0]));
   const flatNames = new Set(fields.flatMap((f) => (f.type === 'link' ? [`${f.dotted}.id`, `${f.dotted}_id`, f.dotted] : [f.dotted])));
@@ -25,7 +26,7 @@ export function rowMapper(dataset: DatasetConfig, schema: string, operation: Loa
     }
     if (operation === 'DELETE') return { id: id!, data: {} };
     for (const key of Object.keys(row)) {
-      if (key !== 'id' && !topLevel.has(key) && !flatNames.has(key)) return { problem: `column "${key}" matches no property of ${schema}`, path: `$.${key}` };
+      if (key !== 'id' && !topLevel.has(key) && !flatNames.has(key)) return { problem: `column "${quote(key)}" matches no property of ${schema}`, path: `$.${quote(key, 100)}` };
     }
     const data: Record<string, unknown> = {};
     for (const field of fields) {
@@ -35,7 +36,8 @@ export function rowMapper(dataset: DatasetConfig, schema: string, operation: Loa
       setAt(data, field.path, field.type === 'link' ? { id: value } : value);
     }
     try {
-      validateRecordData(dataset, schema, data, true, '$');
+      // The store's limits too (an indexed value too long for its index): the row is refused, not the load.
+      validateRecordData(dataset, schema, data, true, '$', { indexedKeyBytes: store.indexedKeyBytes, ...(id !== undefined ? { id } : {}) });
     } catch (err) {
       if (err instanceof ApiError) return { problem: err.message, path: err.details[0]?.path };
       throw err;

@@ -10,6 +10,7 @@ import type { DatasetConfig } from '../../../model/types.js';
 import type { ActionProgress, BulkLoadStore, LoadChunk, LoadCursor, LocationDriver, StatementContext, StoredTransaction } from '../engine/contract.js';
 import { isUnavailable } from '../engine/store-outcomes.js';
 import { pipelined, yieldToIo } from './pipeline.js';
+import { fileLimits, storableMessage, type FileLimits } from './limits.js';
 import { FormatError, readChunks, type Format, type RawChunk } from './readers.js';
 import { rowMapper } from './rows.js';
 import { openLocation, SourceError, type SourceSettings } from './sources.js';
@@ -44,8 +45,12 @@ export interface RunnerOptions {
   pollMs?: number;
   /** Transactions this process runs at once. */
   concurrency?: number;
-  /** The first errors kept per action. */
+  /** The first errors kept per action (DAS_BULK_MAX_ERRORS). */
   maxErrors?: number;
+  /** Leases a transaction may lose (its replica stopped mid-load) before it FAILs instead of being claimed again (DAS_BULK_MAX_LOST_LEASES). */
+  maxLostLeases?: number;
+  /** What a file may declare (DAS_BULK_MAX_* budgets: limits.ts). */
+  fileLimits?: FileLimits;
   /** The environment's executors now: a transaction created with one runs its statements on its warehouse. */
   executors?: () => readonly { name: string; warehouse?: string }[];
   /** Rows and outcomes counted for GET /metrics (metrics.ts). */
@@ -53,12 +58,21 @@ export interface RunnerOptions {
 }
 
 /** Runner settings from the environment (DAS_BULK_*). */
-export function runnerSettings(env: NodeJS.ProcessEnv): Pick<RunnerOptions, 'chunkRows' | 'leaseMs' | 'pollMs' | 'concurrency'> {
+export function runnerSettings(env: NodeJS.ProcessEnv): Pick<RunnerOptions, 'chunkRows' | 'leaseMs' | 'pollMs' | 'concurrency' | 'maxErrors' | 'maxLostLeases' | 'fileLimits'> {
   const num = (name: string, fallback: number) => {
     const value = Number(env[name]);
     return Number.isInteger(value) && value > 0 ? value : fallback;
   };
-  return { chunkRows: num('DAS_BULK_CHUNK_ROWS', 10_000), leaseMs: num('DAS_BULK_LEASE_MS', 30_000), pollMs: num('DAS_BULK_POLL_MS', 2000), concurrency: num('DAS_BULK_CONCURRENCY', 2) };
+  return {
+    chunkRows: num('DAS_BULK_CHUNK_ROWS', 10_000),
+    leaseMs: num('DAS_BULK_LEASE_MS', 30_000),
+    pollMs: num('DAS_BULK_POLL_MS', 2000),
+    concurrency: num('DAS_BULK_CONCURRENCY', 2),
+    // Each stored error is at most 500 characters: 100 of them keep a Transaction record under ~60 KB per action.
+    maxErrors: Math.min(num('DAS_BULK_MAX_ERRORS', 10), 100),
+    maxLostLeases: num('DAS_BULK_MAX_LOST_LEASES', 3),
+    fileLimits: fileLimits(env),
+  };
 }
 
 export class TransactionRunner {
@@ -147,6 +161,17 @@ export class TransactionRunner {
     const log = this.options.logger.child({ dataset: dataset.id, transaction: tx.id });
     log.info({ cursor: tx.cursor }, 'transaction claimed');
     const progress = tx.progress;
+    const lostLeases = tx.lostLeases ?? 0;
+    if (lostLeases >= (this.options.maxLostLeases ?? 3)) {
+      // Its replica stopped (a crash, an abort, a kill) that many times while loading: the file may be what stops them.
+      const { action, file, row } = tx.cursor;
+      const where = tx.spec.actions[action] ? `${tx.spec.actions[action].locationUri}, file ${file + 1} of the location, after row ${row}` : 'its last file';
+      const error = storableMessage(`a replica stopped while loading this file (${where}) ${lostLeases} times; not claimed again (DAS_BULK_MAX_LOST_LEASES)`);
+      log.error({ lostLeases }, 'transaction failed: its replicas kept stopping');
+      await store.finish(dataset, tx.id, this.owner, { status: 'FAILED', error, progress }).catch(() => undefined);
+      this.options.metrics?.finished(dataset.id, 'FAILED');
+      return;
+    }
     let lost = false;
     // Renewed between chunks too: reading one row group may take longer than a chunk's write.
     const renewal = setInterval(() => {
@@ -167,10 +192,10 @@ export class TransactionRunner {
         const action = actions[a];
         if (!Object.hasOwn(dataset.schemas, action.schema)) throw new SourceError('SOURCE_UNREADABLE', `the dataset has no schema "${action.schema}" any more`);
         const files = await openLocation(action.locationUri, this.options.sources);
-        const map = rowMapper(dataset, action.schema, action.operation);
+        const map = rowMapper(dataset, action.schema, action.operation, this.options.driverFor(dataset).capabilities);
         for (let f = a === tx.cursor.action ? tx.cursor.file : 0; f < files.length; f++) {
           let row = a === tx.cursor.action && f === tx.cursor.file ? tx.cursor.row : 0;
-          const chunks = readChunks(files[f], action.format as Format, row, this.options.chunkRows ?? 10_000);
+          const chunks = readChunks(files[f], action.format as Format, row, this.options.chunkRows ?? 10_000, this.options.fileLimits);
           // Each chunk is read, decoded and mapped while the previous one is written (pipeline.ts):
           // mapping yields what the chunk adds to the progress, applied when the chunk is written.
           const maxErrors = this.options.maxErrors ?? 10;
@@ -185,7 +210,8 @@ export class TransactionRunner {
               if ('id' in mapped) records.push({ id: mapped.id, data: mapped.data, row: raw.row });
               else {
                 rejected += 1;
-                if (refused.length < maxErrors) refused.push({ row: raw.row, source: files[f].name, message: mapped.problem, ...(mapped.path ? { path: mapped.path } : {}) });
+                // Stored with the transaction: sanitized and bounded, whatever the row held.
+                if (refused.length < maxErrors) refused.push({ row: raw.row, source: files[f].name, message: storableMessage(mapped.problem), ...(mapped.path ? { path: storableMessage(mapped.path, 300) } : {}) });
               }
             }
             return { records, rowsRead: chunk.rows.length, bytesRead: chunk.bytes, rejected, refused, end: chunk.end };
@@ -250,7 +276,7 @@ export class TransactionRunner {
         log.warn({ err: (err as Error).message }, 'transaction paused: store unreachable');
         return;
       }
-      const message = err instanceof SourceError || err instanceof FormatError ? err.message : `load failed: ${(err as Error).message}`;
+      const message = storableMessage(err instanceof SourceError || err instanceof FormatError ? err.message : `load failed: ${(err as Error).message}`);
       if (!(err instanceof SourceError || err instanceof FormatError)) log.error({ err }, 'transaction failed');
       await store.finish(dataset, tx.id, this.owner, { status: 'FAILED', error: message, progress }).catch(() => undefined);
       this.options.metrics?.finished(dataset.id, 'FAILED');

@@ -1,15 +1,19 @@
 /**
  * The files a location holds, read by byte range (Parquet footers and row groups) or as a stream
- * (NDJSON, CSV). Nothing here holds a whole file: a range read is as large as a row group.
+ * (NDJSON, CSV). Nothing here holds a whole file: a range read is as large as a row group, and
+ * never more than the range asked for. Only regular files are read (a FIFO or device would block
+ * or never end); remote bodies (https, S3) are bounded in time: source-limits.ts.
  */
-import { createReadStream, readdirSync, statSync } from 'node:fs';
+import { constants, readdirSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import type { BulkLoadS3Spec } from '../../../model/types.js';
+import { sourceLimits, type SourceLimits } from './limits.js';
 import { checkLocation, type Location } from './locations.js';
+import { guarded, readAtMost } from './source-limits.js';
 import { s3Credentials } from './s3-credentials.js';
 
 export interface SourceFile {
@@ -61,10 +65,13 @@ export async function openLocation(uri: string, settings: SourceSettings): Promi
   } catch (err) {
     throw new SourceError('SOURCE_FORBIDDEN', (err as Error).message);
   }
+  const limits = sourceLimits(settings.env);
   if (location.scheme === 'file') return fileSources(location.path);
-  if (location.scheme === 's3') return s3Sources(s3ClientFor(settings.env, settings.s3?.()), location.bucket, location.key);
-  return [await httpsSource(location.url, location.address, location.family)];
+  if (location.scheme === 's3') return s3Sources(s3ClientFor(settings.env, settings.s3?.()), location.bucket, location.key, limits);
+  return [await httpsSource(location.url, location.address, location.family, limits)];
 }
+
+const notRegular = (path: string) => new SourceError('SOURCE_UNREADABLE', `${path} is not a regular file (a directory entry that is a FIFO, device or socket is never read)`);
 
 function fileSources(path: string): SourceFile[] {
   let stat;
@@ -73,6 +80,8 @@ function fileSources(path: string): SourceFile[] {
   } catch {
     throw new SourceError('SOURCE_NOT_FOUND', `no file at ${path}`);
   }
+  if (!stat.isDirectory() && !stat.isFile()) throw notRegular(path);
+  // A directory's regular files only (Dirent.isFile: no FIFOs, devices, sockets or links).
   const paths = stat.isDirectory()
     ? readdirSync(path, { withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(path, e.name)).sort()
     : [path];
@@ -81,33 +90,43 @@ function fileSources(path: string): SourceFile[] {
     name: p,
     size: statSync(p).size,
     async slice(start, end) {
-      const handle = await open(p, 'r');
+      const handle = await openRegular(p);
       try {
-        const buffer = Buffer.alloc(end - start);
-        const { bytesRead } = await handle.read(buffer, 0, end - start, start);
+        const buffer = Buffer.alloc(Math.max(0, end - start));
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
         return buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + bytesRead) as ArrayBuffer;
       } finally {
         await handle.close();
       }
     },
     async stream() {
-      return createReadStream(p);
+      return (await openRegular(p)).createReadStream();
     },
   }));
 }
 
-async function s3Sources(client: S3Client, bucket: string, key: string): Promise<SourceFile[]> {
+/** Opens without blocking (a FIFO swapped in since the listing would block a plain open) and reads only a regular file. */
+async function openRegular(path: string) {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  if (!(await handle.stat()).isFile()) {
+    await handle.close();
+    throw notRegular(path);
+  }
+  return handle;
+}
+
+async function s3Sources(client: S3Client, bucket: string, key: string, limits: SourceLimits): Promise<SourceFile[]> {
   const file = (name: string, size: number): SourceFile => ({
     name: `s3://${bucket}/${name}`,
     size,
     async slice(start, end) {
+      if (end <= start) return new ArrayBuffer(0);
       const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: name, Range: `bytes=${start}-${end - 1}` }));
-      const bytes = await out.Body!.transformToByteArray();
-      return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+      return await readAtMost(out.Body as Readable, end - start, `s3://${bucket}/${name}`, limits);
     },
     async stream() {
       const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: name }));
-      return out.Body as Readable;
+      return guarded(out.Body as Readable, `s3://${bucket}/${name}`, limits);
     },
   });
   try {
@@ -147,7 +166,7 @@ function isNotFound(err: unknown): boolean {
 }
 
 /** An https:// file, connected to the checked address (the Host header and TLS name stay the URL's). */
-async function httpsSource(url: URL, address: string, family: 4 | 6): Promise<SourceFile> {
+async function httpsSource(url: URL, address: string, family: 4 | 6, limits: SourceLimits): Promise<SourceFile> {
   const get = (headers: Record<string, string>, method = 'GET') =>
     new Promise<import('node:http').IncomingMessage>((resolvePromise, reject) => {
       const req = httpsRequest(url, {
@@ -167,23 +186,20 @@ async function httpsSource(url: URL, address: string, family: 4 | 6): Promise<So
   head.resume();
   if (head.statusCode === 404) throw new SourceError('SOURCE_NOT_FOUND', `${url.href} answered 404`);
   if (head.statusCode !== 200) throw new SourceError('SOURCE_UNREADABLE', `${url.href} answered ${head.statusCode} (redirects are not followed)`);
-  const size = Number(head.headers['content-length'] ?? 0);
-  const body = async (res: import('node:http').IncomingMessage) => {
-    const chunks: Buffer[] = [];
-    for await (const c of res) chunks.push(c as Buffer);
-    const all = Buffer.concat(chunks);
-    return all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength) as ArrayBuffer;
-  };
+  const declared = Number(head.headers['content-length'] ?? 0);
+  const size = Number.isSafeInteger(declared) && declared >= 0 ? declared : 0;
   return {
     name: url.href,
     size,
     async slice(start, end) {
+      if (end <= start) return new ArrayBuffer(0);
       const res = await get({ range: `bytes=${start}-${end - 1}` });
       if (res.statusCode !== 206) {
         res.resume();
         throw new SourceError('SOURCE_UNREADABLE', `${url.href} does not serve byte ranges (answered ${res.statusCode})`);
       }
-      return body(res);
+      // At most the range asked for, whatever the server sends.
+      return await readAtMost(res, end - start, url.href, limits);
     },
     async stream() {
       const res = await get({});
@@ -191,7 +207,7 @@ async function httpsSource(url: URL, address: string, family: 4 | 6): Promise<So
         res.resume();
         throw new SourceError('SOURCE_UNREADABLE', `${url.href} answered ${res.statusCode}`);
       }
-      return Readable.from(res);
+      return guarded(res, url.href, limits);
     },
   };
 }

@@ -54,6 +54,8 @@ const T = {
   finishedAt: 'finishedAt',
   owner: 'leaseOwner',
   expires: 'leaseExpiresAt',
+  /** Takeovers of a lease that ran out (its replica stopped mid-load): the runner's crash-loop guard. */
+  lost: 'lostLeases',
   /** Constant 0: the partition of the index of all transactions by creation. */
   all: 'ga',
   /** Constant 0 while PENDING or RUNNING, removed when finished: the sparse index a claim reads. */
@@ -252,16 +254,24 @@ export class DynamoDbBulkLoad implements BulkLoadStore {
           const claimable = item[T.status] === 'PENDING' || (item[T.status] === 'RUNNING' && Number(item[T.expires] ?? 0) < nowMs);
           if (!claimable) continue;
           const now = new Date(nowMs).toISOString();
+          // A takeover is counted: the condition is the state read, so a transaction given back meanwhile is not.
+          const takeover = item[T.status] === 'RUNNING';
           try {
             const { Attributes } = await doc.send(
               new UpdateCommand({
                 TableName: table,
                 Key: { [A.id]: item[A.id] },
-                UpdateExpression: 'SET #s = :running, #o = :owner, #x = :until, #st = if_not_exists(#st, :now), #u = :now',
+                UpdateExpression: `SET #s = :running, #o = :owner, #x = :until, #st = if_not_exists(#st, :now), #u = :now${takeover ? ' ADD #lost :one' : ''}`,
                 // Taken over only when PENDING, or RUNNING with its lease run out (this replica's clock).
-                ConditionExpression: '#s = :pending OR (#s = :running AND #x < :nowMs)',
-                ExpressionAttributeNames: { '#s': T.status, '#o': T.owner, '#x': T.expires, '#st': T.startedAt, '#u': T.updatedAt },
-                ExpressionAttributeValues: { ':running': 'RUNNING', ':pending': 'PENDING', ':owner': owner, ':until': nowMs + leaseMs, ':now': now, ':nowMs': nowMs },
+                ConditionExpression: takeover ? '#s = :running AND #x < :nowMs' : '#s = :pending',
+                ExpressionAttributeNames: { '#s': T.status, '#o': T.owner, '#x': T.expires, '#st': T.startedAt, '#u': T.updatedAt, ...(takeover ? { '#lost': T.lost } : {}) },
+                ExpressionAttributeValues: {
+                  ':running': 'RUNNING',
+                  ':owner': owner,
+                  ':until': nowMs + leaseMs,
+                  ':now': now,
+                  ...(takeover ? { ':nowMs': nowMs, ':one': 1 } : { ':pending': 'PENDING' }),
+                },
                 ReturnValues: 'ALL_NEW',
               }),
             );
@@ -523,6 +533,7 @@ function fromItem(item: Item): StoredTransaction {
     ...(item[T.startedAt] !== undefined ? { startedAt: item[T.startedAt] as string } : {}),
     ...(item[T.finishedAt] !== undefined ? { finishedAt: item[T.finishedAt] as string } : {}),
     ...(item[T.owner] !== undefined ? { leaseOwner: item[T.owner] as string, ...(typeof expires === 'number' ? { leaseExpiresAt: new Date(expires).toISOString() } : {}) } : {}),
+    ...(Number(item[T.lost] ?? 0) > 0 ? { lostLeases: Number(item[T.lost]) } : {}),
   };
 }
 

@@ -71,6 +71,8 @@ export const dynamodbCapabilities: DriverCapabilities = {
   rawSql: false,
   changeFeed: false,
   bulkLoad: true, // bulk-load.ts
+  // A sortable value is an index sort key with its id (sort-index.ts): DynamoDB's limit is 1024 bytes, one for the separator.
+  indexedKeyBytes: 1023,
 };
 
 export interface DynamoDbDriverOptions {

@@ -86,6 +86,8 @@ export class PostgresBulkLoad implements BulkLoadStore {
           `started_at timestamptz, finished_at timestamptz, lease_owner text, lease_expires_at timestamptz)`,
       );
       await client.query(`CREATE INDEX IF NOT EXISTS das_transactions_created ON ${this.table(dataset)} (created_at, id)`);
+      // Takeovers of a lease that ran out (its replica stopped mid-load): the runner's crash-loop guard.
+      await client.query(`ALTER TABLE ${this.table(dataset)} ADD COLUMN IF NOT EXISTS lost_leases integer NOT NULL DEFAULT 0`);
       // A running transaction's parts: where each has written up to, and what it wrote that the
       // transaction's progress has not taken in yet (bulk-load-parts.ts).
       await client.query(
@@ -153,7 +155,7 @@ export class PostgresBulkLoad implements BulkLoadStore {
     const t = this.table(dataset);
     const result = await pool.query(
       `UPDATE ${t} SET status = 'RUNNING', lease_owner = $1, lease_expires_at = clock_timestamp() + $2 * interval '1 millisecond', ` +
-        `started_at = COALESCE(started_at, clock_timestamp()), updated_at = clock_timestamp() ` +
+        `started_at = COALESCE(started_at, clock_timestamp()), updated_at = clock_timestamp(), lost_leases = lost_leases + CASE WHEN status = 'RUNNING' THEN 1 ELSE 0 END ` +
         `WHERE id = (SELECT id FROM ${t} WHERE status = 'PENDING' OR (status = 'RUNNING' AND lease_expires_at < clock_timestamp()) ` +
         `ORDER BY created_at, id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING *`,
       [owner, leaseMs],
@@ -443,5 +445,6 @@ function fromRow(row: Row): StoredTransaction {
     ...(row.started_at ? { startedAt: iso(row.started_at) } : {}),
     ...(row.finished_at ? { finishedAt: iso(row.finished_at) } : {}),
     ...(row.lease_owner ? { leaseOwner: row.lease_owner as string, leaseExpiresAt: iso(row.lease_expires_at) } : {}),
+    ...(row.lost_leases ? { lostLeases: Number(row.lost_leases) } : {}),
   };
 }

@@ -72,6 +72,8 @@ export function postgresCapabilities(options: { rawSql: boolean }): DriverCapabi
     rawSql: options.rawSql,
     changeFeed: true, // change-log.ts: a changes table written with every record, NOTIFY as the wake-up
     bulkLoad: true, // bulk-load.ts
+    // A btree row is at most 2704 bytes: the value and the id (sort indexes: indexes.ts) and the row's headers.
+    indexedKeyBytes: 2600,
   };
 }
 
@@ -497,6 +499,8 @@ export function failureOf(err: unknown, op: WriteOp): StoreFailure {
       return invalid('form');
     case '22021':
       return invalid('text');
+    case '54000': // "index row requires … bytes" / "index row size … exceeds": the pre-check's safety net
+      return { kind: 'too-large', schema: op.schema, id: op.id, detail: 'a sortable (indexed) value is longer than PostgreSQL indexes (about 2,700 bytes with the id)' };
     case '42P01':
     case '42703':
       return { kind: 'not-prepared', schema: op.schema };

@@ -45,6 +45,8 @@ export const TX_COLUMNS = [
   // The first attempt of the chunk starting at CHUNK_FROM chose CHUNK_AT (ISO text: microseconds kept) as its time.
   ['CHUNK_FROM', 'VARCHAR'],
   ['CHUNK_AT', 'VARCHAR'],
+  // Takeovers of a lease that ran out (its replica stopped mid-load): the runner's crash-loop guard.
+  ['LOST_LEASES', 'NUMBER'],
 ] as const;
 
 const TX_LIST = TX_COLUMNS.map(([name]) => q(name)).join(', ');
@@ -68,6 +70,8 @@ export function createTransactionsTableSql(dbSchema: string): string[] {
   return [
     `CREATE SCHEMA IF NOT EXISTS ${q(dbSchema)}`,
     `CREATE TABLE IF NOT EXISTS ${transactionsTable(dbSchema)} (${TX_COLUMNS.map(([name, type]) => `${q(name)} ${type}`).join(', ')}, PRIMARY KEY (${q('ID')}))`,
+    // A table made before the count existed gets it.
+    `ALTER TABLE ${transactionsTable(dbSchema)} ADD COLUMN IF NOT EXISTS ${q('LOST_LEASES')} NUMBER`,
   ];
 }
 
@@ -130,7 +134,8 @@ export function claimSql(dbSchema: string, id: string, owner: string, now: strin
   return {
     text:
       `UPDATE ${transactionsTable(dbSchema)} SET ${q('STATUS')} = 'RUNNING', ${q('LEASE_OWNER')} = ?::VARCHAR, ${q('LEASE_EXPIRES_AT')} = ?::${TIME}, ` +
-      `${q('STARTED_AT')} = COALESCE(${q('STARTED_AT')}, ?::${TIME}), ${q('UPDATED_AT')} = ?::${TIME} WHERE ${q('ID')} = ?::VARCHAR AND ${CLAIMABLE}`,
+      `${q('STARTED_AT')} = COALESCE(${q('STARTED_AT')}, ?::${TIME}), ${q('UPDATED_AT')} = ?::${TIME}, ` +
+      `${q('LOST_LEASES')} = COALESCE(${q('LOST_LEASES')}, 0) + CASE WHEN ${q('STATUS')} = 'RUNNING' THEN 1 ELSE 0 END WHERE ${q('ID')} = ?::VARCHAR AND ${CLAIMABLE}`,
     binds: [owner, expires, now, now, id, now],
   };
 }

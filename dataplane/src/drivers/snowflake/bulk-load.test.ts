@@ -154,14 +154,15 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         expect(await read('never')).to.equal(undefined);
         await new Promise((r) => setTimeout(r, 300));
         const taken = await other.claim(dataset, 'b', 60_000);
-        expect(taken).to.deep.include({ id: tx.id, leaseOwner: 'b' });
+        // The takeover is counted (the runner's crash-loop guard).
+        expect(taken).to.deep.include({ id: tx.id, leaseOwner: 'b', lostLeases: 1 });
         expect(await store.advance(dataset, tx.id, 'a', at(5), [empty()])).to.equal(false);
         await store.finish(dataset, tx.id, 'a', { status: 'FAILED', error: 'not mine', progress: [empty()] });
         expect(await store.get(dataset, tx.id)).to.deep.include({ status: 'RUNNING', leaseOwner: 'b' });
         await store.finish(dataset, tx.id, 'b', undefined);
         expect(await store.get(dataset, tx.id)).to.deep.include({ status: 'PENDING' });
         // Given back: claimable at once, and finished by its holder.
-        expect((await store.claim(dataset, 'a', 60_000))?.id).to.equal(tx.id);
+        expect(await store.claim(dataset, 'a', 60_000), 'a give-back is no lost lease').to.deep.include({ id: tx.id, lostLeases: 1 });
         await store.finish(dataset, tx.id, 'a', { status: 'SUCCEEDED', progress: [empty()] });
         // Nothing left: the next claim asks the warehouse, the one after it sends no statement (the idle pause).
         expect(await other.claim(dataset, 'b', 60_000)).to.equal(undefined);

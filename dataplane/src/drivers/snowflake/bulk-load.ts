@@ -410,5 +410,6 @@ function fromRow(row: Row): StoredTransaction {
     ...(row.STARTED_AT ? { startedAt: time(row.STARTED_AT) } : {}),
     ...(row.FINISHED_AT ? { finishedAt: time(row.FINISHED_AT) } : {}),
     ...(row.LEASE_OWNER ? { leaseOwner: String(row.LEASE_OWNER), leaseExpiresAt: time(row.LEASE_EXPIRES_AT) } : {}),
+    ...(Number(row.LOST_LEASES) > 0 ? { lostLeases: Number(row.LOST_LEASES) } : {}),
   };
 }

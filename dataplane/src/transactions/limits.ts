@@ -1,0 +1,91 @@
+/**
+ * The budgets a bulk-load file is read within (DAS_BULK_*): every size or count a file declares
+ * (a Parquet footer's length, a row group's rows and byte ranges, a page's sizes and values, a
+ * line's length) is checked against the bytes that exist and these before anything is allocated
+ * for it. A file over a budget fails its load with a message naming the budget and its setting.
+ */
+
+export interface FileLimits {
+  /** Longest NDJSON line or CSV record, in bytes (DAS_BULK_MAX_ROW_BYTES). */
+  maxRowBytes: number;
+  /** Largest Parquet footer (file metadata), in bytes (DAS_BULK_MAX_FOOTER_BYTES). */
+  maxFooterBytes: number;
+  /** Most rows in one Parquet row group (DAS_BULK_MAX_GROUP_ROWS). */
+  maxGroupRows: number;
+  /** Most values (rows × columns) decoded from one row group at once (DAS_BULK_MAX_GROUP_VALUES). */
+  maxGroupValues: number;
+  /** Most bytes of one row group read from the source at once (DAS_BULK_MAX_GROUP_BYTES). */
+  maxGroupBytes: number;
+  /** Largest Parquet page once decompressed (DAS_BULK_MAX_PAGE_BYTES). */
+  maxPageBytes: number;
+}
+
+export const DEFAULT_FILE_LIMITS: FileLimits = {
+  maxRowBytes: 1024 * 1024,
+  maxFooterBytes: 16 * 1024 * 1024,
+  maxGroupRows: 1024 * 1024,
+  maxGroupValues: 16 * 1024 * 1024,
+  maxGroupBytes: 256 * 1024 * 1024,
+  maxPageBytes: 64 * 1024 * 1024,
+};
+
+/** Settings for remote sources (https://, s3://): an overall deadline per file and a minimum rate. */
+export interface SourceLimits {
+  /** A whole file's read (or one range read) must finish within this (DAS_BULK_SOURCE_DEADLINE_MS). */
+  deadlineMs: number;
+  /** Bytes per second a body must keep up, measured over windows of rateWindowMs (DAS_BULK_SOURCE_MIN_BYTES_PER_S). */
+  minBytesPerSecond: number;
+  rateWindowMs: number;
+}
+
+export const DEFAULT_SOURCE_LIMITS: SourceLimits = { deadlineMs: 60 * 60_000, minBytesPerSecond: 1024, rateWindowMs: 30_000 };
+
+const positive = (env: NodeJS.ProcessEnv, name: string, fallback: number) => {
+  const value = Number(env[name]);
+  return Number.isSafeInteger(value) && value > 0 ? value : fallback;
+};
+
+export function fileLimits(env: NodeJS.ProcessEnv): FileLimits {
+  const d = DEFAULT_FILE_LIMITS;
+  return {
+    maxRowBytes: positive(env, 'DAS_BULK_MAX_ROW_BYTES', d.maxRowBytes),
+    maxFooterBytes: positive(env, 'DAS_BULK_MAX_FOOTER_BYTES', d.maxFooterBytes),
+    maxGroupRows: positive(env, 'DAS_BULK_MAX_GROUP_ROWS', d.maxGroupRows),
+    maxGroupValues: positive(env, 'DAS_BULK_MAX_GROUP_VALUES', d.maxGroupValues),
+    // At most 1 GiB: a single read is one Buffer, and node reads at most 2 GiB at once.
+    maxGroupBytes: Math.min(positive(env, 'DAS_BULK_MAX_GROUP_BYTES', d.maxGroupBytes), 1024 ** 3),
+    maxPageBytes: Math.min(positive(env, 'DAS_BULK_MAX_PAGE_BYTES', d.maxPageBytes), 1024 ** 3),
+  };
+}
+
+export function sourceLimits(env: NodeJS.ProcessEnv): SourceLimits {
+  const d = DEFAULT_SOURCE_LIMITS;
+  return {
+    deadlineMs: positive(env, 'DAS_BULK_SOURCE_DEADLINE_MS', d.deadlineMs),
+    minBytesPerSecond: positive(env, 'DAS_BULK_SOURCE_MIN_BYTES_PER_S', d.minBytesPerSecond),
+    rateWindowMs: positive(env, 'DAS_BULK_SOURCE_RATE_WINDOW_MS', d.rateWindowMs),
+  };
+}
+
+/** Longest text of a stored error (a refused row's message, a failed load's reason). */
+export const MAX_MESSAGE_CHARS = 500;
+/** How much of an input a message may quote. */
+export const MAX_QUOTE_CHARS = 200;
+
+/** Input quoted in a message: at most MAX_QUOTE_CHARS characters, marked when cut. */
+export function quote(text: string, max = MAX_QUOTE_CHARS): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * A message the store can always keep: no NUL or other C0 controls but tab/newline, no lone
+ * surrogates (not valid UTF-8), at most MAX_MESSAGE_CHARS characters.
+ */
+export function storableMessage(text: string, max = MAX_MESSAGE_CHARS): string {
+  // eslint-disable-next-line no-control-regex
+  let out = text.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  if (out.length > max) out = `${out.slice(0, max - 1)}…`;
+  return out.replace(LONE_SURROGATE, '\ufffd');
+}

@@ -1,0 +1,268 @@
+/**
+ * What a Parquet file declares, checked before the reader allocates for it: the footer's length
+ * against the file and DAS_BULK_MAX_FOOTER_BYTES; each row group's rows, column chunk offsets and
+ * sizes against the file and the budgets; each page header's sizes and value counts against the
+ * column chunk's bytes and the budgets, and a group's rows against the values its pages hold;
+ * and inside each data page, the run lengths of its run-length encoded levels and dictionary
+ * indices against its value count (the decoder writes a run whole, whatever its length says).
+ * Pure functions over bytes already read; a violation is a FormatError naming it.
+ */
+import type { Compressors, FileMetaData, RowGroup } from 'hyparquet';
+import { gunzipSync, brotliDecompressSync } from 'node:zlib';
+import { parquetHeader } from 'hyparquet/src/column.js';
+import { getMaxDefinitionLevel, getMaxRepetitionLevel, getSchemaPath } from 'hyparquet/src/schema.js';
+import { readVarInt } from 'hyparquet/src/thrift.js';
+import { compressors } from 'hyparquet-compressors';
+import type { FileLimits } from './limits.js';
+
+export class FormatError extends Error {}
+
+const MAGIC = 0x31524150; // "PAR1"
+
+/** The footer's length from the file's last 8 bytes, checked against the file and the budget. */
+export function footerLength(tail: ArrayBuffer, size: number, limits: FileLimits): number {
+  if (size < 12 || tail.byteLength !== 8) throw new FormatError(`is not a Parquet file (${size} bytes, too short)`);
+  const view = new DataView(tail);
+  if (view.getUint32(4, true) !== MAGIC) throw new FormatError('is not a Parquet file (no PAR1 at its end)');
+  const length = view.getUint32(0, true);
+  if (length > size - 12) throw new FormatError(`is not a valid Parquet file: its footer declares ${length} bytes of metadata, the file holds ${size - 12}`);
+  if (length > limits.maxFooterBytes) throw new FormatError(`has a Parquet footer of ${length} bytes, more than DAS_BULK_MAX_FOOTER_BYTES (${limits.maxFooterBytes})`);
+  return length;
+}
+
+/** A row group's byte range in the file: from its first column chunk's start to its last one's end. */
+export interface GroupSpan {
+  rows: number;
+  start: number;
+  end: number;
+  /** Each column chunk's [start, end) in the file. */
+  chunks: [number, number][];
+}
+
+const whole = (v: bigint | number | undefined) => (v === undefined ? NaN : Number(v));
+
+/** Every row group's rows and byte ranges, checked against the file's data area [4, dataEnd) and the budgets. */
+export function groupSpans(metadata: FileMetaData, dataEnd: number, limits: FileLimits): GroupSpan[] {
+  return metadata.row_groups.map((group: RowGroup, g: number) => {
+    const at = `row group ${g + 1}`;
+    const rows = whole(group.num_rows);
+    if (!Number.isSafeInteger(rows) || rows < 0) throw new FormatError(`is not a valid Parquet file: ${at} declares ${String(group.num_rows)} rows`);
+    if (rows > limits.maxGroupRows) throw new FormatError(`has ${rows} rows in ${at}, more than DAS_BULK_MAX_GROUP_ROWS (${limits.maxGroupRows}); write the file with smaller row groups`);
+    if (rows * group.columns.length > limits.maxGroupValues) {
+      throw new FormatError(`has ${rows} rows × ${group.columns.length} columns in ${at}, more values than DAS_BULK_MAX_GROUP_VALUES (${limits.maxGroupValues}); write the file with smaller row groups`);
+    }
+    const chunks: [number, number][] = group.columns.map((column, c) => {
+      const meta = column.meta_data;
+      if (!meta || column.file_path) throw new FormatError(`is not a Parquet file this service reads: column ${c + 1} of ${at} has no metadata or is in another file`);
+      const start = whole(meta.dictionary_page_offset || meta.data_page_offset);
+      const end = start + whole(meta.total_compressed_size);
+      if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 4 || end < start || end > dataEnd) {
+        throw new FormatError(`is not a valid Parquet file: column ${c + 1} of ${at} declares bytes ${start}..${end}, outside the file's data (4..${dataEnd})`);
+      }
+      return [start, end];
+    });
+    const start = chunks.length ? Math.min(...chunks.map((c) => c[0])) : 4;
+    const end = chunks.length ? Math.max(...chunks.map((c) => c[1])) : 4;
+    if (end - start > limits.maxGroupBytes) throw new FormatError(`has ${end - start} bytes in ${at}, more than DAS_BULK_MAX_GROUP_BYTES (${limits.maxGroupBytes})`);
+    return { rows, start, end, chunks };
+  });
+}
+
+/**
+ * The page headers of a row group's column chunks (its bytes, read from `span.start`): each page
+ * lies within its chunk, decompresses to at most DAS_BULK_MAX_PAGE_BYTES, holds at most as many
+ * values as the budget, and each chunk's pages hold at least the group's rows (every row has an
+ * entry in every column), so a group cannot claim rows its bytes do not hold.
+ */
+export function checkPages(bytes: ArrayBuffer, span: GroupSpan, g: number, limits: FileLimits, columns: ColumnShape[], compressors: Compressors): void {
+  const view = new DataView(bytes);
+  span.chunks.forEach(([from, to], c) => {
+    const at = `column ${c + 1} of row group ${g + 1}`;
+    const reader = { view, offset: from - span.start };
+    const end = to - span.start;
+    let values = 0;
+    while (reader.offset < end) {
+      let header;
+      try {
+        header = parquetHeader(reader);
+      } catch (err) {
+        throw new FormatError(`is not a valid Parquet file: a page header of ${at} is unreadable (${(err as Error).message})`);
+      }
+      const compressed = header.compressed_page_size;
+      const uncompressed = header.uncompressed_page_size;
+      if (!Number.isSafeInteger(compressed) || compressed < 0 || reader.offset + compressed > end) {
+        throw new FormatError(`is not a valid Parquet file: a page of ${at} declares ${compressed} bytes, past the end of its column chunk`);
+      }
+      if (!Number.isSafeInteger(uncompressed) || uncompressed < 0 || uncompressed > limits.maxPageBytes) {
+        throw new FormatError(`has a page of ${uncompressed} bytes (decompressed) in ${at}, more than DAS_BULK_MAX_PAGE_BYTES (${limits.maxPageBytes})`);
+      }
+      const count = header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values ?? header.dictionary_page_header?.num_values ?? 0;
+      if (!Number.isSafeInteger(count) || count < 0 || count > limits.maxGroupValues) {
+        throw new FormatError(`is not a valid Parquet file: a page of ${at} declares ${count} values`);
+      }
+      if (header.data_page_header || header.data_page_header_v2) {
+        values += header.data_page_header_v2?.num_rows ?? count;
+        const page = new Uint8Array(bytes, reader.offset, compressed);
+        try {
+          checkRuns(page, header, columns[c], compressors);
+        } catch (err) {
+          if (err instanceof FormatError) throw new FormatError(`${err.message} in a page of ${at}`);
+          throw new FormatError(`is not a valid Parquet file: a page of ${at} cannot be read (${(err as Error).message})`);
+        }
+      }
+      reader.offset += compressed;
+    }
+    if (values < span.rows) throw new FormatError(`is not a valid Parquet file: row group ${g + 1} declares ${span.rows} rows, but ${at} holds ${values} values`);
+  });
+}
+
+/**
+ * The decompressors, each bounded by the page's declared size (itself within the page budget):
+ * gzip and brotli by zlib's maxOutputLength, snappy, lz4 and brotli into a buffer of that size,
+ * zstd only when its frame declares a content size within it.
+ */
+export function boundedCompressors(limits: FileLimits): Compressors {
+  const all: Compressors = {
+    ...compressors,
+    GZIP: (input, length) => asBytes(gunzipSync(input, { maxOutputLength: Math.max(1, length) })),
+    BROTLI: (input, length) => asBytes(brotliDecompressSync(input, { maxOutputLength: Math.max(1, length) })),
+    ZSTD: (input, length) => {
+      const declared = zstdContentSize(input);
+      if (declared === undefined || declared > length) throw new FormatError(`has a ZSTD page whose frame declares ${declared ?? 'no'} content size, not within its page's ${length} bytes`);
+      return compressors.ZSTD!(input, length);
+    },
+  };
+  return Object.fromEntries(
+    Object.entries(all).map(([codec, decompress]) => [
+      codec,
+      (input: Uint8Array, length: number) => {
+        if (!Number.isSafeInteger(length) || length < 0 || length > limits.maxPageBytes) {
+          throw new FormatError(`has a ${codec} page of ${length} bytes (decompressed), more than DAS_BULK_MAX_PAGE_BYTES (${limits.maxPageBytes})`);
+        }
+        return decompress!(input, length);
+      },
+    ]),
+  ) as Compressors;
+}
+
+const asBytes = (b: Buffer) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+
+/** A zstd frame's Frame_Content_Size (RFC 8878 3.1.1.1), when its header carries one. */
+export function zstdContentSize(input: Uint8Array): number | undefined {
+  if (input.length < 6 || input[0] !== 0x28 || input[1] !== 0xb5 || input[2] !== 0x2f || input[3] !== 0xfd) return undefined;
+  const descriptor = input[4];
+  const fcsFlag = descriptor >> 6;
+  const singleSegment = (descriptor >> 5) & 1;
+  const dictBytes = [0, 1, 2, 4][descriptor & 3];
+  const fcsBytes = [singleSegment ? 1 : 0, 2, 4, 8][fcsFlag];
+  if (!fcsBytes) return undefined;
+  let at = 5 + (singleSegment ? 0 : 1) + dictBytes;
+  if (at + fcsBytes > input.length) return undefined;
+  let value = 0;
+  for (let i = 0; i < fcsBytes; i++) value += input[at++] * 2 ** (8 * i);
+  return fcsBytes === 2 ? value + 256 : value;
+}
+
+/** What the page checks need of a column: its levels' maxima, its type and codec. */
+export interface ColumnShape {
+  maxRepetition: number;
+  maxDefinition: number;
+  type: string;
+  codec: string;
+}
+
+/** Each column chunk's shape in a row group, from the schema (a column the schema lacks fails the file). */
+export function columnShapes(metadata: FileMetaData, group: RowGroup): ColumnShape[] {
+  return group.columns.map((column, c) => {
+    const meta = column.meta_data!;
+    let path;
+    try {
+      path = getSchemaPath(metadata.schema, meta.path_in_schema);
+    } catch (err) {
+      throw new FormatError(`is not a valid Parquet file: column ${c + 1} is not in its schema (${(err as Error).message})`);
+    }
+    return { maxRepetition: getMaxRepetitionLevel(path), maxDefinition: getMaxDefinitionLevel(path), type: String(meta.type), codec: String(meta.codec) };
+  });
+}
+
+const bitWidth = (value: number) => 32 - Math.clz32(value);
+
+/**
+ * A data page's run-length/bit-packed hybrid streams (levels, dictionary indices, RLE booleans),
+ * read the way the decoder reads them: no run longer than the values left to fill. The decoder
+ * (hyparquet) writes an RLE run whole into its output, so a page with 4 values and a run of a
+ * billion would otherwise grow an array to gigabytes.
+ */
+function checkRuns(page: Uint8Array, header: ReturnType<typeof parquetHeader>, column: ColumnShape, compressors: Compressors): void {
+  const v1 = header.data_page_header;
+  const v2 = header.data_page_header_v2;
+  const count = (v1 ?? v2)!.num_values;
+  if (v2 && !(Number.isSafeInteger(v2.num_nulls) && v2.num_nulls >= 0 && v2.num_nulls <= count)) throw new FormatError(`declares ${v2.num_nulls} nulls of ${count} values`);
+  // A length the header lacks would make the decoder read from a NaN offset, forever.
+  const within = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= page.length;
+  if (v2 && !(within(v2.repetition_levels_byte_length) && within(v2.definition_levels_byte_length) && within(v2.repetition_levels_byte_length + v2.definition_levels_byte_length))) {
+    throw new FormatError(`declares levels of ${v2.repetition_levels_byte_length} and ${v2.definition_levels_byte_length} bytes in a page of ${page.length}`);
+  }
+  const decompress = (bytes: Uint8Array, size: number) => {
+    if (column.codec === 'UNCOMPRESSED') return bytes;
+    const codec = compressors[column.codec as keyof Compressors];
+    if (!codec) throw new FormatError(`uses the unsupported codec ${column.codec}`);
+    return codec(bytes, size);
+  };
+  // Only a page with such streams is decompressed for the check (PLAIN values have none).
+  const hybridValues = (encoding: string) => encoding === 'PLAIN_DICTIONARY' || encoding === 'RLE_DICTIONARY' || (encoding === 'RLE' && column.type === 'BOOLEAN');
+  if (v1) {
+    if (!column.maxRepetition && !column.maxDefinition && !hybridValues(v1.encoding)) return;
+    const body = decompress(page, header.uncompressed_page_size);
+    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+    let at = 0;
+    if (column.maxRepetition) at = runs(view, at, bitWidth(column.maxRepetition), count, true);
+    if (column.maxDefinition) at = runs(view, at, bitWidth(column.maxDefinition), count, true);
+    values(view, at, v1.encoding, column, count);
+  } else if (v2) {
+    const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
+    const levels = v2.repetition_levels_byte_length + v2.definition_levels_byte_length;
+    if (column.maxRepetition) runs(view, 0, bitWidth(column.maxRepetition), count, false);
+    if (column.maxDefinition) runs(view, v2.repetition_levels_byte_length, bitWidth(column.maxDefinition), count, false);
+    if (!hybridValues(v2.encoding)) return;
+    const rest = page.subarray(levels);
+    const body = v2.is_compressed === false ? rest : decompress(rest, header.uncompressed_page_size - levels);
+    values(new DataView(body.buffer, body.byteOffset, body.byteLength), 0, v2.encoding, column, count);
+  }
+}
+
+/** The values section's runs: dictionary indices (a bit width byte, then runs) or RLE booleans. */
+function values(view: DataView, at: number, encoding: string, column: ColumnShape, count: number): void {
+  if (encoding === 'PLAIN_DICTIONARY' || encoding === 'RLE_DICTIONARY') {
+    const width = view.getUint8(at);
+    if (width) runs(view, at + 1, width, count, false);
+  } else if (encoding === 'RLE' && column.type === 'BOOLEAN') runs(view, at, 1, count, true);
+}
+
+/** One hybrid stream from `at` (after a 4-byte length when `prefixed`): where the decoder goes on from. */
+function runs(view: DataView, at: number, width: number, count: number, prefixed: boolean): number {
+  const reader = { view, offset: at };
+  let length: number | undefined;
+  if (prefixed) {
+    length = view.getUint32(reader.offset, true);
+    reader.offset += 4;
+  }
+  const start = reader.offset;
+  let seen = 0;
+  while (seen < count) {
+    const header = readVarInt(reader);
+    if (header & 1) {
+      // Bit-packed: groups of 8 values; the decoder reads a byte even for none, so every run moves on.
+      const groups = header >>> 1;
+      seen += groups * 8;
+      reader.offset += Math.max(1, groups * width);
+    } else {
+      const run = header >>> 1;
+      if (run > count - seen) throw new FormatError(`has a run of ${run} values where ${count - seen} are left`);
+      seen += run;
+      reader.offset += (width + 7) >> 3;
+    }
+    if (!(reader.offset <= view.byteLength)) throw new FormatError('has runs past the end of the page');
+  }
+  return length === undefined ? reader.offset : start + length;
+}

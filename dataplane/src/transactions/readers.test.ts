@@ -1,0 +1,155 @@
+/**
+ * The readers on real files under an import root (file:// sources): a file that declares more
+ * than its bytes hold or than a budget allows fails with a message naming it, before anything is
+ * allocated for it; an over-long line or record is refused as a row; `bytes` adds up to the
+ * file's size exactly, also when a load resumes mid-file.
+ */
+import { expect } from 'chai';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { parquetFile, withFooter, withHugeRun } from '../../test-support/transactions.js';
+import { DEFAULT_FILE_LIMITS, storableMessage, type FileLimits } from './limits.js';
+import { FormatError, readChunks, type Format, type RawChunk } from './readers.js';
+import { openLocation } from './sources.js';
+
+describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact', () => {
+  const root = mkdtempSync(join(tmpdir(), 'das-readers-'));
+  mkdirSync(root, { recursive: true });
+  let n = 0;
+  const put = (bytes: Buffer | string, ext = 'bin') => {
+    const path = join(root, `f${n++}.${ext}`);
+    writeFileSync(path, bytes);
+    return path;
+  };
+  const read = async (path: string, format: Format, options: { start?: number; chunkRows?: number; limits?: Partial<FileLimits> } = {}) => {
+    const [file] = await openLocation(pathToFileURL(path).href, { importRoot: root, env: {} });
+    const chunks: RawChunk[] = [];
+    for await (const c of readChunks(file, format, options.start ?? 0, options.chunkRows ?? 1000, { ...DEFAULT_FILE_LIMITS, ...options.limits })) chunks.push(c);
+    return { chunks, rows: chunks.flatMap((c) => c.rows), bytes: chunks.reduce((s, c) => s + c.bytes, 0), size: file.size };
+  };
+  const fails = async (path: string, format: Format, pattern: RegExp, limits?: Partial<FileLimits>) => {
+    const err = await read(path, format, { limits }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err, 'the read fails').to.be.instanceOf(FormatError);
+    expect((err as Error).message).to.match(pattern);
+  };
+  const people = (count: number, codec: 'SNAPPY' | 'GZIP' = 'SNAPPY', rowGroupSize = 1000) =>
+    parquetFile(
+      [
+        { name: 'id', data: Array.from({ length: count }, (_, i) => `p${i}`), type: 'STRING' },
+        { name: 'age', data: Array.from({ length: count }, (_, i) => i % 90), type: 'INT32' },
+      ],
+      { codec, rowGroupSize },
+    );
+
+  describe('Parquet: what the footer declares', () => {
+    it('a column chunk of 3.9 GB in a 200-byte file is refused before any read of it', async () => {
+      const file = withFooter(people(2), (m) => (m.row_groups[0].columns[0].meta_data!.total_compressed_size = 3_900_000_000n));
+      await fails(put(file), 'PARQUET', /column 1 of row group 1 declares bytes \d+\.\.3900000\d+, outside the file's data/);
+    });
+    it('a row group that claims 50 M rows is over DAS_BULK_MAX_GROUP_ROWS', async () => {
+      await fails(put(withFooter(people(2), (m) => (m.row_groups[0].num_rows = 50_000_000n))), 'PARQUET', /50000000 rows in row group 1, more than DAS_BULK_MAX_GROUP_ROWS \(1048576\)/);
+    });
+    it('a row group that claims more rows than its pages hold is refused (within the budget too)', async () => {
+      await fails(put(withFooter(people(2), (m) => (m.row_groups[0].num_rows = 1000n))), 'PARQUET', /row group 1 declares 1000 rows, but column 1 of row group 1 holds 2 values/);
+    });
+    it('rows × columns over DAS_BULK_MAX_GROUP_VALUES', async () => {
+      await fails(put(people(100)), 'PARQUET', /100 rows × 2 columns in row group 1, more values than DAS_BULK_MAX_GROUP_VALUES \(150\)/, { maxGroupValues: 150 });
+    });
+    it('a footer length past the file, or over DAS_BULK_MAX_FOOTER_BYTES', async () => {
+      const file = people(2);
+      const lying = Buffer.from(file);
+      lying.writeUInt32LE(0xfffffff0, lying.length - 8);
+      await fails(put(lying), 'PARQUET', /footer declares 4294967280 bytes of metadata, the file holds \d+/);
+      await fails(put(file), 'PARQUET', /Parquet footer of \d+ bytes, more than DAS_BULK_MAX_FOOTER_BYTES \(16\)/, { maxFooterBytes: 16 });
+      await fails(put('PAR1'), 'PARQUET', /is not a Parquet file \(4 bytes, too short\)/);
+    });
+    it('a page larger than DAS_BULK_MAX_PAGE_BYTES once decompressed, and a row group over DAS_BULK_MAX_GROUP_BYTES', async () => {
+      await fails(put(people(500, 'GZIP')), 'PARQUET', /page of \d+ bytes \(decompressed\) in column 1 of row group 1, more than DAS_BULK_MAX_PAGE_BYTES \(64\)/, { maxPageBytes: 64 });
+      await fails(put(people(500)), 'PARQUET', /\d+ bytes in row group 1, more than DAS_BULK_MAX_GROUP_BYTES \(100\)/, { maxGroupBytes: 100 });
+    });
+    it('a page of 4 values with an RLE run of a billion is refused before the decoder writes the run', async () => {
+      await fails(put(withHugeRun()), 'PARQUET', /has a run of 1073741823 values where 4 are left in a page of column 1 of row group 1/);
+    });
+    it('bit-packed runs of no values (found by the fuzz test: the check itself looped) end at the page end', async () => {
+      const err = await read(put(withHugeRun([1, 1, 1, 1, 1, 1, 1, 1])), 'PARQUET').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).to.be.instanceOf(FormatError);
+    });
+    it('a truncated file fails with a message, whatever the cut', async () => {
+      const file = people(300, 'GZIP', 100);
+      for (const cut of [1, 9, 40, Math.floor(file.length / 2), file.length - 9]) {
+        const err = await read(put(file.subarray(0, cut)), 'PARQUET').then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err, `cut at ${cut}`).to.be.instanceOf(FormatError);
+      }
+    });
+  });
+
+  describe('NDJSON and CSV: records bounded by DAS_BULK_MAX_ROW_BYTES', () => {
+    it('a 5 MiB line is refused as a row (its size named), the rows around it load', async () => {
+      const long = `{"id":"x","name":"${'a'.repeat(5 * 1024 * 1024)}"}`;
+      const { rows } = await read(put(`{"id":"1"}\n${long}\n{"id":"3"}\n`, 'ndjson'), 'NDJSON');
+      expect(rows.map((r) => r.row)).to.deep.equal([1, 2, 3]);
+      expect(rows[0].value).to.deep.equal({ id: '1' });
+      expect(rows[1]).to.deep.equal({ row: 2, problem: `the row is ${long.length + 1} bytes, more than DAS_BULK_MAX_ROW_BYTES (1048576)` });
+      expect(rows[2].value).to.deep.equal({ id: '3' });
+    });
+    it('a CSV record over the budget (an unclosed quote runs to the end of the file) is refused; an over-long header fails the file', async () => {
+      const { rows } = await read(put(`id,name\n1,one\n2,"never closed\n${'x,'.repeat(100)}\n`, 'csv'), 'CSV', { limits: { maxRowBytes: 64 } });
+      expect(rows[0].value).to.deep.equal({ id: '1', name: 'one' });
+      expect(rows[1].problem).to.match(/^the row is \d+ bytes, more than DAS_BULK_MAX_ROW_BYTES \(64\)$/);
+      await fails(put(`${'h'.repeat(100)},b\n1,2\n`, 'csv'), 'CSV', /the CSV header is 103 bytes, more than DAS_BULK_MAX_ROW_BYTES \(64\)/, { maxRowBytes: 64 });
+    });
+    it('gzip bytes declared as NDJSON: rows refused (not UTF-8 or not JSON), nothing thrown, messages storable', async () => {
+      const lines = Array.from({ length: 200 }, (_, i) => JSON.stringify({ id: `g${i}`, name: `name ${i}` })).join('\n');
+      const { rows } = await read(put(gzipSync(lines), 'ndjson'), 'NDJSON');
+      expect(rows.length).to.be.greaterThan(0);
+      for (const r of rows) {
+        expect(r.value, `row ${r.row} is no record`).to.equal(undefined);
+        expect(r.problem).to.match(/^(the line is not valid UTF-8|not JSON: |the line is not a JSON object)/);
+        // eslint-disable-next-line no-control-regex
+        expect(storableMessage(r.problem!)).to.not.match(/[\u0000-\u0008]/);
+      }
+    });
+    it('CSV: quoted commas, doubled quotes, line ends in quotes and CRLF parse as before', async () => {
+      const { rows } = await read(put('id,name\r\n1,"a, ""b""\r\nc"\r\n2,ü\r\n', 'csv'), 'CSV');
+      expect(rows.map((r) => r.value)).to.deep.equal([
+        { id: '1', name: 'a, "b"\r\nc' },
+        { id: '2', name: 'ü' },
+      ]);
+    });
+  });
+
+  describe('bytes: each byte of the file counted once', () => {
+    const cases: [string, () => Buffer, Format, number][] = [
+      ['Parquet, snappy, 4 row groups', () => people(4000), 'PARQUET', 4000],
+      ['Parquet, gzip (compressed pages), 3 row groups', () => people(2500, 'GZIP'), 'PARQUET', 2500],
+      ['NDJSON with multi-byte text and a blank line', () => Buffer.from(Array.from({ length: 900 }, (_, i) => (i === 5 ? '' : JSON.stringify({ id: `n${i}`, name: `naïve ${i} €` }))).join('\n') + '\n'), 'NDJSON', 899], // the blank line is counted, not a row
+      ['CSV with CRLF and a quoted line end', () => Buffer.from(`id,name\r\n${Array.from({ length: 700 }, (_, i) => `c${i},"x\r\ny ${i}"`).join('\r\n')}`), 'CSV', 700],
+    ];
+    for (const [name, make, format, rows] of cases) {
+      it(`${name}: the chunks add up to the file's size, also when resumed mid-file`, async () => {
+        const path = put(make());
+        const all = await read(path, format, { chunkRows: 300 });
+        expect(all.rows).to.have.length(rows);
+        expect(all.bytes).to.equal(all.size);
+        // Resumed at a chunk boundary: what the first part counted plus what the rest counts is the size.
+        const resumeAt = all.chunks[1].end;
+        const before = all.chunks.filter((c) => c.end <= resumeAt).reduce((s, c) => s + c.bytes, 0);
+        const rest = await read(path, format, { start: resumeAt, chunkRows: 300 });
+        expect(rest.rows[0].row).to.equal(resumeAt + 1);
+        expect(before + rest.bytes).to.equal(all.size);
+      });
+    }
+  });
+});
