@@ -170,6 +170,12 @@ export interface ChangeFeed {
    * order (DynamoDB Streams: a position per shard, ordered per item only). Absent: decimal.
    */
   readonly cursorOrder?: CursorOrder;
+  /**
+   * How often a reader reads besides the wake-ups (in case one was lost); absent: the dispatcher's
+   * interval. A feed whose wake-ups are a timer (DynamoDB, the warehouse) sets it long, so that the
+   * store is not read twice as often as its timer says.
+   */
+  readonly fallbackPollMs?: number;
 }
 
 /**

@@ -246,7 +246,7 @@ export class ChangeDispatcher {
       const stop = await feed.subscribeWakeups(dataset, () => void this.pump(f));
       if (f.closed) return void (await stop());
       f.stopWakeups = stop;
-      f.timer = setInterval(() => void this.pump(f), this.options.pollMs);
+      f.timer = setInterval(() => void this.pump(f), feed.fallbackPollMs ?? this.options.pollMs);
       f.timer.unref();
     })();
     // A feed that could not start is forgotten, so the next subscription tries again.

@@ -70,6 +70,8 @@ interface Read {
 
 export class DynamoDbChangeFeed implements ChangeFeed {
   readonly cursorOrder = streamCursorOrder;
+  /** The wake-up timer reads; the dispatcher's own fallback only every few minutes. */
+  readonly fallbackPollMs = 300_000;
   private readonly arns = new Map<string, { arn?: string; at: number }>();
   private readonly listings = new Map<string, { shards: Shard[]; at: number }>();
   private readonly iterators = new Map<string, { iterator: string; at: number }>();
