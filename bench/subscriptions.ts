@@ -16,6 +16,11 @@
  * clients speaking graphql-transport-ws (BENCH_CLIENT=graphql-ws: the graphql-ws client instead,
  * which costs the clients far more).
  *
+ * BENCH_LOCATION (postgres): where the demo dataset lives — `dynamodb` (DynamoDB Local, its Streams),
+ * `snowflake` or `iceberg` (the Snowflake test peer; the polling queries per minute with and without
+ * subscribers are read from its query log). The issue's run per location: BENCH_SUBSCRIBERS=200
+ * BENCH_WRITES_PER_SECOND=100.
+ *
  * Reports: delivery latency p50/p99 from the write's request to the client (an upper bound of
  * commit-to-client: the commit happens inside that request), changes lost (every subscriber must
  * get exactly the successful writes it matches: must be 0), duplicates, write latency p50/p99 and
@@ -32,6 +37,8 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
+import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../dataplane/test-support/dynamodb.js';
+import { sharedSnowflakePeer, warehouseDemoManifests } from '../dataplane/src/drivers/snowflake/peer.test-support.js';
 import { cpuMs, HEADERS, postgresCpuMs, start, waitFor } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
@@ -40,6 +47,22 @@ const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const FULL = Number(process.env.BENCH_FULL ?? 10);
 const CLIENT_PROCESSES = Math.max(1, Number(process.env.BENCH_CLIENT_PROCESSES ?? 2));
 const AGES = 100;
+const LOCATION = process.env.BENCH_LOCATION ?? 'postgres';
+
+/** The data planes' settings for the demo dataset on BENCH_LOCATION, and how to count the warehouse's change-log reads. */
+async function locationSetup(): Promise<{ env: Record<string, string>; feedQueries?: () => number }> {
+  if (LOCATION === 'postgres') return { env: {} };
+  if (LOCATION === 'dynamodb') {
+    const secrets = await dynamoDbSecrets();
+    return { env: { DAS_MANIFESTS: await dynamoDbTransactionManifests(secrets.name), DAS_SECRETS_DIR: secrets.dir } };
+  }
+  if (LOCATION !== 'snowflake' && LOCATION !== 'iceberg') throw new Error(`BENCH_LOCATION: postgres, dynamodb, snowflake or iceberg, not ${LOCATION}`);
+  const peer = await sharedSnowflakePeer();
+  const { manifests, secretsDir, database } = await warehouseDemoManifests(LOCATION);
+  // The change log's reads (polls, numbering, pages), not the writers' appends to it.
+  const feedQueries = () => peer.queries().filter((q) => q.database === database && q.sqlText.includes('"DAS_CHANGES"') && !q.sqlText.startsWith('MERGE')).length;
+  return { env: { DAS_MANIFESTS: manifests, DAS_SECRETS_DIR: secretsDir }, feedQueries };
+}
 
 const percentile = (xs: number[], p: number) => {
   if (!xs.length) return NaN;
@@ -136,10 +159,11 @@ async function main(): Promise<void> {
   const db = await startEmbeddedPostgres({ dir: join(dir, 'pg') });
   const replicas: { url: string; child: ChildProcess }[] = [];
   const clientProcs: ChildProcess[] = [];
+  const location = await locationSetup();
   try {
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
-      const child = start('dataplane/src/main.ts', { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, DATA_DIR: join(dir, 'data'), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' });
+      const child = start('dataplane/src/main.ts', { ...location.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, DATA_DIR: join(dir, 'data'), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' });
       const url = `http://127.0.0.1:${port}`;
       await waitFor(url, '/readyz', child);
       replicas.push({ url, child });
@@ -182,8 +206,10 @@ async function main(): Promise<void> {
 
     const postmaster = Number(readFileSync(join(dir, 'pg', 'pgdata', 'postmaster.pid'), 'utf8').split('\n')[0]);
     const pgBefore = postgresCpuMs(postmaster);
+    const feedBefore = location.feedQueries?.() ?? 0;
     const baseline = await writeLoad('base');
     const pgBaseline = (postgresCpuMs(postmaster) - pgBefore) / SECONDS;
+    const feedBaseline = ((location.feedQueries?.() ?? 0) - feedBefore) / (SECONDS / 60);
     const rssBefore = replicas.map((r) => rssMb(r.child.pid));
 
     // The client processes, each with its share of the subscribers.
@@ -216,6 +242,7 @@ async function main(): Promise<void> {
     const loadBefore = load();
     const cpuStart = { planes: replicas.map((r) => cpuMs(r.child.pid) ?? 0), clients: clientProcs.map((c) => cpuMs(c.pid) ?? 0), postgres: postgresCpuMs(postmaster) };
     for (const c of clientProcs) c.send({ kind: 'measure' } satisfies ToClients);
+    const feedStart = location.feedQueries?.() ?? 0;
     const pending = writeLoad('load', new Map());
     const rssPeak = [0, 0];
     const sampler = setInterval(() => replicas.forEach((r, i) => (rssPeak[i] = Math.max(rssPeak[i], rssMb(r.child.pid)))), 500);
@@ -227,6 +254,7 @@ async function main(): Promise<void> {
       postgres: (postgresCpuMs(postmaster) - cpuStart.postgres) / SECONDS,
     };
     const loadAfter = load();
+    const feedLoaded = ((location.feedQueries?.() ?? 0) - feedStart) / (SECONDS / 60);
     // Let the last changes arrive: until nothing new came for 3 s (at most 2 minutes).
     for (let last = -1, since = Date.now(), end = Date.now() + 120_000; Date.now() < end && Date.now() - since < 3000; ) {
       await new Promise((r) => setTimeout(r, 250));
@@ -260,7 +288,8 @@ async function main(): Promise<void> {
       }
     }
     const ms = (x: number) => `${x.toFixed(0)} ms`;
-    console.log(`two replicas, ${RATE} writes/s for ${SECONDS} s, ${SUBSCRIBERS} subscribers (${FULL} unfiltered, the rest age == k) in ${CLIENT_PROCESSES} client processes`);
+    if (location.feedQueries) console.log(`change-log reads (peer query log): ${feedBaseline.toFixed(1)}/min without subscribers, ${feedLoaded.toFixed(1)}/min with them`);
+    console.log(`${LOCATION}: two replicas, ${RATE} writes/s for ${SECONDS} s, ${SUBSCRIBERS} subscribers (${FULL} unfiltered, the rest age == k) in ${CLIENT_PROCESSES} client processes`);
     console.log(`delivery (write request → client): p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}, ${latencies.length} events`);
     console.log(`lost ${lost}, duplicates ${duplicates}; the last event arrived about ${Math.max(0, drainedAfterMs)} ms after the last write returned`);
     console.log(`writes without subscribers: ${baseline.perSecond.toFixed(1)}/s, p50 ${ms(percentile(baseline.latencies, 50))}, p99 ${ms(percentile(baseline.latencies, 99))}, failed ${baseline.failed}`);

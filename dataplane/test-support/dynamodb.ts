@@ -3,14 +3,13 @@
  * call gets its own table prefix, so suites never see each other's tables, and reads its
  * credentials from a Secret directory laid out as the operator mounts it.
  */
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { parse, stringify } from 'yaml';
 import { sharedDynamoDbLocal } from '../../e2e/peers/dynamodb/peer.js';
 import { DynamoDbDriver } from '../src/drivers/dynamodb/driver.js';
-import { transactionManifests } from './transactions.js';
+import { demoManifestsAt } from './transactions.js';
 
 let n = 0;
 
@@ -37,13 +36,5 @@ export async function dynamoDbUnderTest(sortBound?: number) {
 }
 /** transactionManifests() with the demo dataset on DynamoDB (its SQL query and raw SQL left out: DynamoDB has none). */
 export async function dynamoDbTransactionManifests(secretName: string): Promise<string> {
-  const dir = transactionManifests();
-  const file = join(dir, 'dataset-demo.yaml');
-  const doc = parse(readFileSync(file, 'utf8'));
-  doc.spec.location = { kind: 'dynamodb', ...(await dynamoDbLocation(secretName)) };
-  delete doc.spec.queries['demo.HeadcountByEmployer'];
-  delete doc.spec.auth.iam.rawSqlEndpointEnabled;
-  writeFileSync(file, stringify(doc));
-  return dir;
+  return demoManifestsAt({ kind: 'dynamodb', ...(await dynamoDbLocation(secretName)) });
 }
-

@@ -5,39 +5,28 @@
  * log while nobody subscribes.
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse, stringify } from 'yaml';
 import { connectSdk, destroy, exec } from '../../e2e/peers/snowflake/sdk-client.js';
-import { sharedSnowflakePeer, warehouseLocation, warehouseSecrets } from '../src/drivers/snowflake/peer.test-support.js';
+import { sharedSnowflakePeer, warehouseDemoManifests } from '../src/drivers/snowflake/peer.test-support.js';
 import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { describeFeedAcrossReplicas, type FeedReplicas } from '../test-support/feed-replicas.js';
 import { gqlClient } from '../test-support/graphql-ws.js';
-import { transactionManifests } from '../test-support/transactions.js';
 
 const POLL_MS = 300;
 
 /** Two replicas serving the demo dataset on the peer as `kind`; `database` is the peer database. */
 async function warehouseReplicas(kind: 'snowflake' | 'iceberg'): Promise<FeedReplicas & { database: string }> {
   const peer = await sharedSnowflakePeer();
-  const secrets = warehouseSecrets();
-  const location = { kind, schema: 'DEMO', ...(await warehouseLocation(secrets.ref)), ...(kind === 'iceberg' ? { externalVolume: 'DEMO_VOLUME', baseLocation: 'das/demo', catalog: 'SNOWFLAKE' } : {}) };
-  const manifests = transactionManifests();
-  const file = join(manifests, 'dataset-demo.yaml');
-  const doc = parse(readFileSync(file, 'utf8'));
-  doc.spec.location = location;
-  delete doc.spec.queries['demo.HeadcountByEmployer'];
-  delete doc.spec.auth.iam.rawSqlEndpointEnabled;
-  writeFileSync(file, stringify(doc));
+  const { manifests, secretsDir, database } = await warehouseDemoManifests(kind);
   const dataDir = mkdtempSync(join(tmpdir(), `das-${kind}-feed-`));
-  const env = { DAS_SECRETS_DIR: secrets.dir, DAS_BULK_POLL_MS: '100', DAS_WAREHOUSE_CHANGE_POLL_MS: String(POLL_MS) };
+  const env = { DAS_SECRETS_DIR: secretsDir, DAS_BULK_POLL_MS: '100', DAS_WAREHOUSE_CHANGE_POLL_MS: String(POLL_MS) };
   const a = await startTestDataPlane({ manifests, dataDir, env });
   const b = await startTestDataPlane({ manifests, dataDir, env });
   const imports = join(dataDir, 'imports');
   mkdirSync(imports, { recursive: true });
   for (const dp of [a, b]) for (let i = 0; i < 200 && !dp.dataPlane.store.dataset('demo'); i++) await new Promise((r) => setTimeout(r, 100));
-  const database = String(location.database);
   return {
     a,
     b,
