@@ -118,6 +118,7 @@ export class DynamoDbChangeFeed implements ChangeFeed {
     if (this.now() - from.time > this.options.retentionMs) return { changes: [], expired: true };
     const start: StreamPosition = { ...from, shards: { ...from.shards } };
     const reads: Read[] = [];
+    const began = this.now();
     try {
       for (const schema of this.schemas(dataset)) {
         if (reads.length >= limit) break;
@@ -131,27 +132,29 @@ export class DynamoDbChangeFeed implements ChangeFeed {
           if (value !== DONE) return { changes: [], expired: true };
           delete start.shards[key];
         }
-        const outcome = await this.readStream(dataset, schema, arn, shards, start, limit - reads.length, reads);
+        const outcome = await this.readStream(dataset, schema, arn, shards, start, limit, reads);
         if (outcome === 'expired') return { changes: [], expired: true };
       }
     } catch (err) {
       throw this.failure(err);
     }
-    return this.batch(start, reads);
+    // A read that got to the end of every shard has seen everything up to when it began: the
+    // reader's position is that fresh (a quiet dataset's reader does not age past the retention).
+    return this.batch(start, reads, reads.length < limit ? began : undefined);
   }
 
   /** Reads the stream's shards, parents before children, appending to `reads`; DONE marks go into `position`. */
-  private async readStream(dataset: DatasetConfig, schema: string, arn: string, shards: Shard[], position: StreamPosition, room: number, reads: Read[]): Promise<'ok' | 'expired'> {
+  private async readStream(dataset: DatasetConfig, schema: string, arn: string, shards: Shard[], position: StreamPosition, limit: number, reads: Read[]): Promise<'ok' | 'expired'> {
     const def = this.host.def(dataset, schema)!;
     const byId = new Map(shards.map((s) => [s.ShardId!, s]));
     for (const shard of parentsFirst(shards)) {
-      if (reads.length >= room) break;
+      if (reads.length >= limit) break;
       const key = shardKey(schema, shard.ShardId!);
       const at = position.shards[key];
       if (at === DONE) continue;
       const parent = shard.ParentShardId && byId.has(shard.ParentShardId) ? shardKey(schema, shard.ParentShardId) : undefined;
       if (parent && position.shards[parent] !== DONE) continue;
-      const got = await this.readShard(dataset, arn, shard.ShardId!, at, position.since, room - reads.length);
+      const got = await this.readShard(dataset, arn, shard.ShardId!, at, position.since, limit - reads.length);
       if (got === 'expired') return 'expired';
       const floor = Math.floor(position.since / TIME_GRAIN_MS) * TIME_GRAIN_MS;
       got.records.forEach((record, i) => {
@@ -171,7 +174,7 @@ export class DynamoDbChangeFeed implements ChangeFeed {
   }
 
   /** Changes in sequence order, each with the cursor after it; the position after the last record read. */
-  private batch(start: StreamPosition, reads: Read[]): ChangeBatch {
+  private batch(start: StreamPosition, reads: Read[], complete?: number): ChangeBatch {
     reads.sort((a, b) => compareSeq(a.seq, b.seq));
     const p: StreamPosition = { ...start, shards: { ...start.shards } };
     const changes: RecordChange[] = [];
@@ -182,6 +185,7 @@ export class DynamoDbChangeFeed implements ChangeFeed {
       read.change.cursor = encodePosition(p);
       changes.push(read.change);
     }
+    if (complete !== undefined) p.time = Math.max(p.time, complete);
     const position = encodePosition(p);
     return { changes, expired: false, ...(position !== changes.at(-1)?.cursor ? { position } : {}) };
   }
