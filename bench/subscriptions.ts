@@ -318,7 +318,11 @@ async function main(): Promise<void> {
 
 if (process.env.BENCH_ROLE === 'clients') clientProcess();
 else
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
+  main().then(
+    // The shared DynamoDB Local and Snowflake peer would keep the process alive.
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
