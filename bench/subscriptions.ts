@@ -277,13 +277,17 @@ async function main(): Promise<void> {
     for (const report of reports) for (const sub of report!.subs) seenBy.set(sub.index, sub);
     let lost = 0;
     let duplicates = 0;
+    /** When the lost changes were written (ms after the load began) and by which replica (write n goes to replica n % 2). */
+    const lostWrites = new Map<string, number>();
     const latencies: number[] = [];
     const afterAnswer: number[] = [];
     for (const spec of specs) {
       const sub = seenBy.get(spec.index);
       const seen = new Map((sub?.seen ?? []).map(([id, t]) => [id, t]));
       const expected = spec.age !== undefined && process.env.BENCH_NO_MATCH ? [] : written.filter((id) => spec.age === undefined || loaded.ages.get(id) === spec.age);
-      lost += expected.filter((id) => !seen.has(id)).length;
+      const missing = expected.filter((id) => !seen.has(id));
+      lost += missing.length;
+      for (const id of missing) lostWrites.set(id, (lostWrites.get(id) ?? 0) + 1);
       duplicates += sub?.duplicates ?? 0;
       for (const [id, t] of seen) {
         const t0 = loaded.sentAt.get(id);
@@ -298,6 +302,11 @@ async function main(): Promise<void> {
     console.log(`delivery (write request → client): p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}, ${latencies.length} events`);
     // The commit happens inside the write's request: commit → client lies between these two figures.
     console.log(`delivery (write answered → client, a lower bound): p50 ${ms(percentile(afterAnswer, 50))}, p99 ${ms(percentile(afterAnswer, 99))}`);
+    if (lostWrites.size) {
+      const first = Math.min(...loaded.sentAt.values());
+      const detail = [...lostWrites].map(([id, n]) => `${id} (replica ${Number(id.split('-').pop()) % 2}, +${(loaded.sentAt.get(id)! - first) / 1000} s, ${n} subscribers)`);
+      console.log(`lost writes: ${detail.slice(0, 20).join('; ')}${detail.length > 20 ? '; …' : ''}`);
+    }
     console.log(`lost ${lost}, duplicates ${duplicates}; the last event arrived about ${Math.max(0, drainedAfterMs)} ms after the last write returned`);
     console.log(`writes without subscribers: ${baseline.perSecond.toFixed(1)}/s, p50 ${ms(percentile(baseline.latencies, 50))}, p99 ${ms(percentile(baseline.latencies, 99))}, failed ${baseline.failed}`);
     console.log(`writes with subscribers:    ${loaded.perSecond.toFixed(1)}/s, p50 ${ms(percentile(loaded.latencies, 50))}, p99 ${ms(percentile(loaded.latencies, 99))}, failed ${loaded.failed}`);
