@@ -16,6 +16,11 @@
  * clients speaking graphql-transport-ws (BENCH_CLIENT=graphql-ws: the graphql-ws client instead,
  * which costs the clients far more).
  *
+ * BENCH_LOCATION (postgres): where the demo dataset lives — `dynamodb` (DynamoDB Local, its Streams),
+ * `snowflake` or `iceberg` (the Snowflake test peer; the polling queries per minute with and without
+ * subscribers are read from its query log). The issue's run per location: BENCH_SUBSCRIBERS=200
+ * BENCH_WRITES_PER_SECOND=100.
+ *
  * Reports: delivery latency p50/p99 from the write's request to the client (an upper bound of
  * commit-to-client: the commit happens inside that request), changes lost (every subscriber must
  * get exactly the successful writes it matches: must be 0), duplicates, write latency p50/p99 and
@@ -32,6 +37,8 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
+import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../dataplane/test-support/dynamodb.js';
+import { sharedSnowflakePeer, warehouseDemoManifests } from '../dataplane/src/drivers/snowflake/peer.test-support.js';
 import { cpuMs, HEADERS, postgresCpuMs, start, waitFor } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
@@ -40,6 +47,22 @@ const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const FULL = Number(process.env.BENCH_FULL ?? 10);
 const CLIENT_PROCESSES = Math.max(1, Number(process.env.BENCH_CLIENT_PROCESSES ?? 2));
 const AGES = 100;
+const LOCATION = process.env.BENCH_LOCATION ?? 'postgres';
+
+/** The data planes' settings for the demo dataset on BENCH_LOCATION, and how to count the warehouse's change-log reads. */
+async function locationSetup(): Promise<{ env: Record<string, string>; feedQueries?: () => number }> {
+  if (LOCATION === 'postgres') return { env: {} };
+  if (LOCATION === 'dynamodb') {
+    const secrets = await dynamoDbSecrets();
+    return { env: { DAS_MANIFESTS: await dynamoDbTransactionManifests(secrets.name), DAS_SECRETS_DIR: secrets.dir } };
+  }
+  if (LOCATION !== 'snowflake' && LOCATION !== 'iceberg') throw new Error(`BENCH_LOCATION: postgres, dynamodb, snowflake or iceberg, not ${LOCATION}`);
+  const peer = await sharedSnowflakePeer();
+  const { manifests, secretsDir, database } = await warehouseDemoManifests(LOCATION);
+  // The change log's reads (polls, numbering, pages), not the writers' appends to it.
+  const feedQueries = () => peer.queries().filter((q) => q.database === database && q.sqlText.includes('"DAS_CHANGES"') && !q.sqlText.startsWith('MERGE')).length;
+  return { env: { DAS_MANIFESTS: manifests, DAS_SECRETS_DIR: secretsDir }, feedQueries };
+}
 
 const percentile = (xs: number[], p: number) => {
   if (!xs.length) return NaN;
@@ -136,10 +159,11 @@ async function main(): Promise<void> {
   const db = await startEmbeddedPostgres({ dir: join(dir, 'pg') });
   const replicas: { url: string; child: ChildProcess }[] = [];
   const clientProcs: ChildProcess[] = [];
+  const location = await locationSetup();
   try {
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
-      const child = start('dataplane/src/main.ts', { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, DATA_DIR: join(dir, 'data'), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' });
+      const child = start('dataplane/src/main.ts', { ...location.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url, DATA_DIR: join(dir, 'data'), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' });
       const url = `http://127.0.0.1:${port}`;
       await waitFor(url, '/readyz', child);
       replicas.push({ url, child });
@@ -149,6 +173,7 @@ async function main(): Promise<void> {
     const writeLoad = async (prefix: string, sentAt = new Map<string, number>()) => {
       const ages = new Map<string, number>();
       const ok = new Set<string>();
+      const answeredAt = new Map<string, number>();
       const latencies: number[] = [];
       let failed = 0;
       const total = RATE * SECONDS;
@@ -168,6 +193,7 @@ async function main(): Promise<void> {
             (r) => {
               if (r.status === 201 || r.status === 200) {
                 latencies.push(Date.now() - t0);
+                answeredAt.set(id, Date.now());
                 ok.add(id);
               } else failed++;
             },
@@ -177,13 +203,15 @@ async function main(): Promise<void> {
       }
       await Promise.all(inflight);
       const seconds = (Date.now() - begin) / 1000;
-      return { sentAt, ages, ok, latencies, failed, perSecond: (total - failed) / seconds };
+      return { sentAt, answeredAt, ages, ok, latencies, failed, perSecond: (total - failed) / seconds };
     };
 
     const postmaster = Number(readFileSync(join(dir, 'pg', 'pgdata', 'postmaster.pid'), 'utf8').split('\n')[0]);
     const pgBefore = postgresCpuMs(postmaster);
+    const feedBefore = location.feedQueries?.() ?? 0;
     const baseline = await writeLoad('base');
     const pgBaseline = (postgresCpuMs(postmaster) - pgBefore) / SECONDS;
+    const feedBaseline = ((location.feedQueries?.() ?? 0) - feedBefore) / (SECONDS / 60);
     const rssBefore = replicas.map((r) => rssMb(r.child.pid));
 
     // The client processes, each with its share of the subscribers.
@@ -216,6 +244,7 @@ async function main(): Promise<void> {
     const loadBefore = load();
     const cpuStart = { planes: replicas.map((r) => cpuMs(r.child.pid) ?? 0), clients: clientProcs.map((c) => cpuMs(c.pid) ?? 0), postgres: postgresCpuMs(postmaster) };
     for (const c of clientProcs) c.send({ kind: 'measure' } satisfies ToClients);
+    const feedStart = location.feedQueries?.() ?? 0;
     const pending = writeLoad('load', new Map());
     const rssPeak = [0, 0];
     const sampler = setInterval(() => replicas.forEach((r, i) => (rssPeak[i] = Math.max(rssPeak[i], rssMb(r.child.pid)))), 500);
@@ -227,6 +256,7 @@ async function main(): Promise<void> {
       postgres: (postgresCpuMs(postmaster) - cpuStart.postgres) / SECONDS,
     };
     const loadAfter = load();
+    const feedLoaded = ((location.feedQueries?.() ?? 0) - feedStart) / (SECONDS / 60);
     // Let the last changes arrive: until nothing new came for 3 s (at most 2 minutes).
     for (let last = -1, since = Date.now(), end = Date.now() + 120_000; Date.now() < end && Date.now() - since < 3000; ) {
       await new Promise((r) => setTimeout(r, 250));
@@ -247,21 +277,36 @@ async function main(): Promise<void> {
     for (const report of reports) for (const sub of report!.subs) seenBy.set(sub.index, sub);
     let lost = 0;
     let duplicates = 0;
+    /** When the lost changes were written (ms after the load began) and by which replica (write n goes to replica n % 2). */
+    const lostWrites = new Map<string, number>();
     const latencies: number[] = [];
+    const afterAnswer: number[] = [];
     for (const spec of specs) {
       const sub = seenBy.get(spec.index);
       const seen = new Map((sub?.seen ?? []).map(([id, t]) => [id, t]));
       const expected = spec.age !== undefined && process.env.BENCH_NO_MATCH ? [] : written.filter((id) => spec.age === undefined || loaded.ages.get(id) === spec.age);
-      lost += expected.filter((id) => !seen.has(id)).length;
+      const missing = expected.filter((id) => !seen.has(id));
+      lost += missing.length;
+      for (const id of missing) lostWrites.set(id, (lostWrites.get(id) ?? 0) + 1);
       duplicates += sub?.duplicates ?? 0;
       for (const [id, t] of seen) {
         const t0 = loaded.sentAt.get(id);
         if (t0 !== undefined) latencies.push(t - t0);
+        const t1 = loaded.answeredAt.get(id);
+        if (t1 !== undefined) afterAnswer.push(t - t1);
       }
     }
     const ms = (x: number) => `${x.toFixed(0)} ms`;
-    console.log(`two replicas, ${RATE} writes/s for ${SECONDS} s, ${SUBSCRIBERS} subscribers (${FULL} unfiltered, the rest age == k) in ${CLIENT_PROCESSES} client processes`);
+    if (location.feedQueries) console.log(`change-log reads (peer query log): ${feedBaseline.toFixed(1)}/min without subscribers, ${feedLoaded.toFixed(1)}/min with them`);
+    console.log(`${LOCATION}: two replicas, ${RATE} writes/s for ${SECONDS} s, ${SUBSCRIBERS} subscribers (${FULL} unfiltered, the rest age == k) in ${CLIENT_PROCESSES} client processes`);
     console.log(`delivery (write request → client): p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}, ${latencies.length} events`);
+    // The commit happens inside the write's request: commit → client lies between these two figures.
+    console.log(`delivery (write answered → client, a lower bound): p50 ${ms(percentile(afterAnswer, 50))}, p99 ${ms(percentile(afterAnswer, 99))}`);
+    if (lostWrites.size) {
+      const first = Math.min(...loaded.sentAt.values());
+      const detail = [...lostWrites].map(([id, n]) => `${id} (replica ${Number(id.split('-').pop()) % 2}, +${(loaded.sentAt.get(id)! - first) / 1000} s, ${n} subscribers)`);
+      console.log(`lost writes: ${detail.slice(0, 20).join('; ')}${detail.length > 20 ? '; …' : ''}`);
+    }
     console.log(`lost ${lost}, duplicates ${duplicates}; the last event arrived about ${Math.max(0, drainedAfterMs)} ms after the last write returned`);
     console.log(`writes without subscribers: ${baseline.perSecond.toFixed(1)}/s, p50 ${ms(percentile(baseline.latencies, 50))}, p99 ${ms(percentile(baseline.latencies, 99))}, failed ${baseline.failed}`);
     console.log(`writes with subscribers:    ${loaded.perSecond.toFixed(1)}/s, p50 ${ms(percentile(loaded.latencies, 50))}, p99 ${ms(percentile(loaded.latencies, 99))}, failed ${loaded.failed}`);
@@ -282,7 +327,11 @@ async function main(): Promise<void> {
 
 if (process.env.BENCH_ROLE === 'clients') clientProcess();
 else
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
+  main().then(
+    // The shared DynamoDB Local and Snowflake peer would keep the process alive.
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );

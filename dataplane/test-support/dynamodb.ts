@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { sharedDynamoDbLocal } from '../../e2e/peers/dynamodb/peer.js';
 import { DynamoDbDriver } from '../src/drivers/dynamodb/driver.js';
+import { demoManifestsAt } from './transactions.js';
 
 let n = 0;
 
@@ -32,4 +33,8 @@ export async function dynamoDbUnderTest(sortBound?: number) {
   const secrets = await dynamoDbSecrets();
   const driver = new DynamoDbDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: secrets.dir }, sortBound });
   return { driver, location: await dynamoDbLocation(secrets.name) };
+}
+/** transactionManifests() with the demo dataset on DynamoDB (its SQL query and raw SQL left out: DynamoDB has none). */
+export async function dynamoDbTransactionManifests(secretName: string): Promise<string> {
+  return demoManifestsAt({ kind: 'dynamodb', ...(await dynamoDbLocation(secretName)) });
 }

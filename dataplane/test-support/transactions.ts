@@ -34,6 +34,21 @@ export function transactionManifests(): string {
   return dir;
 }
 
+/**
+ * transactionManifests() with the demo dataset on another location (`spec.location` as given):
+ * its SQL named query and the raw SQL endpoint left out (not every location has them).
+ */
+export function demoManifestsAt(location: Record<string, unknown>): string {
+  const dir = transactionManifests();
+  const file = join(dir, 'dataset-demo.yaml');
+  const doc = parse(readFileSync(file, 'utf8'));
+  doc.spec.location = location;
+  delete doc.spec.queries['demo.HeadcountByEmployer'];
+  delete doc.spec.auth.iam.rawSqlEndpointEnabled;
+  writeFileSync(file, stringify(doc));
+  return dir;
+}
+
 export function parquetFile(columns: { name: string; data: unknown[]; type?: string }[], options: { rowGroupSize?: number; codec?: 'GZIP' | 'SNAPPY' | 'UNCOMPRESSED' } = {}): Buffer {
   const buffer = parquetWriteBuffer({
     columnData: columns,

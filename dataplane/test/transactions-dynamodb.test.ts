@@ -6,29 +6,16 @@
  * tombstones, and the transaction's state (status, progress, lists) kept in DynamoDB.
  */
 import { expect } from 'chai';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parse, stringify } from 'yaml';
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createClient } from '../src/drivers/dynamodb/client.js';
 import { transactionsTable } from '../src/drivers/dynamodb/bulk-load.js';
 import { schemaTables } from '../src/drivers/dynamodb/tables.js';
 import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
-import { dynamoDbLocation, dynamoDbSecrets } from '../test-support/dynamodb.js';
-import { parquetFile, transactionManifests, waitForTransaction, type Api } from '../test-support/transactions.js';
-
-/** transactionManifests() with the demo dataset on DynamoDB (its SQL query and raw SQL left out: DynamoDB has none). */
-async function dynamoDbTransactionManifests(secretName: string): Promise<string> {
-  const dir = transactionManifests();
-  const file = join(dir, 'dataset-demo.yaml');
-  const doc = parse(readFileSync(file, 'utf8'));
-  doc.spec.location = { kind: 'dynamodb', ...(await dynamoDbLocation(secretName)) };
-  delete doc.spec.queries['demo.HeadcountByEmployer'];
-  delete doc.spec.auth.iam.rawSqlEndpointEnabled;
-  writeFileSync(file, stringify(doc));
-  return dir;
-}
+import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../test-support/dynamodb.js';
+import { parquetFile, waitForTransaction, type Api } from '../test-support/transactions.js';
 
 describe('transactions (bulk loads) on DynamoDB', function () {
   this.timeout(120_000);

@@ -124,9 +124,9 @@ export type ChangeOp = 'CREATE' | 'UPDATE' | 'DELETE';
 /** One committed record write, as a change feed reports it. */
 export interface RecordChange {
   /**
-   * Position in the dataset's feed: reading after it gives the changes that follow. A decimal
-   * integer that increases in commit order (the dispatcher compares them; PostgreSQL's sequence and
-   * DynamoDB Streams' sequence numbers are both of this kind); opaque to clients.
+   * Position in the dataset's feed: reading after it gives the changes that follow; opaque to
+   * clients. A decimal integer that increases in commit order (PostgreSQL, the warehouse), unless
+   * the feed declares its own `cursorOrder` (DynamoDB: a position per shard).
    */
   cursor: string;
   schema: string;
@@ -148,6 +148,11 @@ export interface ChangeBatch {
   changes: RecordChange[];
   /** `after` is older than the retention: changes after it were pruned (CURSOR_EXPIRED). */
   expired: boolean;
+  /**
+   * Where the read got to, when it is past the last change's cursor (records it passed over,
+   * shards it finished: DynamoDB); absent: the last change's cursor (or `after` when none).
+   */
+  position?: string;
 }
 
 /**
@@ -166,6 +171,32 @@ export interface ChangeFeed {
   subscribeWakeups(dataset: DatasetConfig, onWake: () => void): Promise<() => Promise<void>>;
   /** Drops changes older than the retention; returns how many. */
   prune(dataset: DatasetConfig, retentionMs: number): Promise<number>;
+  /**
+   * How this feed's cursors are ordered, when they are not decimal positions increasing in commit
+   * order (DynamoDB Streams: a position per shard, ordered per item only). Absent: decimal.
+   */
+  readonly cursorOrder?: CursorOrder;
+  /**
+   * How often a reader reads besides the wake-ups (in case one was lost); absent: the dispatcher's
+   * interval. A feed whose wake-ups are a timer (DynamoDB, the warehouse) sets it long, so that the
+   * store is not read twice as often as its timer says.
+   */
+  readonly fallbackPollMs?: number;
+}
+
+/**
+ * A feed's cursor order as the dispatcher uses it: a subscription holds a position `P` and is given
+ * each change it does not hold yet, once.
+ */
+export interface CursorOrder<P = unknown> {
+  /** The position a cursor names; undefined when it is not a cursor of this feed. */
+  parse(cursor: string): P | undefined;
+  /** Whether a reader at `at` has had `change` (it is at or before `at`). */
+  has(at: P, change: RecordChange): boolean;
+  /** `at` moved past `change`. */
+  advance(at: P, change: RecordChange): P;
+  /** Whether a reader at `a` has had everything one at `b` has; false when it cannot tell. */
+  covers(a: P, b: P): boolean;
 }
 
 export interface LocationDriver {

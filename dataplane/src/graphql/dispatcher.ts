@@ -7,12 +7,13 @@
  * first, then goes live without a gap or a repeat. Pushes never wait for a client: a subscription
  * whose queue is full is ended as a slow consumer.
  *
- * Cursors are the feed's decimal sequence numbers, increasing in commit order (contract.ts).
+ * Cursors are the feed's decimal sequence numbers, increasing in commit order (contract.ts), unless
+ * the feed declares its own order (DynamoDB Streams: a position per shard, `cursorOrder`).
  */
 import type { Logger } from 'pino';
 import { compileFilter, FilterError, matchesFilter, type TypedFilter } from '../../../model/filter.js';
 import type { DatasetConfig } from '../../../model/types.js';
-import type { ChangeFeed, LocationDriver, RecordChange } from '../engine/contract.js';
+import type { ChangeFeed, CursorOrder, LocationDriver, RecordChange } from '../engine/contract.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import { schemaDefOf } from '../engine/layout.js';
 import { fromStore } from '../engine/store-outcomes.js';
@@ -50,8 +51,9 @@ interface Subscription {
   filter?: TypedFilter;
   ids?: ReadonlySet<string>;
   queue: EventQueue<ChangeEvent>;
-  /** The last cursor this subscription was given (or skipped): nothing at or before it is sent again. */
-  last: bigint;
+  /** The position of the last change this subscription was given (or skipped): nothing it has is sent again. */
+  last: unknown;
+  order: CursorOrder;
   /** Replaying `after`: live changes wait in `held` until the replay has caught up. */
   held?: RecordChange[];
   onSlow: () => void;
@@ -60,7 +62,8 @@ interface Subscription {
 interface DatasetFeed {
   dataset: DatasetConfig;
   feed: ChangeFeed;
-  cursor: bigint;
+  order: CursorOrder;
+  cursor: string;
   subs: Set<Subscription>;
   ready: Promise<void>;
   stopWakeups?: () => Promise<void>;
@@ -94,6 +97,22 @@ export function eventBytes(event: ChangeEvent): number {
   return size;
 }
 
+/** Decimal positions increasing in commit order (contract.ts): the default cursor order. */
+const decimalPositions = new WeakMap<RecordChange, bigint>();
+export const decimalCursorOrder: CursorOrder<bigint> = {
+  parse: (cursor) => (/^(0|[1-9][0-9]{0,18})$/.test(cursor) ? BigInt(cursor) : undefined),
+  has(at, change) {
+    let position = decimalPositions.get(change);
+    if (position === undefined) decimalPositions.set(change, (position = BigInt(change.cursor)));
+    return position <= at;
+  },
+  advance: (at, change) => {
+    const position = decimalPositions.get(change) ?? BigInt(change.cursor);
+    return position > at ? position : at;
+  },
+  covers: (a, b) => a >= b,
+};
+
 export class ChangeDispatcher {
   private readonly feeds = new Map<string, DatasetFeed>();
   private readonly options: Required<DispatcherOptions>;
@@ -103,6 +122,10 @@ export class ChangeDispatcher {
   delivered = 0;
   /** Subscriptions ended as slow consumers since start. */
   slowConsumers = 0;
+  /** Reads of each dataset's feed by this replica's live reader since start (a counter). */
+  readonly reads = new Map<string, number>();
+  /** Per dataset, how long before the last read its newest change committed (0 when it found none). */
+  readonly lagMs = new Map<string, number>();
 
   constructor(
     private readonly driverFor: (dataset: DatasetConfig) => LocationDriver,
@@ -149,10 +172,11 @@ export class ChangeDispatcher {
         throw err;
       }
     }
-    let after: bigint | undefined;
+    const order = driver.changes.cursorOrder ?? decimalCursorOrder;
+    let after: unknown;
     if (request.after !== undefined) {
-      if (!/^(0|[1-9][0-9]{0,18})$/.test(request.after)) throw badRequest('INVALID_CURSOR', `"${request.after.slice(0, 40)}" is not a cursor of this dataset's changes`, [{ path: '$.after', message: 'not a cursor' }]);
-      after = BigInt(request.after);
+      after = order.parse(request.after);
+      if (after === undefined) throw badRequest('INVALID_CURSOR', `"${request.after.slice(0, 40)}" is not a cursor of this dataset's changes`, [{ path: '$.after', message: 'not a cursor' }]);
     }
     if (this.active >= this.options.maxSubscriptions) throw new ApiError(429, 'TOO_MANY_SUBSCRIPTIONS', `this replica serves at most ${this.options.maxSubscriptions} subscriptions; retry on another or later`);
 
@@ -174,20 +198,23 @@ export class ChangeDispatcher {
       queue.end();
       throw fromStore(err);
     }
-    sub = { schema: request.schema, filter, ids: request.ids ? new Set(request.ids) : undefined, queue, last: after ?? f.cursor, onSlow };
-    if (after === undefined || after >= f.cursor) {
+    const live = f.order.parse(f.cursor);
+    sub = { schema: request.schema, filter, ids: request.ids ? new Set(request.ids) : undefined, queue, last: after ?? live, order: f.order, onSlow };
+    if (after === undefined || f.order.covers(after, live)) {
       f.subs.add(sub);
       return queue;
     }
     // Replay: live changes are held while the feed is read from `after` up to where it ends.
     sub.held = [];
+    let replayFrom = request.after!;
     f.subs.add(sub);
     try {
       for (;;) {
-        const batch = await f.feed.readChanges(f.dataset, sub.last.toString(), this.options.pageSize);
+        const batch = await f.feed.readChanges(f.dataset, replayFrom, this.options.pageSize);
         if (batch.expired) throw new ApiError(410, 'CURSOR_EXPIRED', `cursor ${request.after} is older than the change retention (${Math.round(this.options.retentionMs / 3600_000)} h); subscribe without after and read the current state with a query`);
         for (const change of batch.changes) this.deliver(sub, change);
         if (batch.changes.length < this.options.pageSize) break;
+        replayFrom = batch.position ?? batch.changes[batch.changes.length - 1].cursor;
       }
     } catch (err) {
       queue.end();
@@ -233,13 +260,13 @@ export class ChangeDispatcher {
   private feedOf(dataset: DatasetConfig, feed: ChangeFeed): DatasetFeed {
     const existing = this.feeds.get(dataset.id);
     if (existing) return existing;
-    const f: DatasetFeed = { dataset, feed, cursor: 0n, subs: new Set(), ready: Promise.resolve(), reading: false, again: false, closed: false, lastRead: 0 };
+    const f: DatasetFeed = { dataset, feed, order: feed.cursorOrder ?? decimalCursorOrder, cursor: '0', subs: new Set(), ready: Promise.resolve(), reading: false, again: false, closed: false, lastRead: 0 };
     f.ready = (async () => {
-      f.cursor = BigInt(await feed.head(dataset));
+      f.cursor = await feed.head(dataset);
       const stop = await feed.subscribeWakeups(dataset, () => void this.pump(f));
       if (f.closed) return void (await stop());
       f.stopWakeups = stop;
-      f.timer = setInterval(() => void this.pump(f), this.options.pollMs);
+      f.timer = setInterval(() => void this.pump(f), feed.fallbackPollMs ?? this.options.pollMs);
       f.timer.unref();
     })();
     // A feed that could not start is forgotten, so the next subscription tries again.
@@ -276,18 +303,21 @@ export class ChangeDispatcher {
         f.lastRead = Date.now();
         for (;;) {
           if (f.closed) return;
-          const batch = await f.feed.readChanges(f.dataset, f.cursor.toString(), this.options.pageSize);
+          const batch = await f.feed.readChanges(f.dataset, f.cursor, this.options.pageSize);
+          this.reads.set(f.dataset.id, (this.reads.get(f.dataset.id) ?? 0) + 1);
           if (batch.expired) {
             // This replica fell behind the retention (it could not read for a day): skip ahead, loudly.
-            this.logger.error({ dataset: f.dataset.id, cursor: f.cursor.toString() }, 'change feed reader fell behind the retention; changes were lost to its subscribers');
-            f.cursor = BigInt(await f.feed.head(f.dataset));
+            this.logger.error({ dataset: f.dataset.id, cursor: f.cursor }, 'change feed reader fell behind the retention; changes were lost to its subscribers');
+            f.cursor = await f.feed.head(f.dataset);
             break;
           }
           for (const change of batch.changes) {
-            const cursor = BigInt(change.cursor);
-            for (const sub of f.subs) this.route(sub, change, cursor);
-            f.cursor = cursor;
+            for (const sub of f.subs) this.route(sub, change);
+            f.cursor = change.cursor;
           }
+          if (batch.position) f.cursor = batch.position;
+          const newest = batch.changes.at(-1);
+          this.lagMs.set(f.dataset.id, newest ? Math.max(0, Date.now() - Date.parse(newest.committedAt)) : 0);
           if (batch.changes.length < this.options.pageSize) break;
         }
       } while (f.again);
@@ -299,16 +329,16 @@ export class ChangeDispatcher {
   }
 
   /** A live change: held while the subscription replays, else delivered. */
-  private route(sub: Subscription, change: RecordChange, cursor: bigint): void {
-    if (!sub.held) return this.deliver(sub, change, cursor);
+  private route(sub: Subscription, change: RecordChange): void {
+    if (!sub.held) return this.deliver(sub, change);
     sub.held.push(change);
     if (sub.held.length > this.options.queueBound * 4) this.slow(sub);
   }
 
   /** Gives a change to a subscription if it is new to it and matches. */
-  private deliver(sub: Subscription, change: RecordChange, cursor = BigInt(change.cursor)): void {
-    if (cursor <= sub.last) return;
-    sub.last = cursor;
+  private deliver(sub: Subscription, change: RecordChange): void {
+    if (sub.order.has(sub.last, change)) return;
+    sub.last = sub.order.advance(sub.last, change);
     if (change.schema !== sub.schema) return;
     if (sub.ids && !sub.ids.has(change.id)) return;
     const image = change.op === 'DELETE' ? change.previous : change.record;

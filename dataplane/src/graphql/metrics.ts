@@ -47,5 +47,23 @@ export function subscriptionMetrics(dispatcher: ChangeDispatcher, server: Subscr
       this.set(dispatcher.slowConsumers);
     },
   });
+  new Gauge({
+    name: 'das_change_feed_reads',
+    help: "Reads of a dataset's change feed by this replica's reader since it started (only grows); none while the dataset has no subscriber here",
+    labelNames: ['dataset'],
+    registers: [registry],
+    collect() {
+      for (const [dataset, reads] of dispatcher.reads) this.set({ dataset }, reads);
+    },
+  });
+  new Gauge({
+    name: 'das_change_feed_lag_seconds',
+    help: "Per dataset, how long before this replica's last read of its feed the newest change it found committed (0: it found none)",
+    labelNames: ['dataset'],
+    registers: [registry],
+    collect() {
+      for (const [dataset, ms] of dispatcher.lagMs) this.set({ dataset }, ms / 1000);
+    },
+  });
   return registry;
 }

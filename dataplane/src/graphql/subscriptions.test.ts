@@ -15,41 +15,12 @@ import WebSocket from 'ws';
 import { loadOrCreateDevIssuer } from '../auth/dev-issuer.js';
 import { adminClient, EXAMPLES_DIR, startTestDataPlane, type TestDataPlane } from '../../test-support/dataplane.js';
 import { freshDatabase } from '../../test-support/postgres.js';
+import { gqlClient, take, wsUrl } from '../../test-support/graphql-ws.js';
+import { PERSON_WRITES } from '../../test-support/feed-replicas.js';
 
 const ADMIN = 'Proxy demo-admin';
 /** Writes of 900 KB records in the slow-consumer test. */
 const WRITES = 80; // a multiple of 4
-
-export function wsUrl(dp: { url: string }, path = '/demo/graphql'): string {
-  return dp.url.replace('http://', 'ws://') + path;
-}
-
-/** A graphql-ws client that does not retry (a close is what a test wants to see). */
-export function gqlClient(dp: { url: string }, authorization: string | undefined = ADMIN, onClose?: (code: number, reason: string) => void): Client {
-  return createClient({
-    url: wsUrl(dp),
-    webSocketImpl: WebSocket,
-    connectionParams: authorization ? { Authorization: authorization } : undefined,
-    retryAttempts: 0,
-    lazy: false,
-    onNonLazyError: () => undefined,
-    on: { closed: (e) => onClose?.((e as { code: number }).code, String((e as { reason: string }).reason)) },
-  });
-}
-
-/** The next `n` results of a subscription, or a failure after `ms`. */
-export async function take<T>(iterator: AsyncIterator<T>, n: number, ms = 5000): Promise<T[]> {
-  const out: T[] = [];
-  const deadline = Date.now() + ms;
-  while (out.length < n) {
-    const left = deadline - Date.now();
-    const next = await Promise.race([iterator.next(), new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), Math.max(left, 0)))]);
-    if (next === 'timeout') throw new Error(`timed out after ${out.length} of ${n} events`);
-    if (next.done) throw new Error(`ended after ${out.length} of ${n} events`);
-    out.push(next.value);
-  }
-  return out;
-}
 
 /** Nothing more arrives within `ms`. */
 async function quiet<T>(iterator: AsyncIterator<T>, ms = 300): Promise<void> {
@@ -108,19 +79,7 @@ describe('GraphQL subscriptions over WebSocket (two data planes, one PostgreSQL)
     const sub = client(a).iterate({ query: 'subscription { demo_Person { op cursor record { id version name age address { postcode } employer { id name } } } }' }) as AsyncIterator<Ev>;
     // Subscribed once the first write after this shows up; write only after the subscription is registered.
     await until(() => a.dataPlane.dispatcher.subscriptions >= 1);
-    await write({ create: { schema: 'demo.Person', id: 'p1', data: { name: 'Ada', age: 36, address: { postcode: 'N1' }, employer: { id: 'acme' } } } });
-    await write({ update: { schema: 'demo.Person', id: 'p1', data: { name: 'Ada L', age: 37 } } });
-    await write({ update: { schema: 'demo.Person', id: 'p1', data: { address: { postcode: 'E2' } }, mode: 'merge' } });
-    await write({ delete: { schema: 'demo.Person', id: 'p1' } });
-    await write({
-      batch: {
-        actions: {
-          x: { create: { schema: 'demo.Person', id: 'p2', data: { name: 'Bo' } } },
-          c: { create: { schema: 'demo.Company', id: 'initech', data: { name: 'Initech' } } },
-          y: { create: { schema: 'demo.Person', id: 'p3', data: { name: 'Cy', employer: { id: 'initech' } } } },
-        },
-      },
-    });
+    for (const body of PERSON_WRITES) await write(body);
     const events = (await take(sub, 6)).map((e) => e.data!.demo_Person);
     expect(events.map((e) => [e.op, e.record?.id, e.record?.version])).to.deep.equal([
       ['CREATE', 'p1', 1],

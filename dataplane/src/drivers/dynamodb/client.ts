@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CREDENTIALS_SECRET_KEYS, pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
 import type { DatasetConfig } from '../../../../model/types.js';
@@ -39,9 +40,10 @@ export function readCredentials(dataset: DatasetConfig, env: NodeJS.ProcessEnv):
   return { accessKeyId, secretAccessKey };
 }
 
-export function createClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { raw: DynamoDBClient; doc: DynamoDBDocumentClient } {
+/** Region, endpoint, credentials and timeouts: the same for the tables and their streams. */
+function clientConfig(dataset: DatasetConfig, env: NodeJS.ProcessEnv) {
   const { region, endpoint, credentialsSecretRef } = dataset.location;
-  const raw = new DynamoDBClient({
+  return {
     region: region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
     ...(endpoint ? { endpoint } : {}),
     ...(credentialsSecretRef
@@ -50,7 +52,11 @@ export function createClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { 
     // A store that does not answer is a 503 within seconds, not a request hanging on retries.
     maxAttempts: 3,
     requestHandler: { connectionTimeout: 2000, requestTimeout: 10_000 },
-  });
+  };
+}
+
+export function createClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { raw: DynamoDBClient; doc: DynamoDBDocumentClient } {
+  const raw = new DynamoDBClient(clientConfig(dataset, env));
   // Record numbers are JSON numbers (doubles): written as they are beyond 2^53, and read back as
   // numbers (the SDK would otherwise refuse them, or hand back BigInts no JSON can hold).
   const doc = DynamoDBDocumentClient.from(raw, {
@@ -58,4 +64,10 @@ export function createClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { 
     unmarshallOptions: { wrapNumbers: (text: string) => Number(text) },
   });
   return { raw, doc };
+}
+
+/** The DynamoDB Streams client of a dataset (change feeds), configured like its tables' client. */
+export function createStreamsClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): DynamoDBStreamsClient {
+  // The feed backs off on throttling itself (change-feed.ts): one attempt per call.
+  return new DynamoDBStreamsClient({ ...clientConfig(dataset, env), maxAttempts: 1 });
 }

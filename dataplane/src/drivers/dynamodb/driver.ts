@@ -25,6 +25,7 @@ import {
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, GetCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Logger } from 'pino';
 import { compareTyped, fieldValue, matchesFilter } from '../../../../model/filter.js';
 import { compareRecords, compareUnder } from '../../../../model/sort.js';
@@ -46,7 +47,9 @@ import {
 } from '../../engine/contract.js';
 import { SecretNotMountedError } from '../postgres/connection.js';
 import { DynamoDbBulkLoad } from './bulk-load.js';
-import { clientKey, createClient } from './client.js';
+import { wholeNumberSetting } from '../../env-settings.js';
+import { DynamoDbChangeFeed, STREAM_RETENTION_MS } from './change-feed.js';
+import { clientKey, createClient, createStreamsClient } from './client.js';
 import { filterExpression, type FilterExpression } from './filter-expression.js';
 import { encodeSortValue, INDEX_PARTITION, indexName, SEPARATOR, sortableFields, sortKeyAttribute, sortKeys } from './sort-index.js';
 import { A, schemaTables, type SchemaTables } from './tables.js';
@@ -55,6 +58,8 @@ import { itemSize, MAX_ITEM_BYTES, shownData, storedData, unstorable } from './v
 /** TransactWriteItems takes 100 items; an action writes two (the live item and its history item). */
 export const MAX_TRANSACTION_ITEMS = 100;
 export const MAX_ATOMIC_ACTIONS = MAX_TRANSACTION_ITEMS / 2;
+/** The records tables' stream: the change feed (change-feed.ts). */
+const STREAM = { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' } as const;
 /** Most matching records a list sorts in memory. */
 export const DEFAULT_SORT_BOUND = 10_000;
 /** Actions of an EVENTUAL write in flight at once. */
@@ -69,7 +74,7 @@ export const dynamodbCapabilities: DriverCapabilities = {
   sortable: 'declared',
   orderedWithoutSort: false,
   rawSql: false,
-  changeFeed: false,
+  changeFeed: true, // change-feed.ts: DynamoDB Streams of the records tables
   bulkLoad: true, // bulk-load.ts
   // A sortable value is an index sort key with its id (sort-index.ts): DynamoDB's limit is 1024 bytes, one for the separator.
   indexedKeyBytes: 1023,
@@ -116,7 +121,9 @@ export class DynamoDbDriver implements LocationDriver {
   readonly capabilities = dynamodbCapabilities;
   private readonly env: NodeJS.ProcessEnv;
   private readonly clients = new Map<string, { raw: DynamoDBClient; doc: DynamoDBDocumentClient }>();
+  private readonly streamClients = new Map<string, DynamoDBStreamsClient>();
   readonly bulkLoad: DynamoDbBulkLoad;
+  readonly changes: DynamoDbChangeFeed;
 
   constructor(private readonly options: DynamoDbDriverOptions) {
     this.env = options.env ?? process.env;
@@ -125,6 +132,31 @@ export class DynamoDbDriver implements LocationDriver {
       (dataset, schema) => this.def(dataset, schema),
       storeFailure,
     );
+    const shardReadMs = wholeNumberSetting(this.env, 'DAS_DYNAMODB_STREAM_READ_MS', 500, 10);
+    this.changes = new DynamoDbChangeFeed(
+      {
+        tables: (dataset) => this.client(dataset).raw,
+        streams: (dataset) => this.streams(dataset),
+        def: (dataset, schema) => schemaDefOf(dataset, schema),
+        toRecord: (def, item) => toRecord(def, item as unknown as Head),
+        failure: (err) => storeFailure(err),
+        logger: options.logger,
+      },
+      {
+        shardReadMs,
+        wakeMs: shardReadMs,
+        listingMs: 10_000,
+        // Streams keep 24 hours, however long the change retention is set.
+        retentionMs: Math.min(STREAM_RETENTION_MS, wholeNumberSetting(this.env, 'DAS_CHANGE_RETENTION_HOURS', 24, 1) * 3600_000),
+      },
+    );
+  }
+
+  private streams(dataset: DatasetConfig): DynamoDBStreamsClient {
+    const key = clientKey(dataset, this.env);
+    let client = this.streamClients.get(key);
+    if (!client) this.streamClients.set(key, (client = createStreamsClient(dataset, this.env)));
+    return client;
   }
 
   private client(dataset: DatasetConfig): { raw: DynamoDBClient; doc: DynamoDBDocumentClient } {
@@ -149,6 +181,7 @@ export class DynamoDbDriver implements LocationDriver {
 
   async prepare(dataset: DatasetConfig): Promise<PrepareReport> {
     const applied: string[] = [];
+    const refused: string[] = [];
     try {
       const { raw } = this.client(dataset);
       for (const schema of Object.keys(dataset.schemas)) {
@@ -182,7 +215,8 @@ export class DynamoDbDriver implements LocationDriver {
           if (await this.tableStatus(raw, spec.name)) continue;
           try {
             const gsis = 'indexes' in spec && spec.indexes?.length ? { GlobalSecondaryIndexes: spec.indexes } : {};
-            await raw.send(new CreateTableCommand({ TableName: spec.name, KeySchema: spec.keys, AttributeDefinitions: spec.attributes, BillingMode: 'PAY_PER_REQUEST', ...gsis }));
+            const stream = spec.name === tables.records ? { StreamSpecification: STREAM } : {};
+            await raw.send(new CreateTableCommand({ TableName: spec.name, KeySchema: spec.keys, AttributeDefinitions: spec.attributes, BillingMode: 'PAY_PER_REQUEST', ...gsis, ...stream }));
             applied.push(`CreateTable ${spec.name}`);
           } catch (err) {
             // Another replica created it first: wait for it like for our own.
@@ -191,12 +225,33 @@ export class DynamoDbDriver implements LocationDriver {
           await this.untilActive(raw, spec.name);
         }
         applied.push(...(await this.prepareSortIndexes(dataset, schema, tables.records)));
+        const stream = await this.prepareStream(raw, tables.records);
+        if (stream.applied) applied.push(stream.applied);
+        if (stream.refused) refused.push(stream.refused);
       }
     } catch (err) {
       throw storeFailure(err);
     }
     // Properties live in a map: a new property needs no change; nothing is ever dropped.
-    return { applied, refused: [] };
+    return { applied, refused };
+  }
+
+  /**
+   * The records table's stream (the change feed), added to a table from before it. A stream of
+   * another view type is left alone and reported: changing it drops the records it holds.
+   */
+  private async prepareStream(raw: DynamoDBClient, table: string): Promise<{ applied?: string; refused?: string }> {
+    const spec = (await this.describe(raw, table))?.StreamSpecification;
+    if (spec?.StreamEnabled && spec.StreamViewType === STREAM.StreamViewType) return {};
+    if (spec?.StreamEnabled) return { refused: `table ${table} has a ${spec.StreamViewType} stream; the change feed needs ${STREAM.StreamViewType} (disable the stream to let it be replaced)` };
+    try {
+      await raw.send(new UpdateTableCommand({ TableName: table, StreamSpecification: STREAM }));
+    } catch (err) {
+      // Another replica enabled it first.
+      if ((err as Error).name !== 'ResourceInUseException' && !/already (has|enabled)/i.test((err as Error).message)) throw err;
+    }
+    await this.untilActive(raw, table);
+    return { applied: `UpdateTable ${table}: stream ${STREAM.StreamViewType}` };
   }
 
   private async describe(raw: DynamoDBClient, name: string): Promise<TableDescription | undefined> {
@@ -638,6 +693,8 @@ export class DynamoDbDriver implements LocationDriver {
   async close(): Promise<void> {
     for (const { raw } of this.clients.values()) raw.destroy();
     this.clients.clear();
+    for (const client of this.streamClients.values()) client.destroy();
+    this.streamClients.clear();
   }
 }
 
@@ -708,7 +765,7 @@ function liveItem(state: KeyState, head: Head): Record<string, unknown> {
   return { id, version, createdAt, updatedAt, ...(d ? { d } : {}), ...sortKeys(sortableFields(state.def), id, d) };
 }
 
-function toRecord(def: RecordSchemaDef, item: Head): StoredRecord {
+export function toRecord(def: RecordSchemaDef, item: Head): StoredRecord {
   return { id: item.id, version: Number(item.version), data: shownData(def, item.d), createdAt: item.createdAt, updatedAt: item.updatedAt };
 }
 

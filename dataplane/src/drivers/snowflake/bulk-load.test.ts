@@ -299,11 +299,12 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
         const shape = (log: QueryLogEntry[]) => log.map((q) => (q.sqlText.startsWith('PUT ') ? 'PUT' : q.sqlText.split(/\s+/).slice(0, 3).join(' ')));
         expect(shape(large)).to.deep.equal(shape(small));
         const stage = ['CREATE OR REPLACE', 'PUT', 'COPY INTO "DAS_LOAD_STAGE"'];
-        const [history, record, cursor] = ['MERGE INTO "SHOP"."SHOP_ORDER_HISTORY"', 'MERGE INTO "SHOP"."SHOP_ORDER"', 'UPDATE "SHOP"."DAS_TRANSACTIONS" SET'];
-        const expected = [...stage, history, record, cursor];
+        const [history, record, changes, cursor] = ['MERGE INTO "SHOP"."SHOP_ORDER_HISTORY"', 'MERGE INTO "SHOP"."SHOP_ORDER"', 'MERGE INTO "SHOP"."DAS_CHANGES"', 'UPDATE "SHOP"."DAS_TRANSACTIONS" SET'];
+        // The chunk's versions go to the change log too (docs/warehouse.md, "Change feed").
+        const expected = [...stage, history, record, changes, cursor];
         if (format.transactions) {
           // The record table first, as the driver's own atomic writes lock them (no deadlock with one).
-          expect(shape(large)).to.deep.equal([...stage, 'BEGIN', 'SELECT "LOAD_CURSOR", "LEASE_OWNER",', record, history, cursor, 'COMMIT']);
+          expect(shape(large)).to.deep.equal([...stage, 'BEGIN', 'SELECT "LOAD_CURSOR", "LEASE_OWNER",', record, history, changes, cursor, 'COMMIT']);
           expect(large.filter((q) => /^(MERGE|UPDATE)/.test(q.sqlText)).every((q) => q.inTransaction)).to.equal(true);
         } else {
           expect(shape(large)).to.deep.equal(['SELECT "LOAD_CURSOR", "LEASE_OWNER",', 'UPDATE "SHOP"."DAS_TRANSACTIONS" SET', ...expected]);

@@ -55,6 +55,7 @@ import {
 import { warehouseSqlDialect } from './dialect.js';
 import { outageOf } from './errors.js';
 import { reportOutcomes } from '../bulk-load-outcomes.js';
+import { appendChunkChangesSql } from './change-log.js';
 import type { Statement, WarehouseLayout } from './layout.js';
 import type { Session } from './sessions.js';
 import type { TableFormat } from './table-format.js';
@@ -68,6 +69,8 @@ export interface WarehouseBulkLoadHost {
   withSession<T>(dataset: DatasetConfig, ctx: StatementContext | undefined, fn: (session: Session) => Promise<T>): Promise<T>;
   /** The data plane's environment: DAS_BULK_WAREHOUSE_POLL_MS. */
   env?(): NodeJS.ProcessEnv | undefined;
+  /** A chunk appended changes to the dataset's change log. */
+  wrote?(dataset: DatasetConfig): void;
   /**
    * After a claim found nothing, how long a dataset is not asked again (unless this process
    * created or gave back a transaction in it since): a claim is a query, and polling every few
@@ -223,7 +226,7 @@ export class WarehouseBulkLoad implements BulkLoadStore {
     const progress = structuredClone(chunk.progress);
     const { records, duplicates } = dedupe(chunk.records, chunk.operation);
     for (const d of duplicates) reject(progress, chunk.maxErrors, d.row, `id "${d.id}" appears earlier in the same chunk; INSERT keeps the first`);
-    const write: ChunkWrite = { datasetId: dataset.id, dbSchema: this.dbSchema(dataset), layout, chunk, records, progress };
+    const write: ChunkWrite = { datasetId: dataset.id, dbSchema: this.dbSchema(dataset), layout, chunk, records, progress, wrote: () => this.host.wrote?.(dataset) };
     return this.host.withSession(dataset, chunk.ctx, (session) => (this.host.format().transactions ? inTransaction(session, write) : idempotent(session, write)));
   }
 }
@@ -237,6 +240,8 @@ interface ChunkWrite {
   records: LoadChunk['records'];
   /** The action's progress, with the chunk's duplicates refused. */
   progress: ActionProgress;
+  /** Tells the change feed the dataset has new changes (pruning). */
+  wrote: () => void;
 }
 
 type Runner = (statement: Statement | string | { text: string; binds: unknown[][] }) => Promise<Row[]>;
@@ -278,7 +283,7 @@ function checkState(state: Row | undefined, chunk: LoadChunk): ChunkOutcome | un
  * transaction the record table first (the driver's writes' lock order); without one the history
  * first, so that a re-run finds the chunk's versions there (see the top).
  */
-async function writeRecords(run: Runner, { layout, chunk, records, progress }: ChunkWrite, at: string, inTransaction: boolean): Promise<void> {
+async function writeRecords(run: Runner, { dbSchema, layout, chunk, records, progress }: ChunkWrite, at: string, inTransaction: boolean): Promise<void> {
   if (inTransaction) {
     await run(recordFirstMergeSql(layout, chunk.operation, at));
     await run(historyAfterRecordSql(layout, chunk.operation, at));
@@ -286,6 +291,8 @@ async function writeRecords(run: Runner, { layout, chunk, records, progress }: C
     await run(historyMergeSql(layout, chunk.operation, at));
     await run(liveMergeSql(layout, chunk.operation, at));
   }
+  // The chunk's versions in the change log (insert-only: a re-run adds nothing).
+  await run(appendChunkChangesSql(dbSchema, layout.history, layout.schemaName, `${chunk.transaction}:${cursorText(chunk.from)}`, at, layout.cast(layout.columns[2].sqlType)));
   if (chunk.operation === 'UPSERT') {
     progress.rowsWritten += records.length;
     return;
@@ -326,6 +333,7 @@ async function inTransaction(session: Session, write: ChunkWrite): Promise<Chunk
     }
     // Inside one transaction no earlier attempt left rows: the time only has to be new.
     if (records.length) await writeRecords(run, write, chunkTime(), true);
+    if (records.length) write.wrote();
     const now = new Date();
     const moved = count(await run(moveCursorSql(dbSchema, chunk, withProgress(state.PROGRESS, chunk.from.action, progress), now.toISOString(), expiry(now, chunk.leaseMs))), 'number of rows updated');
     if (moved !== 1) {
@@ -356,6 +364,7 @@ async function idempotent(session: Session, write: ChunkWrite): Promise<ChunkOut
   if (records.length) {
     await fillStage(session, write);
     await writeRecords(run, write, at, false);
+    write.wrote();
   }
   const now = new Date();
   const moved = count(await run(moveCursorSql(dbSchema, chunk, withProgress(state.PROGRESS, chunk.from.action, progress), now.toISOString(), expiry(now, chunk.leaseMs))), 'number of rows updated');

@@ -6,6 +6,7 @@
  * (write-plan.ts) because the warehouse returns no rows from a write. docs/warehouse.md has the
  * statements per consistency level and the round trips they cost.
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { kindFacts } from '../../../../model/location-kinds.js';
 import type { DatasetConfig } from '../../../../model/types.js';
@@ -30,6 +31,9 @@ import { databaseSchemaFor } from '../sql/table-shape.js';
 import { WarehouseBulkLoad } from './bulk-load.js';
 import { transactionsTable } from './bulk-load-sql.js';
 import { CredentialFiles } from './credentials.js';
+import { wholeNumberSetting } from '../../env-settings.js';
+import { WarehouseChangeFeed } from './change-feed.js';
+import { appendChangesSql, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, PRUNED_TABLE, type ChangeRow } from './change-log.js';
 import { CATALOG_SQL, existingColumn, planSchemaChanges } from './ddl.js';
 import { warehouseSqlDialect } from './dialect.js';
 import { outageOf, requestError, statementFailure } from './errors.js';
@@ -59,7 +63,7 @@ export function warehouseCapabilities(format: TableFormat): DriverCapabilities {
     sortable: 'any', // no indexes on the warehouse: every sort is a scan
     orderedWithoutSort: false, // the spec: unordered without a sort (pages still go by id internally)
     rawSql: true,
-    changeFeed: false,
+    changeFeed: true, // change-log.ts: a change table written with the records, polled only while someone subscribes
     bulkLoad: true, // bulk-load.ts
   };
 }
@@ -95,7 +99,15 @@ export class SnowflakeDriver implements LocationDriver {
   private readonly readOnly: WarehouseReadOnly;
   private readonly layouts = new Map<string, { generation: number; layouts: Map<string, WarehouseLayout> }>();
   /** Bulk loads (transactions): the transactions table and the chunk writer, on this driver's sessions. */
-  readonly bulkLoad = new WarehouseBulkLoad({ format: () => this.format, layout: (d, s) => this.layout(d, s), withSession: (d, ctx, fn) => this.withSession(d, ctx, fn), env: () => this.options.env });
+  readonly bulkLoad = new WarehouseBulkLoad({
+    format: () => this.format,
+    layout: (d, s) => this.layout(d, s),
+    withSession: (d, ctx, fn) => this.withSession(d, ctx, fn),
+    env: () => this.options.env,
+    wrote: (d) => this.changes.wrote(d),
+  });
+  /** The change feed: the change table, polled while someone subscribes (change-feed.ts). */
+  readonly changes: WarehouseChangeFeed;
 
   constructor(private readonly options: SnowflakeDriverOptions) {
     this.format = options.format;
@@ -104,6 +116,32 @@ export class SnowflakeDriver implements LocationDriver {
     this.credentials = new CredentialFiles(options.env);
     this.sessions = new SessionPools(options.sessions);
     this.readOnly = new WarehouseReadOnly(options.readOnly);
+    this.changes = new WarehouseChangeFeed(
+      {
+        withSession: (dataset, fn) => this.withSession(dataset, undefined, fn),
+        layoutOf: (dataset, schema) => (schemaDefOf(dataset, schema) ? this.layout(dataset, schema) : undefined),
+        dbSchema: (dataset) => databaseSchemaFor(dataset, warehouseSqlDialect(this.format)),
+        failure: (err) => outageOf(err) ?? err,
+      },
+      wholeNumberSetting(options.env ?? process.env, 'DAS_WAREHOUSE_CHANGE_POLL_MS', 2000, 100),
+    );
+  }
+
+  /**
+   * Appends the changes of the ops that committed (action order) on the write's session: inside
+   * its BEGIN … COMMIT when it has one, else right after its MERGEs.
+   */
+  private async appendChanges(run: Run, dataset: DatasetConfig, write: { tx: string; at: string }, ops: readonly WriteOp[], results: readonly OpResult[], indexes: Iterable<number>): Promise<void> {
+    const rows: ChangeRow[] = [];
+    for (const i of indexes) {
+      const result = results[i];
+      if (!result.ok) continue;
+      const op = ops[i];
+      rows.push({ n: i, schema: op.schema, id: op.id, version: result.record.version, op: op.op === 'create' ? 'CREATE' : op.op === 'update' ? 'UPDATE' : 'DELETE' });
+    }
+    if (!rows.length) return;
+    await run(appendChangesSql(databaseSchemaFor(dataset, warehouseSqlDialect(this.format)), write.tx, write.at, rows));
+    this.changes.wrote(dataset);
   }
 
   private layout(dataset: DatasetConfig, schemaName: string): WarehouseLayout {
@@ -158,12 +196,16 @@ export class SnowflakeDriver implements LocationDriver {
         await session.exec(`CREATE SCHEMA IF NOT EXISTS ${q(dbSchema)}`);
         for (let attempt = 1; ; attempt++) {
           const { rows } = await session.exec(CATALOG_SQL, { binds: [dbSchema], rowMode: 'object' });
-          const plan = planSchemaChanges(dataset, layouts, (rows as Record<string, unknown>[]).map(existingColumn));
+          const existing = (rows as Record<string, unknown>[]).map(existingColumn);
+          const plan = planSchemaChanges(dataset, layouts, existing);
           if (plan.refused.length) return { applied: [], refused: plan.refused };
+          // The change log, when either of its tables is missing.
+          const tables = new Set(existing.map((c) => c.table_name));
+          const changeLog = tables.has(CHANGES_TABLE) && tables.has(PRUNED_TABLE) ? [] : changeLogDdl(dbSchema);
           try {
             // The schema exists by now; the rest in order (tables, then columns).
-            for (const statement of plan.statements.slice(1)) await session.exec(statement);
-            return { applied: plan.statements, refused: [] };
+            for (const statement of [...plan.statements.slice(1), ...changeLog]) await session.exec(statement);
+            return { applied: [...plan.statements, ...changeLog], refused: [] };
           } catch (err) {
             // Another replica preparing at once may have added the column first (the warehouse has
             // no advisory locks): read the catalog again and plan again (a few times).
@@ -199,6 +241,10 @@ export class SnowflakeDriver implements LocationDriver {
         const transactions = transactionsTable(databaseSchemaFor(dataset, warehouseSqlDialect(this.format)));
         await session.exec(`DROP TABLE IF EXISTS ${transactions}`);
         dropped.push(transactions);
+        for (const statement of dropChangeLogSql(databaseSchemaFor(dataset, warehouseSqlDialect(this.format)))) {
+          await session.exec(statement);
+          dropped.push(statement.replace('DROP TABLE IF EXISTS ', ''));
+        }
       });
       this.bulkLoad.forget(dataset);
     } catch (err) {
@@ -349,6 +395,7 @@ export class SnowflakeDriver implements LocationDriver {
           if (conflict) break;
         }
         if (!conflict) {
+          await this.appendChanges(run, dataset, { tx: randomUUID(), at: new Date().toISOString() }, ops, plan.results, ops.keys());
           await this.exec(session, 'COMMIT', ctx);
           return plan.results;
         }
@@ -382,11 +429,14 @@ export class SnowflakeDriver implements LocationDriver {
     const plan = this.plan(dataset, ops, current, atomic);
     const results = plan.results;
     const again: number[] = [];
+    // One name and time for the write's changes, appended table by table.
+    const write = { tx: randomUUID(), at: new Date().toISOString() };
     for (const [schema, table] of plan.tables) {
       const layout = this.layout(dataset, schema);
       try {
         const unapplied = await this.writeTable(run, dataset, layout, table, ctx);
         for (const i of table.ops) if (unapplied.has(ops[i].id)) again.push(i);
+        await this.appendChanges(run, dataset, write, ops, results, table.ops.filter((i) => !unapplied.has(ops[i].id)));
       } catch (err) {
         if (outageOf(err)) throw err;
         const tableOps = table.ops.filter((i) => results[i].ok);

@@ -10,6 +10,7 @@ import pino from 'pino';
 import { startSnowflakeTestPeer, type SnowflakeTestPeerHandle } from '../../../../e2e/peers/snowflake/peer.js';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { testPostgresAdminUrl } from '../../../test-support/postgres.js';
+import { demoManifestsAt } from '../../../test-support/transactions.js';
 import { SnowflakeDriver, type SnowflakeDriverOptions } from './driver.js';
 import type { TableFormat } from './table-format.js';
 
@@ -68,4 +69,14 @@ export function warehouseExampleManifests(peer: SnowflakeTestPeerHandle, databas
     writeFileSync(path, text);
   }
   return { manifests, secretsDir: secrets.dir };
+}
+
+/**
+ * The demo dataset of transactionManifests() (test-support/transactions.ts) on the peer as `kind`,
+ * in a database of its own. Start data planes on `manifests` with `DAS_SECRETS_DIR: secretsDir`.
+ */
+export async function warehouseDemoManifests(kind: 'snowflake' | 'iceberg'): Promise<{ manifests: string; secretsDir: string; database: string }> {
+  const secrets = warehouseSecrets();
+  const location = { kind, schema: 'DEMO', ...(await warehouseLocation(secrets.ref)), ...(kind === 'iceberg' ? { externalVolume: 'DEMO_VOLUME', baseLocation: 'das/demo', catalog: 'SNOWFLAKE' } : {}) };
+  return { manifests: demoManifestsAt(location), secretsDir: secrets.dir, database: String(location.database) };
 }
