@@ -90,10 +90,10 @@ describe('scripts/subscriptions/subscribe.ts', function () {
       await until('an event', () => s.stdout().includes('"first-'), 1000).catch(() => undefined);
     }
 
-    // The data plane goes away (1001) and comes back on the same port and database.
+    // The data plane restarts (1012, service restart) and comes back on the same port and database.
     const port = Number(new URL(dp.url).port);
     await dp.dataPlane.stop();
-    await until('the close', () => /closed 1001/.test(s.stderr()));
+    await until('the close', () => /closed 1012/.test(s.stderr()));
     // Written while nobody listened: the resumed subscription must deliver it.
     restarted = await bootstrapDataPlane({ logger, configSource: { kind: 'files', path: EXAMPLES_DIR }, dataDir: dp.dataDir, port, host: '127.0.0.1', env: { ...process.env, DATABASE_URL: dp.databaseUrl } });
     await call(restarted.url, { path: '/demo', headers: ADMIN, body: { create: { schema: 'demo.Company', id: 'second', data: { name: 'Second' } } } });
