@@ -74,6 +74,27 @@ describe('requests are validated before the store\'s readiness (warehouse unreac
     expect(read.json.error.code).to.equal('DATASET_NOT_READY');
   });
 
+  it('raw SQL that can never run: 400 naming the problem; SQL that could: 503', async () => {
+    const alias = await lake({ path: '/lake/raw-query', body: { sql: 'SELECT @{x.name} FROM @{d}', using: { d: 'lake.Device' } } });
+    expect(alias.status, alias.text).to.equal(400);
+    const unknown = await lake({ path: '/lake/raw-query', body: { sql: 'SELECT 1 FROM @{d}', using: { d: 'lake.Nothing' } } });
+    expect(unknown.status, unknown.text).to.be.within(400, 404);
+    const valid = await lake({ path: '/lake/raw-query', body: { sql: 'SELECT @{d.name} FROM @{d}', using: { d: 'lake.Device' } } });
+    expect(valid.status, valid.text).to.equal(503);
+    expect(valid.json.error.code).to.equal('DATASET_NOT_READY');
+  });
+
+  it('a bulk load that can never run: 400; one that could: 503', async () => {
+    const load = (locationUri: string) => ({ create: { schema: 'Transaction', data: { dataset: { id: 'lake' }, actions: [{ locationUri, operation: 'UPSERT', format: 'NDJSON', schema: 'lake.Device' }] } } });
+    const ftp = await lake({ path: '/lake', body: load('ftp://example/x.ndjson') });
+    expect(ftp.status, ftp.text).to.equal(400);
+    const outside = await lake({ path: '/lake', body: load('file:///etc/passwd') });
+    expect(outside.status, outside.text).to.equal(400);
+    const valid = await lake({ path: '/lake', body: load('s3://bucket/devices.ndjson') });
+    expect(valid.status, valid.text).to.equal(503);
+    expect(valid.json.error.code).to.equal('DATASET_NOT_READY');
+  });
+
   it('the data plane is alive and still retrying the preparation', async () => {
     expect((await client(dp.url, {})({ path: '/healthz' })).status).to.equal(200);
     expect(dp.dataPlane.store.dataset('lake')?.status).to.equal('pending');

@@ -32,7 +32,8 @@ export const TRANSACTION_SCHEMA = 'Transaction';
 
 /** Transactions (bulk loads) as records of `Transaction`; wired in by the process (bootstrap.ts). */
 export interface TransactionFront {
-  create(dataset: DatasetConfig, data: Record<string, unknown>, id: string | undefined, path: string, ctx?: StatementContext): Promise<EngineResult>;
+  /** `whenServed` is called once the request is valid, before the store is asked (503 while the dataset is not served). */
+  create(dataset: DatasetConfig, data: Record<string, unknown>, id: string | undefined, path: string, ctx: StatementContext | undefined, whenServed: () => void): Promise<EngineResult>;
   read(dataset: DatasetConfig, id: string): Promise<Record<string, unknown> & { id: string }>;
   list(dataset: DatasetConfig, request: { filter?: string; sort?: string; limit?: number; nextToken?: string }, at: FieldPath): Promise<Page<Record<string, unknown>>>;
 }
@@ -81,8 +82,13 @@ export class RecordEngine {
   transactions: TransactionFront | undefined;
 
   private transactionFront(dataset: DatasetConfig): TransactionFront {
-    if (!this.transactions) throw new ApiError(501, 'NOT_AVAILABLE', 'transactions (bulk loads) are not available on this data plane');
+    const front = this.transactionsOrRefuse();
     this.whenServed(dataset);
+    return front;
+  }
+
+  private transactionsOrRefuse(): TransactionFront {
+    if (!this.transactions) throw new ApiError(501, 'NOT_AVAILABLE', 'transactions (bulk loads) are not available on this data plane');
     return this.transactions;
   }
 
@@ -126,7 +132,9 @@ export class RecordEngine {
     at: FieldPath = (f) => `$.query.${f}`,
     argAt?: (name: string) => string,
   ): Promise<Page<ApiRecord | Record<string, unknown>>> {
-    const deps: QueryDeps<ApiRecord> = { ...this.listDeps, sql: this.runSql };
+    const runSql = this.runSql;
+    const sql: QueryDeps<ApiRecord>['sql'] = runSql && ((ds, request, c, limits) => runSql(ds, this.capabilitiesOf(ds), request, c, limits, () => this.whenServed(ds)));
+    const deps: QueryDeps<ApiRecord> = { ...this.listDeps, sql };
     return queryPage(deps, dataset, action, at, ctx, argAt);
   }
 
@@ -143,7 +151,7 @@ export class RecordEngine {
     if (action.kind === 'link') return { status: 200, body: await this.link(dataset, action, ctx) };
     if (action.kind === 'query') return { status: 200, body: await this.query(dataset, action, ctx) };
     if (action.kind === 'batch') return this.batch(dataset, action, ctx);
-    if (action.kind === 'create' && action.schema === TRANSACTION_SCHEMA) return this.transactionFront(dataset).create(dataset, action.data, action.id, '$.create', ctx);
+    if (action.kind === 'create' && action.schema === TRANSACTION_SCHEMA) return this.transactionsOrRefuse().create(dataset, action.data, action.id, '$.create', ctx, () => this.whenServed(dataset));
     const path = `$.${action.kind}`;
     const op = this.toOp(dataset, action, path);
     const consistency = effectiveConsistency(dataset, [{ level: action.consistency, path: `${path}.consistency` }]);
@@ -207,7 +215,7 @@ export class RecordEngine {
       }
     }
     validateRecordData(dataset, action.schema, action.data, action.kind === 'create' || !action.merge, `${path}.data`, {
-      indexedKeyBytes: this.driver(dataset).capabilities.indexedKeyBytes,
+      indexedKeyBytes: this.capabilitiesOf(dataset).capabilities.indexedKeyBytes,
       ...(action.id !== undefined ? { id: action.id } : {}),
     });
     this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);

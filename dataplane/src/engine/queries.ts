@@ -24,10 +24,11 @@ import { encodeArgument, scalarType } from '../sql/scalar-types.js';
 import type { RawArgument, RawSqlRequest } from '../rawsql/request.js';
 
 /** Runs rewritten raw SQL on the read-only connection (rawsql/handler.ts runRawSql, lent by the process wiring). */
-export type SqlRunner = (dataset: DatasetConfig, driver: LocationDriver, request: RawSqlRequest, ctx: StatementContext, limits?: { rowLimit?: number }) => Promise<Record<string, unknown>[]>;
+export type SqlRunner = (dataset: DatasetConfig, driver: LocationDriver, request: RawSqlRequest, ctx: StatementContext, limits?: { rowLimit?: number }, whenServed?: () => void) => Promise<Record<string, unknown>[]>;
 
 export interface QueryDeps<T> extends ListDeps<T> {
-  sql?: SqlRunner;
+  /** The SQL runner bound to the dataset's driver; it checks the SQL before it asks whether the store is served. */
+  sql?: (dataset: DatasetConfig, request: RawSqlRequest, ctx: StatementContext, limits: { rowLimit?: number }) => Promise<Record<string, unknown>[]>;
 }
 
 const member = (base: string, key: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`);
@@ -162,7 +163,7 @@ async function sqlQueryPage<T>(deps: QueryDeps<T>, dataset: DatasetConfig, name:
   for (const [key, def] of Object.entries(query.arguments ?? {})) args.set(key, { name: key, type: scalarType(def.type)!, param: given.get(key)?.param ?? null });
   const request: RawSqlRequest = { sql: query.sql, using: new Map(Object.entries(query.using ?? {})), arguments: args };
   try {
-    return { items: await deps.sql(dataset, deps.driver(dataset), request, ctx ?? {}, { rowLimit: limit }) };
+    return { items: await deps.sql(dataset, request, ctx ?? {}, { rowLimit: limit }) };
   } catch (err) {
     if (err instanceof ApiError && err.code === 'ROW_LIMIT_EXCEEDED') {
       throw badRequest('ROW_LIMIT_EXCEEDED', `query "${name}" returns more than ${limit} rows (limit); raise "limit" (at most 1000) or narrow it with its arguments — SQL queries answer one page`, [

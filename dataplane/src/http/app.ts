@@ -40,6 +40,8 @@ export type RawQueryHandler = (input: {
   body: unknown;
   driver: LocationDriver;
   ctx: StatementContext;
+  /** Called once the SQL is checked, before the store is asked. */
+  whenServed?: () => void;
 }) => Promise<Record<string, unknown>[]>;
 
 /** Connect-style middleware on node requests (Express middleware fits). */
@@ -289,11 +291,11 @@ export function isJsonMediaType(value: string): boolean {
 }
 
 /**
- * Routes served by the record engine alone: a dataset still being prepared is checked against its
- * config, so a request that can never succeed gets its 400 before the 503 (the engine refuses its
- * store calls until the dataset is served). Other routes need the dataset served first.
+ * Routes served by the record engine alone, and raw SQL: a dataset still being prepared is checked
+ * against its config, so a request that can never succeed gets its 400 before the 503 (store calls
+ * are refused until the dataset is served). Other routes need the dataset served first.
  */
-const ENGINE_ROUTES: ReadonlySet<string> = new Set(['structured', 'read', 'list', 'link', 'namedQuery', 'graphql']);
+const ENGINE_ROUTES: ReadonlySet<string> = new Set(['structured', 'read', 'list', 'link', 'namedQuery', 'graphql', 'rawQuery']);
 
 async function prepareDatasetRequest(deps: AppDeps, x: Exchange, engineRoute: boolean): Promise<DatasetRequest> {
   const route = x.route!;

@@ -101,7 +101,8 @@ export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'
 
   const rawQuery: Handler = async (x, d) => {
     if (!deps.rawQuery) throw new ApiError(501, 'NOT_AVAILABLE', 'the raw SQL endpoint is not available on this data plane');
-    const rows = await deps.rawQuery({ dataset: d.dataset, authkind: d.route.authkind, body: x.body, driver: deps.driverFor(d.dataset), ctx: d.ctx });
+    const whenServed = () => void deps.engine.dataset(d.dataset.id);
+    const rows = await deps.rawQuery({ dataset: d.dataset, authkind: d.route.authkind, body: x.body, driver: deps.driverFor(d.dataset), ctx: d.ctx, whenServed });
     sendJson(x.res, 200, rows);
   };
 

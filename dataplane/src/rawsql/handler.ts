@@ -59,6 +59,8 @@ export interface RawQueryInput {
   ctx: StatementContext;
   /** Overrides of the process-wide limits (tests, per-route settings). */
   limits?: Partial<RawSqlLimits>;
+  /** Called once the SQL is checked, before the store is asked: 503 while the dataset is not served. */
+  whenServed?: () => void;
 }
 
 /** The endpoint exists on the iam gateway only (spec: 403 through any other). */
@@ -75,17 +77,18 @@ export async function executeRawQuery(input: RawQueryInput): Promise<Record<stri
   const kind = dataset.location.kind;
   if (!kindFacts(kind).sql) throw new ApiError(400, 'RAW_SQL_NOT_SUPPORTED', `the dataset is stored in ${kindFacts(kind).title}, which has no SQL engine for raw queries`);
   if (!driver.capabilities.rawSql || !driver.rawSqlDialect) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `raw SQL is not available yet on ${kind} locations`);
-  return runRawSql(dataset, driver, parseRawSqlRequest(input.body, dataset), ctx, input.limits);
+  return runRawSql(dataset, driver, parseRawSqlRequest(input.body, dataset), ctx, input.limits, input.whenServed);
 }
 
 /**
  * Rewrites parsed raw SQL and runs it on the location's read-only connection: the raw SQL endpoint
  * (after its gates) and SQL-based query schemas (engine/queries.ts) share this.
  */
-export async function runRawSql(dataset: DatasetConfig, driver: LocationDriver, request: RawSqlRequest, ctx: StatementContext, overrides?: Partial<RawSqlLimits>): Promise<Record<string, unknown>[]> {
+export async function runRawSql(dataset: DatasetConfig, driver: LocationDriver, request: RawSqlRequest, ctx: StatementContext, overrides?: Partial<RawSqlLimits>, whenServed?: () => void): Promise<Record<string, unknown>[]> {
   const dialect = driver.rawSqlDialect;
   if (!driver.capabilities.rawSql || !dialect || !driver.rawQuery) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `SQL is not available yet on ${driver.kind} locations`);
   const rewritten = rewriteRawSql(request.sql, request.using, request.arguments, dataset, dialect);
+  whenServed?.(); // SQL that can never run is refused 400 first, whatever the store's readiness
   const limits = { ...defaultLimits(), ...overrides };
   try {
     return await driver.rawQuery(dataset, { text: rewritten.text, values: rewritten.values }, { ...limits, tags: ctx.tags, executor: ctx.executor, warehouse: ctx.warehouse });

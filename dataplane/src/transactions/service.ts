@@ -40,9 +40,10 @@ export class TransactionService {
     return driver.bulkLoad;
   }
 
-  async create(dataset: DatasetConfig, data: Record<string, unknown>, id: string | undefined, path: string, ctx?: StatementContext) {
+  async create(dataset: DatasetConfig, data: Record<string, unknown>, id: string | undefined, path: string, ctx: StatementContext | undefined, whenServed: () => void = () => undefined) {
     const store = this.store(dataset);
     const spec = await parseTransaction(dataset, data, `${path}.data`, this.importRoot);
+    whenServed(); // a load that can never run is refused 400 first, whatever the store's readiness
     // The executor (already checked against the environment's) goes with the load: the runner uses its warehouse.
     if (ctx?.executor) spec.executor = ctx.executor;
     const tx = await storeCall(() => store.create(dataset, { id: id ?? randomUUID(), spec }));
