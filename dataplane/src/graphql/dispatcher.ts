@@ -156,6 +156,11 @@ export class ChangeDispatcher {
     return this.registered;
   }
 
+  /** Subscriptions open on this replica, starting ones included: what the per-replica cap counts. */
+  get open(): number {
+    return this.active;
+  }
+
   /** The per-replica cap (memory-caps.ts): WebSocket upgrades are refused once it is reached. */
   get maxSubscriptions(): number {
     return this.options.maxSubscriptions;
