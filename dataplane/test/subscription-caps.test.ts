@@ -63,7 +63,7 @@ describe('WebSocket caps from the cgroup memory limit', function () {
     first.ws!.close();
     await closed;
     const deadline = Date.now() + 5000;
-    while ((dp.dataPlane.subscriptions.connectionCount > 1 || dp.dataPlane.dispatcher.subscriptions > 1) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while ((dp.dataPlane.subscriptions.connectionCount > 1 || dp.dataPlane.dispatcher.subscriptions !== 1) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(dp.dataPlane.dispatcher.subscriptions, 'the left subscription is released').to.equal(1);
     const again = await subscriber(dp.url);
     expect(again.ws, 'room again once one left').to.not.equal(undefined);

@@ -160,6 +160,31 @@ describe('change dispatcher (in-memory feed)', () => {
     await dispatcher.close();
   });
 
+  it('counts a subscription once its start position is taken: a change committed after it is counted reaches it, however late the store gives the position', async () => {
+    const { feed, dispatcher } = setup();
+    // The store answers late (DynamoDB under load: seconds for DescribeStream and GetShardIterator),
+    // with the position the stream has when it answers.
+    let answer!: () => void;
+    const late = new Promise<void>((resolve) => (answer = resolve));
+    feed.head = async () => {
+      await late;
+      return String(feed.changes.length);
+    };
+    const subscribing = dispatcher.subscribe(dataset, { schema: 'mem.Item' }, () => undefined);
+    // A client writes once das_subscriptions counts its subscription (as the benchmark does).
+    const writer = (async () => {
+      while (dispatcher.subscriptions < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+      feed.commit(1);
+    })();
+    await settle();
+    answer();
+    await writer;
+    const events = await subscribing;
+    feed.wake!();
+    expect(await drain(events, 1)).to.deep.equal([1]);
+    await dispatcher.close();
+  });
+
   it('refuses subscriptions past the per-replica limit; the reader stops with the last subscription', async () => {
     const { feed, dispatcher } = setup({ maxSubscriptions: 2 });
     const one = await dispatcher.subscribe(dataset, { schema: 'mem.Item' }, () => undefined);

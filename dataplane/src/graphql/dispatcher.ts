@@ -116,7 +116,10 @@ export const decimalCursorOrder: CursorOrder<bigint> = {
 export class ChangeDispatcher {
   private readonly feeds = new Map<string, DatasetFeed>();
   private readonly options: Required<DispatcherOptions>;
+  /** Subscriptions opened, starting ones included: what the per-replica cap counts. */
   private active = 0;
+  /** Subscriptions whose start position is taken (added to their dataset's reader). */
+  private registered = 0;
   private pruneTimer: NodeJS.Timeout | undefined;
   /** Changes delivered to subscriptions since start (all datasets). */
   delivered = 0;
@@ -143,8 +146,18 @@ export class ChangeDispatcher {
     };
   }
 
-  /** Subscriptions open on this replica. */
+  /**
+   * Subscriptions open on this replica and reading (das_subscriptions): each has its start position,
+   * so every change committed from now on reaches it. One still starting is not counted: taking the
+   * position is store calls (DynamoDB: DescribeTable, DescribeStream, GetShardIterator per stream),
+   * seconds when the store is loaded, and a change committed before it is taken is not delivered.
+   */
   get subscriptions(): number {
+    return this.registered;
+  }
+
+  /** Subscriptions open on this replica, starting ones included: what the per-replica cap counts. */
+  get open(): number {
     return this.active;
   }
 
@@ -201,13 +214,13 @@ export class ChangeDispatcher {
     const live = f.order.parse(f.cursor);
     sub = { schema: request.schema, filter, ids: request.ids ? new Set(request.ids) : undefined, queue, last: after ?? live, order: f.order, onSlow };
     if (after === undefined || f.order.covers(after, live)) {
-      f.subs.add(sub);
+      this.register(f, sub);
       return queue;
     }
     // Replay: live changes are held while the feed is read from `after` up to where it ends.
     sub.held = [];
     let replayFrom = request.after!;
-    f.subs.add(sub);
+    this.register(f, sub);
     try {
       for (;;) {
         const batch = await f.feed.readChanges(f.dataset, replayFrom, this.options.pageSize);
@@ -277,8 +290,13 @@ export class ChangeDispatcher {
     return f;
   }
 
+  private register(f: DatasetFeed, sub: Subscription): void {
+    f.subs.add(sub);
+    this.registered++;
+  }
+
   private leave(f: DatasetFeed, sub: Subscription): void {
-    f.subs.delete(sub);
+    if (f.subs.delete(sub)) this.registered--;
     if (f.subs.size || f.closed) return;
     // The last subscription left: stop reading the feed.
     f.closed = true;

@@ -9,7 +9,7 @@ import type { SubscriptionServer } from './websocket.js';
 export function subscriptionMetrics(dispatcher: ChangeDispatcher, server: SubscriptionServer, registry = new Registry()): Registry {
   new Gauge({
     name: 'das_subscriptions',
-    help: 'GraphQL subscriptions open on this replica',
+    help: 'GraphQL subscriptions open on this replica and reading: every change committed from now on reaches them (starting ones are not counted)',
     registers: [registry],
     collect() {
       this.set(dispatcher.subscriptions);

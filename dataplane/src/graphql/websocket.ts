@@ -180,7 +180,7 @@ export class SubscriptionServer {
     }
     // The subscription cap (memory-caps.ts) refuses here too, before anything is allocated, so the autoscaler or another replica takes the load, not the OOM killer.
     const maxSubscriptions = this.deps.dispatcher.maxSubscriptions;
-    if (this.deps.dispatcher.subscriptions >= maxSubscriptions) {
+    if (this.deps.dispatcher.open >= maxSubscriptions) {
       return new ApiError(503, 'TOO_MANY_CONNECTIONS', `this replica serves at most ${maxSubscriptions} subscriptions; retry later or on another replica`, [], 5);
     }
     // Without an Authorization header the connection stays unverified until connection_init.
