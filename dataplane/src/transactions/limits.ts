@@ -5,6 +5,8 @@
  * for it. A file over a budget fails its load with a message naming the budget and its setting.
  */
 
+import { wholeNumberSetting } from '../env-settings.js';
+
 export interface FileLimits {
   /** Longest NDJSON line or CSV record, in bytes (DAS_BULK_MAX_ROW_BYTES). */
   maxRowBytes: number;
@@ -40,10 +42,8 @@ export interface SourceLimits {
 
 export const DEFAULT_SOURCE_LIMITS: SourceLimits = { deadlineMs: 60 * 60_000, minBytesPerSecond: 1024, rateWindowMs: 30_000 };
 
-const positive = (env: NodeJS.ProcessEnv, name: string, fallback: number) => {
-  const value = Number(env[name]);
-  return Number.isSafeInteger(value) && value > 0 ? value : fallback;
-};
+// Like every numeric process setting: absent is the default, anything but a whole number ≥ 1 an error.
+const positive = (env: NodeJS.ProcessEnv, name: string, fallback: number) => wholeNumberSetting(env, name, fallback, 1);
 
 export function fileLimits(env: NodeJS.ProcessEnv): FileLimits {
   const d = DEFAULT_FILE_LIMITS;
