@@ -60,7 +60,7 @@ async function locationSetup(): Promise<{ env: Record<string, string>; feedQueri
   const peer = await sharedSnowflakePeer();
   const { manifests, secretsDir, database } = await warehouseDemoManifests(LOCATION);
   // The change log's reads (polls, numbering, pages), not the writers' appends to it.
-  const feedQueries = () => peer.queries().filter((q) => q.database === database && q.sqlText.includes('"DAS_CHANGES"') && !q.sqlText.startsWith('MERGE')).length;
+  const feedQueries = () => peer.queries().filter((q) => q.database === database && q.sqlText.includes('"DAS_CHANGES"') && !/^(MERGE|INSERT)/.test(q.sqlText)).length;
   return { env: { DAS_MANIFESTS: manifests, DAS_SECRETS_DIR: secretsDir }, feedQueries };
 }
 

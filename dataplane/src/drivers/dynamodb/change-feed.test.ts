@@ -27,6 +27,8 @@ interface FakeRecord {
 /** Streams as a fake: shards with records, iterators as `<shard>|<index>`, failures queued per operation. */
 function fakeStreams(shards: { id: string; parent?: string; closed: boolean; records: FakeRecord[] }[]) {
   const calls: string[] = [];
+  /** Sequence numbers a GetRecords page that would start with them answers empty once (Streams may, before a shard's end). */
+  const emptyBefore = new Set<string>();
   const failures: Record<string, string[]> = {};
   const image = (r: FakeRecord, version: number) => marshall({ id: r.id, version, updatedAt: '2026-01-01T00:00:00.000Z', d: { v: version } });
   const send = async (command: { constructor: { name: string }; input: Record<string, unknown> }): Promise<unknown> => {
@@ -58,6 +60,8 @@ function fakeStreams(shards: { id: string; parent?: string; closed: boolean; rec
       const [id, index] = String(input.ShardIterator).split('|');
       const shard = shards.find((s) => s.id === id)!;
       const from = Number(index);
+      const first = shard.records[from]?.seq;
+      if (first && emptyBefore.delete(first)) return { Records: [], NextShardIterator: `${id}|${from}` };
       const records = shard.records.slice(from, from + Number(input.Limit ?? 1000));
       const next = from + records.length;
       return {
@@ -75,7 +79,7 @@ function fakeStreams(shards: { id: string; parent?: string; closed: boolean; rec
     }
     throw new Error(`unexpected ${op}`);
   };
-  return { send, calls, failures };
+  return { send, calls, failures, emptyBefore };
 }
 
 function feedOver(streams: ReturnType<typeof fakeStreams>, now = Date.parse('2026-01-01T00:10:00Z')) {
@@ -156,6 +160,26 @@ describe('DynamoDB change feed: shards, throttling and expiry at the Streams API
       ['b', 1],
       ['b', 2],
     ]);
+  });
+
+  it('a replay meeting empty pages before the shard\'s end delivers the rest on the next reads: nothing skipped, nothing twice', async () => {
+    const all = (await readAll(feedOver(split()).feed, start, 10)).changes;
+    const streams = split();
+    const { feed } = feedOver(streams);
+    // Resuming after a's version 1: the page after it comes back empty twice (on the first read and the next).
+    streams.emptyBefore.add('000000000000000000110');
+    let position = all[0].cursor;
+    const got: RecordChange[] = [];
+    const empties: number[] = [];
+    for (let read = 0; read < 10 && got.length < all.length - 1; read++) {
+      const batch = await feed.readChanges(dataset, position, 10);
+      if (!batch.changes.length) empties.push(read);
+      got.push(...batch.changes);
+      position = batch.position ?? batch.changes.at(-1)?.cursor ?? position;
+      if (read === 0) streams.emptyBefore.add('000000000000000000110');
+    }
+    expect(empties, 'the reads that met an empty page').to.deep.equal([0, 1]);
+    expect(got.map((c) => [c.id, c.version])).to.deep.equal(all.slice(1).map((c) => [c.id, c.version]));
   });
 
   it('gives each subscription a change once in the per-shard cursor order', async () => {

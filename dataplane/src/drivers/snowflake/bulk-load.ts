@@ -11,7 +11,7 @@
  * - snowflake: the MERGEs and the cursor move in one BEGIN … COMMIT; a run whose cursor move finds
  *   the cursor elsewhere (or the lease gone) rolls back, so a chunk is written once. The record
  *   MERGE comes first there (the lock order of the driver's atomic writes: no deadlock with one).
- * - iceberg: never inside BEGIN/COMMIT (table-format.ts), so the chunk is idempotent instead. Its
+ * - iceberg: no transaction across the chunk's tables (table-format.ts), so the chunk is idempotent instead. Its
  *   time is chosen once, before any of its writes, and kept with the transaction (CHUNK_FROM,
  *   CHUNK_AT); every row it writes carries that time. A re-run after a crash reads the same time,
  *   and (1) the history MERGE skips every id that already has a history row at that time, so no

@@ -4,10 +4,11 @@
  * made for), one row per record version written, and DAS_CHANGES_PRUNED, the highest position
  * pruned. Pure statements; the reader is change-feed.ts.
  *
- * Writers append (TX, N, SCHEMA_NAME, RECORD_ID, VERSION, OP, COMMITTED_AT) without a position:
- * in the write's BEGIN … COMMIT on snowflake, after the table's MERGEs on iceberg and in
- * autocommit writes; insert-only (keyed by schema, id and version), so a retried write or a re-run
- * bulk-load chunk appends nothing twice.
+ * Writers append (TX, N, SCHEMA_NAME, RECORD_ID, VERSION, OP, COMMITTED_AT) without a position,
+ * in the transaction that writes the records: the request's BEGIN … COMMIT (snowflake's ATOMIC and
+ * ATOMIC_ALL), else each table's own (QUORUM, EVENTUAL, background writes; every iceberg write).
+ * Bulk-load chunks append insert-only (keyed by schema, id and version), so a re-run chunk
+ * appends nothing twice.
  *
  * Positions are given late, by readers, as on PostgreSQL: a numbering transaction first updates
  * the one DAS_CHANGES_PRUNED row (Snowflake locks the table for that UPDATE until COMMIT, the peer's
@@ -57,12 +58,17 @@ const insertOnly = (dbSchema: string, source: string) =>
   `MERGE INTO ${changesTable(dbSchema)} AS T USING (${source}) AS S ON T."SCHEMA_NAME" = S."SCHEMA_NAME" AND T."RECORD_ID" = S."RECORD_ID" AND T."VERSION" = S."VERSION" ` +
   `WHEN NOT MATCHED THEN INSERT (${insertColumns}) VALUES (${COLUMNS.map((c) => `S.${q(c)}`).join(', ')})`;
 
-/** Appends a write's changes (`tx` names the write, `at` its time; rows keep their action's place). Insert-only. */
+/**
+ * Appends a write's changes (`tx` names the write, `at` its time; rows keep their action's place),
+ * in the transaction that writes their records. A plain INSERT, not a MERGE: Snowflake's INSERTs
+ * take no table lock, so writers of different tables do not queue on the change log (a version
+ * is planned from committed rows and commits with its change row: none is appended twice).
+ */
 export function appendChangesSql(dbSchema: string, tx: string, at: string, rows: readonly ChangeRow[]): Statement {
   const tuple = '(?::VARCHAR, ?::NUMBER(38,0), ?::VARCHAR, ?::VARCHAR, ?::NUMBER(38,0), ?::VARCHAR, ?::TIMESTAMP_TZ)';
   const names = COLUMNS.map((c, i) => `COLUMN${i + 1} AS ${q(c)}`).join(', ');
   return {
-    text: insertOnly(dbSchema, `SELECT ${names} FROM VALUES ${rows.map(() => tuple).join(', ')}`),
+    text: `INSERT INTO ${changesTable(dbSchema)} (${insertColumns}) SELECT ${names} FROM VALUES ${rows.map(() => tuple).join(', ')}`,
     binds: rows.flatMap((r) => [tx, r.n, r.schema, r.id, r.version, r.op, at]),
   };
 }

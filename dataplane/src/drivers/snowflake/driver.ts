@@ -75,7 +75,7 @@ const MAX_QUERY_TAG = 2000;
 
 type Counts = Partial<MergeCounts>;
 
-/** How a write sends its statements: on one held session, or each on a pooled one (background writes). */
+/** How a write sends its statements (on the session it holds). */
 type Run = (statement: Statement | string, extra?: ExecOptions) => Promise<ExecResult>;
 
 /** Whether the row read back is the one planned (timestamps compared as instants: the warehouse answers them in UTC). */
@@ -127,10 +127,7 @@ export class SnowflakeDriver implements LocationDriver {
     );
   }
 
-  /**
-   * Appends the changes of the ops that committed (action order) on the write's session: inside
-   * its BEGIN … COMMIT when it has one, else right after its MERGEs.
-   */
+  /** Appends the changes of the ops written (action order), inside the write's BEGIN … COMMIT (the request's or the table's). */
   private async appendChanges(run: Run, dataset: DatasetConfig, write: { tx: string; at: string }, ops: readonly WriteOp[], results: readonly OpResult[], indexes: Iterable<number>): Promise<void> {
     const rows: ChangeRow[] = [];
     for (const i of indexes) {
@@ -299,8 +296,7 @@ export class SnowflakeDriver implements LocationDriver {
     const atomic = consistency === 'ATOMIC' || consistency === 'ATOMIC_ALL';
     try {
       if (atomic && this.format.transactions) return await this.withSession(dataset, ctx, (session) => this.writeInTransaction(session, dataset, ops, ctx));
-      if (ctx?.background) return await this.writePerTable(this.detachedRun(dataset, ctx), dataset, ops, atomic, ctx, WRITE_ATTEMPTS);
-      return await this.withSession(dataset, ctx, (session) => this.writePerTable(this.heldRun(session, ctx), dataset, ops, atomic, ctx, WRITE_ATTEMPTS));
+      return await this.withSession(dataset, ctx, (session) => this.writePerTable(session, dataset, ops, atomic, ctx, WRITE_ATTEMPTS));
     } catch (err) {
       const outage = outageOf(err);
       if (outage && !atomic) return ops.map(() => ({ ok: false as const, failure: outage.failure }));
@@ -310,22 +306,6 @@ export class SnowflakeDriver implements LocationDriver {
 
   private heldRun(session: Session, ctx?: StatementContext): Run {
     return (statement, extra) => this.exec(session, statement, ctx, extra);
-  }
-
-  /**
-   * The background write of an ASYNC request: each statement on a session of the pool, the MERGEs
-   * submitted asynchronously with the session given back while the warehouse runs them (autocommit
-   * only: a transaction needs one session throughout).
-   */
-  private detachedRun(dataset: DatasetConfig, ctx: StatementContext): Run {
-    return (statement, extra = {}) => {
-      const { text, binds } = typeof statement === 'string' ? { text: statement, binds: [] } : statement;
-      const options = { binds, parameters: this.parameters(ctx), ...extra };
-      const credentials = this.credentials.credentialsFor(dataset);
-      const target = this.target(dataset, ctx.warehouse);
-      if (extra.async) return this.sessions.execDetached(target, credentials, text, options);
-      return this.sessions.with(target, credentials, (session) => session.exec(text, options));
-    };
   }
 
   /** The current rows of every id the ops touch: one SELECT per schema. */
@@ -418,13 +398,17 @@ export class SnowflakeDriver implements LocationDriver {
   }
 
   /**
-   * Every other write: each statement commits on its own (autocommit; Iceberg tables always). Per
-   * table, one MERGE of the records, then one of the history for the ids it wrote. A table whose
+   * Every other write (QUORUM, EVENTUAL, ASYNC's background write; ATOMIC on Iceberg tables): per
+   * table one BEGIN … COMMIT of its own holding the MERGE of the records, the one of the history
+   * for the ids it wrote, and the table's changes (so a change is never lost to a crash between the
+   * record and its change row, and a record's next writer, waiting on the table's lock, comes after
+   * both). Tables commit one by one: a failing table does not undo the others. A table whose
    * counts differ from the plan is read again: ids a concurrent writer got to first are planned
    * again (a few times, then `aborted`). At the weaker levels a table whose statement failed has
    * its ops written one by one, so each reports its own outcome.
    */
-  private async writePerTable(run: Run, dataset: DatasetConfig, ops: WriteOp[], atomic: boolean, ctx: StatementContext | undefined, attempts: number): Promise<OpResult[]> {
+  private async writePerTable(session: Session, dataset: DatasetConfig, ops: WriteOp[], atomic: boolean, ctx: StatementContext | undefined, attempts: number): Promise<OpResult[]> {
+    const run = this.heldRun(session, ctx);
     const current = await this.currentRows(run, dataset, ops);
     const plan = this.plan(dataset, ops, current, atomic);
     const results = plan.results;
@@ -433,15 +417,26 @@ export class SnowflakeDriver implements LocationDriver {
     const write = { tx: randomUUID(), at: new Date().toISOString() };
     for (const [schema, table] of plan.tables) {
       const layout = this.layout(dataset, schema);
+      if (session.broken) {
+        // A ROLLBACK that failed left the session unusable: the tables after it are not written.
+        for (const i of table.ops) if (results[i].ok) results[i] = { ok: false, failure: { kind: 'aborted' } };
+        continue;
+      }
       try {
+        await this.exec(session, 'BEGIN', ctx);
         const unapplied = await this.writeTable(run, dataset, layout, table, ctx);
-        for (const i of table.ops) if (unapplied.has(ops[i].id)) again.push(i);
         await this.appendChanges(run, dataset, write, ops, results, table.ops.filter((i) => !unapplied.has(ops[i].id)));
+        await this.exec(session, 'COMMIT', ctx);
+        for (const i of table.ops) if (unapplied.has(ops[i].id)) again.push(i);
       } catch (err) {
-        if (outageOf(err)) throw err;
+        if (outageOf(err)) {
+          session.broken = true; // the transaction's fate is the warehouse's: the session is not reused
+          throw err;
+        }
+        await this.exec(session, 'ROLLBACK', ctx).catch(() => (session.broken = true));
         const tableOps = table.ops.filter((i) => results[i].ok);
-        if (!atomic && tableOps.length > 1) {
-          for (const i of tableOps) results[i] = (await this.writePerTable(run, dataset, [ops[i]], false, ctx, 1))[0];
+        if (!atomic && tableOps.length > 1 && !session.broken) {
+          for (const i of tableOps) results[i] = (await this.writePerTable(session, dataset, [ops[i]], false, ctx, 1))[0];
         } else {
           const failure = statementFailure(err, schema);
           tableOps.forEach((i, n) => (results[i] = { ok: false, failure: n === 0 ? failure : { kind: 'aborted' } }));
@@ -454,7 +449,7 @@ export class SnowflakeDriver implements LocationDriver {
       for (const i of again) results[i] = { ok: false, failure: { kind: 'aborted' } };
       return results;
     }
-    const retried = await this.writePerTable(run, dataset, again.map((i) => ops[i]), atomic, ctx, attempts - 1);
+    const retried = await this.writePerTable(session, dataset, again.map((i) => ops[i]), atomic, ctx, attempts - 1);
     again.forEach((i, n) => (results[i] = retried[n]));
     return results;
   }

@@ -46,30 +46,30 @@ describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk agains
   });
   after(async () => dp?.stop());
 
-  it('an ATOMIC batch costs the same few statements for 10 actions as for 100: BEGIN, one SELECT, a MERGE per table, the change log, COMMIT', async () => {
+  it('an ATOMIC batch costs the same few statements for 10 actions as for 100: BEGIN, one SELECT, a MERGE per table, the change row INSERT, COMMIT', async () => {
     const ten = await sent(SALES, async () => expect((await sales()({ method: 'POST', path: '/sales', body: creates('sales.Customer', 'ten', 10) })).status).to.equal(200));
     const hundred = await sent(SALES, async () => expect((await sales()({ method: 'POST', path: '/sales', body: creates('sales.Customer', 'hundred', 100) })).status).to.equal(200));
     const shape = (log: QueryLogEntry[]) => log.map((q) => q.sqlText.split(/\s+/).slice(0, 3).join(' '));
     expect(shape(hundred)).to.deep.equal(shape(ten));
-    expect(shape(hundred)).to.deep.equal(['BEGIN', 'SELECT 0 AS', 'MERGE INTO "SALES"."SALES_CUSTOMER"', 'MERGE INTO "SALES"."SALES_CUSTOMER_HISTORY"', 'MERGE INTO "SALES"."DAS_CHANGES"', 'COMMIT']);
+    expect(shape(hundred)).to.deep.equal(['BEGIN', 'SELECT 0 AS', 'MERGE INTO "SALES"."SALES_CUSTOMER"', 'MERGE INTO "SALES"."SALES_CUSTOMER_HISTORY"', 'INSERT INTO "SALES"."DAS_CHANGES"', 'COMMIT']);
     expect(hundred.every((q) => q.sessionId === hundred[0].sessionId), 'one session').to.equal(true);
     expect(hundred.filter((q) => /RETURNING/i.test(q.sqlText))).to.deep.equal([]);
     expect((await sales()({ path: '/sales/sales.Customer/hundred-99' })).json).to.include({ version: 1, name: 'n99' });
   });
 
-  it('QUORUM and EVENTUAL: the same statements in autocommit, no BEGIN/COMMIT', async () => {
+  it('QUORUM and EVENTUAL: the current rows read outside, then the table\'s records, history and change rows in one transaction', async () => {
     for (const consistency of ['QUORUM', 'EVENTUAL']) {
       const log = await sent(SALES, () => sales()({ method: 'POST', path: '/sales', body: creates('sales.Customer', consistency, 20, consistency) }));
       // The records, the history, the change log (docs/warehouse.md, "Change feed").
-      expect(log.map((q) => q.sqlText.split(' ').slice(0, 3).join(' ')), consistency).to.deep.equal(['SELECT 0 AS', 'MERGE INTO "SALES"."SALES_CUSTOMER"', 'MERGE INTO "SALES"."SALES_CUSTOMER_HISTORY"', 'MERGE INTO "SALES"."DAS_CHANGES"']);
-      expect(log.every((q) => !q.inTransaction)).to.equal(true);
+      expect(log.map((q) => q.sqlText.split(' ').slice(0, 3).join(' ')), consistency).to.deep.equal(['SELECT 0 AS', 'BEGIN', 'MERGE INTO "SALES"."SALES_CUSTOMER"', 'MERGE INTO "SALES"."SALES_CUSTOMER_HISTORY"', 'INSERT INTO "SALES"."DAS_CHANGES"', 'COMMIT']);
+      expect(log.filter((q) => /^(MERGE|INSERT)/.test(q.sqlText)).every((q) => q.inTransaction)).to.equal(true);
     }
   });
 
   it('tags reach every statement as QUERY_TAG; the executor-name picks the warehouse in force, the dataset\'s own otherwise', async () => {
     const tags = { team: 'billing', run: 7 };
     const tagged = await sent(SALES, () => sales()({ method: 'POST', path: '/sales', headers: { tags: JSON.stringify(tags), 'executor-name': 'reporting' }, body: creates('sales.Customer', 'tagged', 3) }), JSON.stringify(tags));
-    expect(tagged.map((q) => q.sqlText.split(' ')[0])).to.deep.equal(['BEGIN', 'SELECT', 'MERGE', 'MERGE', 'MERGE', 'COMMIT']);
+    expect(tagged.map((q) => q.sqlText.split(' ')[0])).to.deep.equal(['BEGIN', 'SELECT', 'MERGE', 'MERGE', 'INSERT', 'COMMIT']);
     for (const q of tagged) {
       expect(q.warehouse).to.equal('REPORTING_WH');
       expect(q.role).to.equal('SERVICE_WRITER');
@@ -80,7 +80,7 @@ describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk agains
     expect(unknown.status).to.equal(400);
   });
 
-  it('Iceberg: ATOMIC is one MERGE per table and never BEGIN/COMMIT; tables made on the external volume', async () => {
+  it('Iceberg: ATOMIC is one MERGE per table, each table in a transaction of its own with its change rows; tables made on the external volume', async () => {
     const body = {
       batch: {
         actions: {
@@ -94,11 +94,14 @@ describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk agains
     let status = 0;
     const log = await sent(LAKE, async () => (status = (await lake()({ method: 'POST', path: '/lake', body })).status));
     expect(status).to.equal(200);
-    expect(log.filter((q) => /^(BEGIN|START|COMMIT|ROLLBACK)/i.test(q.sqlText))).to.deep.equal([]);
-    const merges = log.filter((q) => q.sqlText.startsWith('MERGE')).map((q) => q.sqlText.split(' ')[2]);
-    // Per table: the records, the history, then that table's changes (no transaction to hold them).
-    expect(merges).to.deep.equal(['"EVENTS"."LAKE_DEVICE"', '"EVENTS"."LAKE_DEVICE_HISTORY"', '"EVENTS"."DAS_CHANGES"', '"EVENTS"."LAKE_READING"', '"EVENTS"."LAKE_READING_HISTORY"', '"EVENTS"."DAS_CHANGES"']);
-    expect(log.every((q) => !q.inTransaction)).to.equal(true);
+    // Per table: the records, the history, then that table's changes, committed together; no
+    // transaction spans the two tables (atomic per table).
+    const shape = log.filter((q) => !q.sqlText.startsWith('SELECT')).map((q) => q.sqlText.split(' ').slice(0, 3).join(' ').replace(/^(BEGIN|COMMIT).*/, '$1'));
+    expect(shape).to.deep.equal([
+      'BEGIN', 'MERGE INTO "EVENTS"."LAKE_DEVICE"', 'MERGE INTO "EVENTS"."LAKE_DEVICE_HISTORY"', 'INSERT INTO "EVENTS"."DAS_CHANGES"', 'COMMIT',
+      'BEGIN', 'MERGE INTO "EVENTS"."LAKE_READING"', 'MERGE INTO "EVENTS"."LAKE_READING_HISTORY"', 'INSERT INTO "EVENTS"."DAS_CHANGES"', 'COMMIT',
+    ]);
+    expect(log.filter((q) => /^(MERGE|INSERT)/.test(q.sqlText)).every((q) => q.inTransaction)).to.equal(true);
     const reading = await lake()({ path: '/lake/lake.Reading/r1' });
     expect(reading.json).to.include({ celsius: 21.5, at: '2024-05-01T10:00:00.000Z' });
     const tables = await peer.icebergTables(LAKE);
@@ -173,7 +176,7 @@ describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk agains
     expect(queried).to.deep.equal(['o6', 'o4', 'o2', 'o0']);
   });
 
-  it('ASYNC: 202 at once, then the write submitted asynchronously (asyncExec) and completed', async () => {
+  it('ASYNC: 202 at once, then the write submitted asynchronously (asyncExec) in a transaction with its change row, and completed', async () => {
     probe = JSON.stringify({ probe: ++probes });
     peer.clearQueries();
     const res = await sales()({ method: 'POST', path: '/sales', body: { create: { schema: 'sales.Customer', id: 'later', data: { name: 'Later' }, consistency: 'ASYNC' } } });
@@ -186,13 +189,15 @@ describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk agains
     expect(read.json).to.include({ name: 'Later', version: 1 });
     // The record is readable once its table's MERGE is done; the history's follows.
     const mine = () => peer.queries().filter((q) => q.database === SALES && q.queryTag === probe);
-    const merges = () => mine().filter((q) => q.sqlText.startsWith('MERGE'));
-    for (let i = 0; i < 100 && merges().length < 3; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(merges().map((q) => q.sqlText.split(' ')[2])).to.deep.equal(['"SALES"."SALES_CUSTOMER"', '"SALES"."SALES_CUSTOMER_HISTORY"', '"SALES"."DAS_CHANGES"']);
-    // The records' MERGEs submitted asynchronously; the change log's small one after them.
-    expect(merges().slice(0, 2).every((q) => q.async && !q.inTransaction)).to.equal(true);
+    const writes = () => mine().filter((q) => /^(MERGE|INSERT)/.test(q.sqlText));
+    for (let i = 0; i < 100 && writes().length < 3; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(writes().map((q) => q.sqlText.split(' ')[2])).to.deep.equal(['"SALES"."SALES_CUSTOMER"', '"SALES"."SALES_CUSTOMER_HISTORY"', '"SALES"."DAS_CHANGES"']);
+    // The records' MERGEs submitted asynchronously, and with the change row in one transaction.
+    expect(writes().slice(0, 2).every((q) => q.async)).to.equal(true);
+    expect(writes().every((q) => q.inTransaction)).to.equal(true);
     // The async MERGEs' counts came back through getResultsFromQueryId: no re-read after them.
-    const writes = mine().filter((q) => !/"ID" = \?/.test(q.sqlText));
-    expect(writes.map((q) => q.sqlText.split(' ')[0])).to.deep.equal(['SELECT', 'MERGE', 'MERGE', 'MERGE']);
+    for (let i = 0; i < 100 && !mine().some((q) => q.sqlText === 'COMMIT'); i++) await new Promise((r) => setTimeout(r, 20));
+    const statements = mine().filter((q) => !/"ID" = \?/.test(q.sqlText));
+    expect(statements.map((q) => q.sqlText.split(' ')[0])).to.deep.equal(['SELECT', 'BEGIN', 'MERGE', 'MERGE', 'INSERT', 'COMMIT']);
   });
 });

@@ -202,22 +202,6 @@ export class SessionPools {
     }
   }
 
-  /**
-   * Submits a statement asynchronously on a session of the target's pool and gives the session
-   * back at once: while the warehouse runs it, the session serves other requests, and its
-   * completion is awaited through the query id (background writes, which run in autocommit).
-   */
-  async execDetached(target: SessionTarget, credentials: { credentials: WarehouseCredentials; fingerprint: string }, sqlText: string, options: ExecOptions): Promise<ExecResult> {
-    const session = await this.acquire(target, credentials);
-    let queryId: string;
-    try {
-      queryId = await session.submit(sqlText, options);
-    } finally {
-      this.release(session);
-    }
-    return session.awaitResult(queryId, options);
-  }
-
   /** Logged-in connections across every pool (for tests and the curious). */
   get size(): number {
     let n = 0;

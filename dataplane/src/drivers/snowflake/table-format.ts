@@ -1,9 +1,10 @@
 /**
  * The one thing that differs between the two warehouse kinds: the table format. Snowflake's own
- * tables take BEGIN … COMMIT and Snowflake's types; Iceberg tables on the warehouse are made with
- * CREATE ICEBERG TABLE on an external volume, hold Iceberg's types, and are never written inside
- * an explicit transaction (atomicity per table: one MERGE per table per request). The driver reads
- * these facts instead of testing the kind's name.
+ * tables take a BEGIN … COMMIT across a request's tables and Snowflake's types; Iceberg tables on
+ * the warehouse are made with CREATE ICEBERG TABLE on an external volume, hold Iceberg's types, and
+ * are atomic per table: one MERGE per table per request, each table's statements (with its change
+ * rows) committed in a transaction of their own, never one across tables. The driver reads these
+ * facts instead of testing the kind's name.
  */
 import type { DatasetConfig, LocationKind } from '../../../../model/types.js';
 import type { ColumnKind } from '../sql/dialect.js';
@@ -12,7 +13,7 @@ export interface TableFormat {
   readonly kind: Extract<LocationKind, 'snowflake' | 'iceberg'>;
   /** Column types in DDL and bind casts (Snowflake's type names). */
   readonly columnTypes: Readonly<Record<ColumnKind, string>>;
-  /** Atomic writes run in BEGIN … COMMIT; without, each statement commits on its own (per table). */
+  /** Atomic writes run in one BEGIN … COMMIT across their tables; without, each table commits in a transaction of its own. */
   readonly transactions: boolean;
   /** `CREATE TABLE IF NOT EXISTS` or `CREATE ICEBERG TABLE IF NOT EXISTS`, and what follows the columns. */
   createTable(dataset: DatasetConfig, qualifiedTable: string, tableName: string, columnsSql: string, keySql: string): string;

@@ -1,0 +1,94 @@
+/**
+ * The change rows of the warehouse kinds commit with their records (docs/warehouse.md, "Change
+ * feed"): a write whose change row cannot be written is not written at all, and concurrent writers
+ * of one record leave its changes in version order whatever numbering runs between them.
+ */
+import { expect } from 'chai';
+import pino from 'pino';
+import type { RecordChange, WriteLevel } from '../../engine/contract.js';
+import { suiteDataset } from '../../../test-support/driver-suite.js';
+import { connectSdk, destroy, exec } from '../../../../e2e/peers/snowflake/sdk-client.js';
+import { databaseSchemaFor } from '../sql/table-shape.js';
+import { changesTable } from './change-log.js';
+import { warehouseSqlDialect } from './dialect.js';
+import { SnowflakeDriver } from './driver.js';
+import { warehouseDriverUnderTest } from './peer.test-support.js';
+import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT, type TableFormat } from './table-format.js';
+
+for (const format of [SNOWFLAKE_FORMAT, ICEBERG_FORMAT] as TableFormat[]) {
+  describe(`warehouse change rows commit with their records (${format.kind}, against the test peer)`, function () {
+    this.timeout(120_000);
+    const drivers: SnowflakeDriver[] = [];
+    let dataset: ReturnType<typeof suiteDataset>;
+    let peer: Awaited<ReturnType<typeof warehouseDriverUnderTest>>['peer'];
+
+    /** Every change of the dataset after position 0, numbered by the first driver's feed. */
+    const allChanges = async (): Promise<RecordChange[]> => {
+      const out: RecordChange[] = [];
+      let after = '0';
+      for (;;) {
+        const batch = await drivers[0].changes.readChanges(dataset, after, 500);
+        out.push(...batch.changes);
+        if (!batch.changes.length) return out;
+        after = batch.changes.at(-1)!.cursor;
+      }
+    };
+
+    before(async () => {
+      const first = await warehouseDriverUnderTest(format);
+      peer = first.peer;
+      dataset = suiteDataset(format.kind, { ...first.location, externalVolume: 'V', baseLocation: 'b' });
+      drivers.push(first.driver);
+      // Separate drivers: separate sessions, as separate replicas would have.
+      for (let i = 0; i < 3; i++) drivers.push(new SnowflakeDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: first.secrets.dir }, format }));
+      await first.driver.prepare(dataset);
+    });
+    after(async () => Promise.all(drivers.map((d) => d.close())));
+
+    for (const level of (format.transactions ? ['QUORUM', 'EVENTUAL', 'ATOMIC'] : ['QUORUM', 'ATOMIC']) as WriteLevel[]) {
+      it(`${level}: a write whose change row cannot be appended is not written either`, async () => {
+        const id = `orphan-${level}`;
+        const sdk = await connectSdk(peer, { database: String(dataset.location.database) });
+        try {
+          // The change log goes away under the writer (as if the statement after the MERGEs failed).
+          await exec(sdk, `DROP TABLE ${changesTable(databaseSchemaFor(dataset, warehouseSqlDialect(format)))}`);
+          const [result] = await drivers[1].write(dataset, [{ op: 'create', schema: 'suite.Person', id, data: { name: 'orphan' } }], level);
+          expect(result.ok, 'the write reports its failure').to.equal(false);
+        } finally {
+          await destroy(sdk);
+          await drivers[0].prepare(dataset); // the change log made again
+        }
+        expect(await drivers[0].read(dataset, { schema: 'suite.Person', id }), 'no record without its change').to.equal(undefined);
+        expect(await drivers[0].read(dataset, { schema: 'suite.Person', id, version: 1 }), 'no history either').to.equal(undefined);
+        // Written again once the change log is back: record and change together.
+        expect((await drivers[1].write(dataset, [{ op: 'create', schema: 'suite.Person', id, data: { name: 'orphan' } }], level))[0].ok).to.equal(true);
+        const mine = (await allChanges()).filter((c) => c.id === id);
+        expect(mine.map((c) => [c.version, c.op])).to.deep.equal([[1, 'CREATE']]);
+      });
+    }
+
+    it('four writers updating one record while the feed numbers: each version once, in version order', async () => {
+      const id = 'contended';
+      expect((await drivers[0].write(dataset, [{ op: 'create', schema: 'suite.Person', id, data: { age: 0 } }], 'QUORUM'))[0].ok).to.equal(true);
+      let writing = true;
+      const reader = (async () => {
+        // Numbering between the writers' commits, as a subscribed replica does.
+        while (writing) {
+          await allChanges();
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      await Promise.all(
+        drivers.map(async (driver, w) => {
+          for (let i = 0; i < 6; i++) await driver.write(dataset, [{ op: 'update', schema: 'suite.Person', id, data: { age: w * 10 + i }, merge: true }], 'QUORUM');
+        }),
+      );
+      writing = false;
+      await reader;
+      const current = await drivers[0].read(dataset, { schema: 'suite.Person', id });
+      const versions = (await allChanges()).filter((c) => c.id === id).map((c) => c.version);
+      expect(versions, 'every version once, in order').to.deep.equal(Array.from({ length: current!.version }, (_, i) => i + 1));
+      expect(current!.version, 'most updates got through').to.be.at.least(12);
+    });
+  });
+}
