@@ -143,16 +143,17 @@ describe('warehouse bulk loads (store level, snowflake-sdk against the test peer
 
       it('one claimer wins; renewals, chunks and finishes of another owner are refused; a lease that ran out is claimed again', async () => {
         const tx = await store.create(dataset, { id: `lease-${format.kind}`, spec: spec() });
-        const mine = await store.claim(dataset, 'a', 200);
+        // Leases of 2 s: short enough to wait out, long enough that a loaded machine does not end them early.
+        const mine = await store.claim(dataset, 'a', 2000);
         expect(mine?.id).to.equal(tx.id);
         // Another replica's store: after finding nothing it pauses (5 minutes), but only until the lease it saw runs out.
         const other = new WarehouseBulkLoad({ format: () => format, layout: () => undefined as never, withSession: (d, c, fn) => (driver as any).withSession(d, c, fn) });
         expect(await other.claim(dataset, 'b', 60_000)).to.equal(undefined);
         expect(await store.renew(dataset, tx.id, 'b', 60_000)).to.equal(false);
-        expect(await store.renew(dataset, tx.id, 'a', 200)).to.equal(true);
+        expect(await store.renew(dataset, tx.id, 'a', 2000)).to.equal(true);
         expect(await store.loadChunk(dataset, chunk(tx, [{ id: 'never' }], at(0), { owner: 'b' }))).to.deep.equal({ kind: 'lease-lost' });
         expect(await read('never')).to.equal(undefined);
-        await new Promise((r) => setTimeout(r, 300));
+        await new Promise((r) => setTimeout(r, 2100));
         const taken = await other.claim(dataset, 'b', 60_000);
         // The takeover is counted (the runner's crash-loop guard).
         expect(taken).to.deep.include({ id: tx.id, leaseOwner: 'b', lostLeases: 1 });
