@@ -246,6 +246,7 @@ describe('WebSocket and GraphQL surface under hostile input (main.ts)', function
       // only terminating the socket completes the close while nothing is read.
       const metrics = async () => (await call(url, { path: '/metrics' })).text;
       await until(async () => /^das_subscription_connections 1$/m.test(await metrics()), 15_000);
+      expect(Number(/^das_subscription_slow_consumers (\d+)/m.exec(await metrics())?.[1]), 'counted as a slow consumer').to.be.at.least(1);
       (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
       expect(await slow.closed).to.be.oneOf([4429, 1006]);
       const grown = peak - before;

@@ -365,6 +365,11 @@ export class ChangeDispatcher {
     else this.slow(sub);
   }
 
+  /** A connection its server ended for the bytes it left unread (websocket.ts): counted with the subscriptions ended here. */
+  countSlowConnection(): void {
+    this.slowConsumers++;
+  }
+
   private slow(sub: Subscription): void {
     this.slowConsumers++;
     sub.queue.end();

@@ -41,7 +41,7 @@ export function subscriptionMetrics(dispatcher: ChangeDispatcher, server: Subscr
   });
   new Gauge({
     name: 'das_subscription_slow_consumers',
-    help: 'Subscriptions ended as slow consumers (4429) since this replica started (only grows)',
+    help: 'Slow consumers ended with 4429 since this replica started (only grows): subscriptions whose event queue overflowed, and connections whose unsent bytes passed their budget',
     registers: [registry],
     collect() {
       this.set(dispatcher.slowConsumers);

@@ -225,7 +225,12 @@ export class SubscriptionServer {
         socket: ws,
         requestId,
         budget,
-        send: (data) => sendWithin(ws, budget, data, () => close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason)),
+        send: (data) =>
+          sendWithin(ws, budget, data, () => {
+            // Counted once, while the connection is still open (later sends find it closing).
+            if (ws.readyState === ws.OPEN) this.deps.dispatcher.countSlowConnection();
+            close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason);
+          }),
         close,
       };
       this.connections.add(connection);
