@@ -27,7 +27,7 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
   let profile: string;
   let context: BrowserContext;
   /** Every request any page made: method, URL, Authorization header. */
-  const requests: { method: string; url: string; authorization?: string; body?: string }[] = [];
+  const requests: { method: string; url: string; authorization?: string; tags?: string; body?: string }[] = [];
   const foreign: string[] = [];
   const sockets: string[] = [];
   const problems: string[] = [];
@@ -51,7 +51,7 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     // Interception: what leaves for another origin is refused and recorded.
     await context.route('**/*', (route) => {
       const request = route.request();
-      requests.push({ method: request.method(), url: request.url(), authorization: request.headers()['authorization'], body: request.postData() ?? undefined });
+      requests.push({ method: request.method(), url: request.url(), authorization: request.headers()['authorization'], tags: request.headers()['tags'], body: request.postData() ?? undefined });
       if (new URL(request.url()).origin !== origin) {
         foreign.push(request.url());
         return route.abort();
@@ -105,6 +105,9 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     await read.locator('.opblock-summary').click();
     await read.locator('.try-out__btn').click();
     await read.locator('input[placeholder="id"]').fill('acme');
+    // The tags header is a text field (a JSON object's text), not a file chooser.
+    expect(await read.locator('input[type=file]').count(), 'no file input').to.equal(0);
+    await read.locator('input[placeholder="tags"]').fill('{"team":"docs"}');
     await read.locator('.execute').click();
     const body = read.locator('.live-responses-table .response-col_description pre');
     await body.first().waitFor({ timeout: 30_000 });
@@ -113,6 +116,7 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     const sent = requests.find((r) => r.url === `${url}/demo/demo.Company/acme`);
     expect(sent, 'the read went to the data plane').to.not.equal(undefined);
     expect(sent!.authorization).to.equal(AUTHORIZATION);
+    expect(sent!.tags).to.equal('{"team":"docs"}');
     // The document itself was fetched with it too (the page's first fetch, before it was typed, answered 401).
     expect(requests.filter((r) => r.url === `${url}/demo/openapi`).at(-1)?.authorization).to.equal(AUTHORIZATION);
     await page.screenshot({ path: join(ARTIFACTS, 'swagger-ui.png') });

@@ -72,7 +72,7 @@ export function headerParameters(env: EnvironmentConfig): Json {
       description: 'A named executor of the environment (unknown: 400).',
       schema: executors.length ? { type: 'string', enum: executors } : { type: 'string' },
     },
-    Tags: { name: 'tags', in: 'header', description: 'A JSON object passed to the store for observability.', schema: { type: 'string', contentMediaType: 'application/json' } },
+    Tags: { name: 'tags', in: 'header', description: 'A JSON object (its text) passed to the store for observability, e.g. {"team":"billing"}.', schema: { type: 'string' }, example: '{"team":"billing"}' },
     XRequestId: { name: 'x-request-id', in: 'header', description: 'A UUID to use as the request id (anything else is replaced by a new one).', schema: { type: 'string' } },
   };
 }
