@@ -53,6 +53,23 @@ export function requestMetrics(registry: Registry, served: (dataset: string) => 
   };
 }
 
+/**
+ * `das_dataset_paused{dataset}`: 1 while a dataset this replica serves is paused (its requests
+ * answer 503 DATASET_PAUSED on purpose), 0 otherwise; the store-unavailable alert leaves those out.
+ */
+export function datasetMetrics(registry: Registry, datasets: () => Iterable<{ id: string; paused: boolean }>): void {
+  new Gauge({
+    name: 'das_dataset_paused',
+    help: 'Whether a dataset this replica serves is paused (1) or not (0)',
+    labelNames: ['dataset'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { id, paused } of datasets()) this.set({ dataset: id }, paused ? 1 : 0);
+    },
+  });
+}
+
 export interface BulkLoadMetrics {
   /** What one committed chunk added: rows read, written and refused. */
   chunk(dataset: string, rows: { read: number; written: number; rejected: number }): void;

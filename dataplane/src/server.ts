@@ -27,7 +27,7 @@ import { SubscriptionServer } from './graphql/websocket.js';
 import { subscriptionSettings } from './graphql/settings.js';
 import { subscriptionMetrics } from './graphql/metrics.js';
 import { Registry } from 'prom-client';
-import { bulkLoadMetrics, requestMetrics } from './metrics.js';
+import { bulkLoadMetrics, datasetMetrics, requestMetrics } from './metrics.js';
 import { TransactionRunner, runnerSettings, type RunnerOptions } from './transactions/runner.js';
 import { TransactionService } from './transactions/service.js';
 import { FilesAdmin } from './admin/files-admin.js';
@@ -163,6 +163,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits, queryLimits: settings.query });
   const metrics = subscriptionMetrics(dispatcher, subscriptions, registry);
   const requests = requestMetrics(registry, (id) => store.dataset(id) !== undefined);
+  datasetMetrics(registry, () => store.datasetIds().map((id) => ({ id, paused: store.dataset(id)?.config.paused === true })));
   const handler = createRequestHandler({
     store,
     engine,

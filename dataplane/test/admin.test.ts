@@ -101,9 +101,13 @@ describe('administrative API (files mode)', function () {
     expect(paused.json.error.code).to.equal('DATASET_PAUSED');
     expect(paused.headers['retry-after']).to.equal('30');
     expect((await admin({ path: '/_admin/datasets/orders' })).json.paused).to.equal(true);
+    // /metrics says so (the store-unavailable alert leaves paused datasets out).
+    const pausedGauge = async () => /^das_dataset_paused\{dataset="orders"\} (\d)$/m.exec((await call(dp.url, { path: '/metrics' })).text)?.[1];
+    expect(await pausedGauge()).to.equal('1');
     expect((await admin({ path: '/_admin/datasets/orders/resume', method: 'POST' })).json).to.deep.equal({ id: 'orders', paused: false });
     const back = await until(read, (r) => r.status === 200);
     expect(back.json.total).to.equal(12.5);
+    expect(await pausedGauge()).to.equal('0');
   });
 
   it('deletes a Dataset it created (then not served); leaves others alone', async () => {

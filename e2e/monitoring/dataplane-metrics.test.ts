@@ -31,6 +31,7 @@ describe('data plane /metrics: promtool check metrics', function () {
       expect(metrics.status).to.equal(200);
       expect(metrics.text).to.match(/^das_http_requests_total\{.*status="404"/m);
       expect(metrics.text).to.match(/^das_http_request_duration_seconds_bucket\{/m);
+      expect(metrics.text).to.match(/^das_dataset_paused\{dataset="demo"\} 0$/m);
       const checked = await promtool(['check', 'metrics'], metrics.text);
       expect(checked.code, checked.output).to.equal(0);
       expect(checked.output).to.equal('');

@@ -179,6 +179,39 @@ describe('operator e2e: autoscaling, disruption budgets, spread, PodMonitors (ku
     const rules = await promtool(['check', 'rules', rulesFile]);
     expect(rules.code, rules.output).to.equal(0);
     expect(rules.output).to.contain('SUCCESS: 6 rules found');
+    // promtool test rules: a dataset answering 503 for its store fires DataAccessStoreUnavailable;
+    // a paused one (das_dataset_paused 1) answers 503 on purpose and does not.
+    const unavailable = rule.spec.groups.flatMap((g: { rules: Record<string, unknown>[] }) => g.rules).find((r: { alert?: string }) => r.alert === 'DataAccessStoreUnavailable');
+    const expand = (text: string) => text.replace(/\{\{ \$labels\.dataset \}\}/g, 'down').replace(/\{\{ \$labels\.namespace \}\}/g, 'ns');
+    const series = (dataset: string) => `das_http_requests_total{namespace="ns",pod="p",dataset="${dataset}",gateway="iam",method="GET",status="503"}`;
+    const unitFile = join(rulesFile, '..', 'unit.yaml');
+    writeFileSync(
+      unitFile,
+      stringify({
+        rule_files: ['rules.yaml'],
+        evaluation_interval: '1m',
+        tests: [
+          {
+            interval: '1m',
+            input_series: [
+              { series: series('down'), values: '0+60x20' },
+              { series: series('paused'), values: '0+60x20' },
+              { series: 'das_dataset_paused{namespace="ns",pod="p",dataset="down"}', values: '0x20' },
+              { series: 'das_dataset_paused{namespace="ns",pod="p",dataset="paused"}', values: '1x20' },
+            ],
+            alert_rule_test: [
+              {
+                eval_time: '15m',
+                alertname: 'DataAccessStoreUnavailable',
+                exp_alerts: [{ exp_labels: { severity: 'critical', namespace: 'ns', dataset: 'down' }, exp_annotations: { summary: expand(unavailable.annotations.summary), description: unavailable.annotations.description } }],
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    const unit = await promtool(['test', 'rules', unitFile]);
+    expect(unit.code, unit.output).to.equal(0);
 
     const dashboard = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === 'probe-data-access-operator-dashboard');
     expect(dashboard.metadata.labels).to.include({ grafana_dashboard: '1' });
