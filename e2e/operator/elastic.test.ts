@@ -101,6 +101,8 @@ describe('operator e2e: autoscaling, disruption budgets, spread, PodMonitors (ku
     const gateway = await get(ns, 'deployment', 'service-shop-function-service-gateway');
     expect(gateway.spec.template.spec.containers[0].resources).to.deep.equal({ requests: { cpu: '2', memory: '100e6' }, limits: { memory: '1G' } });
 
+    // Created with the spec's 3 (within the autoscaler's [2, 6]), not Kubernetes' default of 1.
+    expect(dataplane.spec.replicas).to.equal(3);
     // What the HPA does: the scale subresource. Inside [min, max] and without metrics the HPA controller leaves it.
     await kubectl(cluster, ['-n', ns, 'scale', 'deployment', 'shop-dataplane', '--replicas=5']);
     // The Deployment's change wakes the Environment, whose status then reports the new count.

@@ -6,7 +6,7 @@
 import { MANAGED_BY, LABELS } from '../names.js';
 import type { MutationCache } from '../kube/mutation-cache.js';
 import { refOf, statusCodeOf, type KubeObject, type ObjectWriter } from '../kube/object-client.js';
-import type { DesiredObject } from '../render/types.js';
+import { creationManifest, type DesiredObject } from '../render/types.js';
 import { differingPaths, isUpToDate, mergeForUpdate } from './compare.js';
 
 export type ChangeAction = 'created' | 'updated' | 'deleted';
@@ -56,7 +56,7 @@ export class Applier {
       const retry = attempt < MAX_CONFLICT_RETRIES;
       if (!live) {
         try {
-          cache.recordWrite(undefined, await this.client.create(desired as KubeObject));
+          cache.recordWrite(undefined, await this.client.create(creationManifest(desired) as KubeObject));
           return change('created');
         } catch (err) {
           if (statusCodeOf(err) !== 409 || !retry) throw err;

@@ -12,9 +12,9 @@ import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts
 import { SECRETS_DIR_ENV, SECRETS_MOUNT_ROOT } from '../../../model/secrets.js';
 import { environmentSecretRefs, secretVolumeMounts, secretVolumes } from './secrets.js';
 import { importsParts } from './imports.js';
-import { HTTP_PORT, type RenderSettings, type Rendered } from './types.js';
+import { HTTP_PORT, withCreateOnly, type RenderSettings, type Rendered } from './types.js';
 import { DATAPLANE_DEFAULT_RESOURCES } from '../../../model/workloads.js';
-import { deploymentReplicas, elasticPodSpec, shutdownEnv, workloadResources, type Workload } from './workload.js';
+import { deploymentReplicas, elasticPodSpec, initialReplicas, shutdownEnv, workloadResources, type Workload } from './workload.js';
 
 export const DEFAULT_DATAPLANE_REPLICAS = 2;
 const DATA_DIR = '/var/lib/data-access';
@@ -93,7 +93,7 @@ export function renderDataplaneDeployment(
   const labels = dataplaneLabels(name);
   const mounted = [...secretRefs, ...environmentSecretRefs(env)];
   const imports = importsParts(env);
-  return {
+  return withCreateOnly({
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, labels),
@@ -133,5 +133,5 @@ export function renderDataplaneDeployment(
         },
       },
     },
-  };
+  }, initialReplicas(spec));
 }

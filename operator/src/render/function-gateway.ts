@@ -10,9 +10,9 @@ import { ownedMetadata, type OwnerRef } from './meta.js';
 import { containerSecurityContext, httpProbes, podSecurityContext, scratchMounts, scratchVolumes } from './pod.js';
 import { iamAudiences, PROJECTED_TOKEN_PATH, projectedTokenParts, verifiedCallers } from './verified-callers.js';
 import { functionGatewayAudience } from '../../../model/render.js';
-import { HTTP_PORT, SERVICE_HTTP_PORT, SERVICE_PORT, type RenderSettings, type Rendered } from './types.js';
+import { HTTP_PORT, SERVICE_HTTP_PORT, SERVICE_PORT, withCreateOnly, type RenderSettings, type Rendered } from './types.js';
 import { FUNCTION_GATEWAY_DEFAULT_RESOURCES } from '../../../model/workloads.js';
-import { deploymentReplicas, elasticPodSpec, shutdownEnv, workloadResources, type Workload } from './workload.js';
+import { deploymentReplicas, elasticPodSpec, initialReplicas, shutdownEnv, workloadResources, type Workload } from './workload.js';
 
 export const DEFAULT_FUNCTION_GATEWAY_REPLICAS = 1;
 
@@ -46,7 +46,7 @@ export function renderFunctionGatewayDeployment(
   const name = env.metadata.name;
   const labels = functionGatewayLabels(name);
   const trust = functionGatewayTrustParts(env, namespace);
-  return {
+  return withCreateOnly({
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: ownedMetadata(objectNames.functionGateway(name), namespace, owner, labels),
@@ -86,7 +86,7 @@ export function renderFunctionGatewayDeployment(
         },
       },
     },
-  };
+  }, initialReplicas(env.spec.functionGateway));
 }
 
 /** The pod settings of trust verified: identity, token volume, and what the gateway checks. */

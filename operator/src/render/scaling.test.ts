@@ -7,7 +7,7 @@ import { loadManifests } from '../../../model/manifests.js';
 import type { EnvironmentResource, EnvironmentSpec } from '../../../model/types.js';
 import { OLDEST_CAPABILITIES, capabilitiesFromGroups, type ClusterCapabilities } from './capabilities.js';
 import { renderEnvironmentObjects } from './environment.js';
-import { DEFAULT_RENDER_SETTINGS, type DesiredObject } from './types.js';
+import { creationManifest, DEFAULT_RENDER_SETTINGS, type DesiredObject } from './types.js';
 
 const examples = loadManifests('examples');
 const DP = 'local-dataplane';
@@ -63,9 +63,23 @@ describe('operator: elastic workloads and monitoring (rendering)', () => {
       // Absent, not 0 or the spec's 3: the applier then leaves the autoscaler's count alone.
       expect(find(objects, 'Deployment', DP).spec).to.not.have.property('replicas');
       expect(find(objects, 'Deployment', FG).spec).to.not.have.property('replicas');
+      // A new Deployment starts where the autoscaler would put it, not at Kubernetes' default of 1:
+      // the spec's replicas within [min, max], else the minimum.
+      expect((creationManifest(find(objects, 'Deployment', DP)) as any).spec.replicas).to.equal(3);
+      expect((creationManifest(find(objects, 'Deployment', FG)) as any).spec.replicas).to.equal(1);
+      expect(JSON.parse(JSON.stringify(find(objects, 'Deployment', DP))).spec, 'create-only fields are not part of what is compared or sent on update').to.not.have.property('replicas');
       expect(hpa.metadata.labels).to.deep.equal(find(objects, 'Deployment', DP).metadata.labels);
       expect(hpa.metadata.ownerReferences[0]).to.include({ kind: 'Environment', name: 'local', controller: true });
     }
+  });
+
+  it('the count a new autoscaled Deployment starts with: the spec\'s replicas kept within [min, max], else the minimum', () => {
+    const initial = (dataplane: EnvironmentSpec['dataplane']) => (creationManifest(find(render({ dataplane }), 'Deployment', DP)) as any).spec.replicas;
+    expect(initial({ autoscaling: { minReplicas: 3, maxReplicas: 5 } })).to.equal(3);
+    expect(initial({ replicas: 1, autoscaling: { minReplicas: 2, maxReplicas: 5 } })).to.equal(2);
+    expect(initial({ replicas: 9, autoscaling: { minReplicas: 2, maxReplicas: 5 } })).to.equal(5);
+    expect(initial({ autoscaling: { maxReplicas: 5 } })).to.equal(1);
+    expect(initial({ replicas: 4 }), 'without autoscaling: the replicas, always compared').to.equal(4);
   });
 
   it('a PodDisruptionBudget (maxUnavailable 1, the Deployment\'s selector) exactly when 2 or more replicas run or may run', () => {

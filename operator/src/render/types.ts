@@ -7,6 +7,34 @@ export interface DesiredObject extends KubernetesObject {
   metadata: V1ObjectMeta & { name: string; namespace: string };
 }
 
+/**
+ * Fields an object is created with but that are never compared or updated afterwards, because
+ * someone else owns them once it exists (an autoscaler's replica count). A symbol key: neither
+ * serialised nor seen by the comparison, which walks string keys.
+ */
+export const CREATE_ONLY: unique symbol = Symbol('createOnly');
+
+export type CreateOnly = { [CREATE_ONLY]?: Record<string, unknown> };
+
+/** `object` with create-only fields (none when `fields` is undefined). */
+export function withCreateOnly<T extends DesiredObject>(object: T, fields: Record<string, unknown> | undefined): T {
+  return fields ? Object.assign(object, { [CREATE_ONLY]: fields }) : object;
+}
+
+/** The manifest to create: the desired object with its create-only fields merged in. */
+export function creationManifest(desired: DesiredObject & CreateOnly): DesiredObject {
+  const extra = desired[CREATE_ONLY];
+  return extra ? (mergePlain(desired, extra) as DesiredObject) : desired;
+}
+
+function mergePlain(base: unknown, extra: unknown): unknown {
+  const plain = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!plain(base) || !plain(extra)) return extra;
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(extra)) out[key] = key in base ? mergePlain(base[key], value) : value;
+  return out;
+}
+
 /** A client-node model type as a complete manifest (identity and metadata required). */
 export type Rendered<T> = Omit<T, 'apiVersion' | 'kind' | 'metadata'> & DesiredObject;
 

@@ -54,6 +54,18 @@ export function deploymentReplicas(spec: WorkloadSpec | undefined, fallback: num
   return spec?.autoscaling ? {} : { replicas: spec?.replicas ?? fallback };
 }
 
+/**
+ * While an autoscaler owns the count, what a new Deployment starts with (create-only, never
+ * compared): the spec's `replicas` kept within the autoscaler's bounds, else its minimum, so a new
+ * Environment does not run one replica until the autoscaler first acts.
+ */
+export function initialReplicas(spec: WorkloadSpec | undefined): { spec: { replicas: number } } | undefined {
+  const scaling = spec?.autoscaling;
+  if (!scaling) return undefined;
+  const min = scaling.minReplicas ?? 1;
+  return { spec: { replicas: Math.min(Math.max(spec?.replicas ?? min, min), scaling.maxReplicas) } };
+}
+
 /** The workload's lowest replica count: what decides whether a disruption budget makes sense. */
 export function minimumReplicas(spec: WorkloadSpec | undefined, fallback: number): number {
   return spec?.autoscaling ? (spec.autoscaling.minReplicas ?? 1) : (spec?.replicas ?? fallback);
