@@ -18,7 +18,12 @@ class RecordingSink implements PurgingConfigSink {
   environment?: EnvironmentConfig;
   readonly datasets = new Map<string, DatasetConfig>();
   readonly purged: string[] = [];
+  /** What /readyz would report as the source's problem (a refused ConfigMap). */
+  problem?: { file?: string; problem: string };
 
+  reportSourceProblem(problem: { file?: string; problem: string } | undefined): void {
+    this.problem = problem;
+  }
   setEnvironment(config: EnvironmentConfig): void {
     this.calls.push(`environment ${config.id}`);
     this.environment = config;
@@ -100,9 +105,13 @@ describe('data plane ConfigMap source e2e (kube-apiserver)', function () {
       await waitFor('generation 2 of b', async () => sink.datasets.get('b')?.generation === 2);
       expect(sink.calls.slice(before)).to.deep.equal(['upsert b g2']);
       expect(sink.datasets.get('a')?.generation).to.equal(2);
+      // The refusal stands while the ConfigMap holds it: /readyz reports it (degraded).
+      expect(sink.problem?.file).to.equal(`ConfigMap ${ns}/local-dataset-a`);
+      expect(sink.problem?.problem).to.contain('$.location.kind');
 
       await kubectl(cluster, ['-n', ns, 'delete', 'configmap', 'local-dataset-a']);
       await waitFor('a to be removed', async () => !sink.datasets.has('a'));
+      expect(sink.problem, 'its ConfigMap gone, nothing refused is left').to.equal(undefined);
 
       await kubectl(cluster, ['-n', ns, 'annotate', 'configmap', 'local-dataset-b', 'dataaccess.dev/purge-data=true']);
       await kubectl(cluster, ['-n', ns, 'delete', 'configmap', 'local-dataset-b']);

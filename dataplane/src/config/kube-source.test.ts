@@ -74,6 +74,10 @@ describe('data plane: ConfigMap config source, events', () => {
     readonly calls: string[] = [];
     environment?: EnvironmentConfig;
     readonly datasets = new Map<string, DatasetConfig>();
+    problem?: { file?: string; problem: string };
+    reportSourceProblem(problem: { file?: string; problem: string } | undefined): void {
+      this.problem = problem;
+    }
     setEnvironment(config: EnvironmentConfig): void {
       this.calls.push(`environment ${config.id}`);
       this.environment = config;
@@ -110,9 +114,13 @@ describe('data plane: ConfigMap config source, events', () => {
     expect(warnings[0].err).to.contain('$.deletionPolicy');
     expect(warnings[1]).to.deep.include({ configMap: 'ns/local-dataset-demo', problems: [] });
     expect(warnings[1].err).to.contain('not JSON');
-    // A valid next generation is served again.
+    // Reported to the store (/readyz: degraded, with the ConfigMap and the problem) while it stands.
+    expect(sink.problem?.file).to.equal('ConfigMap ns/local-dataset-demo');
+    expect(sink.problem?.problem).to.contain('not JSON').and.contain('the previous config keeps serving');
+    // A valid next generation is served again, and the report goes.
     deliver(datasetMap(JSON.stringify(datasetConfig(3))));
     expect(sink.calls).to.deep.equal(['upsert demo g1', 'upsert demo g3']);
+    expect(sink.problem).to.equal(undefined);
   });
 
   it('an invalid environment config does not replace the one in force; a delete removes the dataset its ConfigMap served', () => {
@@ -120,7 +128,13 @@ describe('data plane: ConfigMap config source, events', () => {
     deliver(configMap({ 'dataaccess.dev/config': 'environment' }, { 'environment.json': environmentJson }));
     deliver(configMap({ 'dataaccess.dev/config': 'environment' }, { 'environment.json': JSON.stringify({ ...JSON.parse(environmentJson), type: 'galactic' }) }));
     expect(sink.environment?.type).to.equal('internal');
+    expect(sink.problem?.file).to.equal('ConfigMap ns/x');
+    deliver(datasetMap('not json'));
+    expect(sink.problem?.problem, 'two refused: the first named, the count of the others').to.contain('and 1 more ConfigMap refused');
     deliver(datasetMap(JSON.stringify(datasetConfig(1))));
+    expect(sink.problem?.file).to.equal('ConfigMap ns/x');
+    remove(configMap({ 'dataaccess.dev/config': 'environment' }, {}));
+    expect(sink.problem, 'a refused ConfigMap deleted is no longer reported').to.equal(undefined);
     remove(datasetMap('{}'));
     expect(sink.calls).to.deep.equal(['environment local', 'upsert demo g1', 'remove demo']);
   });

@@ -85,6 +85,19 @@ export function parseConfigMap(configMap: V1ConfigMap): ParsedConfig | undefined
 export function configMapHandlers(namespace: string, sink: PurgingConfigSink, logger: Logger) {
   /** Dataset id served per ConfigMap name, to remove the right dataset when its ConfigMap goes. */
   const served = new Map<string, DatasetConfig>();
+  /** ConfigMaps whose content was refused (the last good config serves): /readyz reports them (degraded). */
+  const refused = new Map<string, string>();
+  const report = () => {
+    const [first] = refused;
+    if (!first) return sink.reportSourceProblem?.(undefined);
+    const more = refused.size > 1 ? ` (and ${refused.size - 1} more ConfigMap${refused.size > 2 ? 's' : ''} refused)` : '';
+    sink.reportSourceProblem?.({ file: `ConfigMap ${namespace}/${first[0]}`, problem: `invalid config, not loaded (the previous config keeps serving): ${first[1]}${more}` });
+  };
+  const settle = (name: string, problem: string | undefined) => {
+    if (problem === undefined ? !refused.delete(name) : refused.get(name) === problem) return;
+    if (problem !== undefined) refused.set(name, problem);
+    report();
+  };
 
   const deliver = (configMap: V1ConfigMap) => {
     const name = configMap.metadata?.name ?? '';
@@ -94,8 +107,10 @@ export function configMapHandlers(namespace: string, sink: PurgingConfigSink, lo
     } catch (err) {
       const problems = err instanceof ConfigMapError ? err.problems : [];
       logger.warn({ configMap: `${namespace}/${name}`, err: (err as Error).message, problems }, 'skipping malformed config; the last good one stays in force');
+      settle(name, (err as Error).message);
       return;
     }
+    settle(name, undefined);
     if (!parsed) return;
     try {
       if (parsed.kind === 'environment') {
@@ -112,6 +127,7 @@ export function configMapHandlers(namespace: string, sink: PurgingConfigSink, lo
 
   const remove = (configMap: V1ConfigMap) => {
     const name = configMap.metadata?.name ?? '';
+    settle(name, undefined);
     const config = served.get(name);
     if (!config) return;
     served.delete(name);
