@@ -49,10 +49,11 @@ export function demoManifestsAt(location: Record<string, unknown>): string {
   return dir;
 }
 
-export function parquetFile(columns: { name: string; data: unknown[]; type?: string }[], options: { rowGroupSize?: number; codec?: 'GZIP' | 'SNAPPY' | 'UNCOMPRESSED' } = {}): Buffer {
+export function parquetFile(columns: { name: string; data: unknown[]; type?: string }[], options: { rowGroupSize?: number; pageSize?: number; codec?: 'GZIP' | 'SNAPPY' | 'UNCOMPRESSED' } = {}): Buffer {
   const buffer = parquetWriteBuffer({
     columnData: columns,
     rowGroupSize: options.rowGroupSize ?? 1000,
+    ...(options.pageSize ? { pageSize: options.pageSize } : {}),
     codec: options.codec ?? 'SNAPPY',
     compressors: { GZIP: (b: Uint8Array) => new Uint8Array(gzipSync(b)) },
   } as Parameters<typeof parquetWriteBuffer>[0]);

@@ -41,15 +41,35 @@ export interface GroupSpan {
 
 const whole = (v: bigint | number | undefined) => (v === undefined ? NaN : Number(v));
 
+/**
+ * Whether every column is a plain top-level one (no struct, no list): hyparquet then decodes only
+ * the pages a row range overlaps, so a row group can be read in slices. Nested columns are decoded
+ * a whole column chunk at a time.
+ */
+export function flatColumns(metadata: FileMetaData): boolean {
+  const [root, ...elements] = metadata.schema;
+  return root?.num_children === elements.length && elements.every((e) => !e.num_children && e.repetition_type !== 'REPEATED');
+}
+
+/** Rows decoded at once from a row group: within DAS_BULK_MAX_GROUP_VALUES when its columns are flat, else the whole group. */
+export function sliceRows(metadata: FileMetaData, group: GroupSpan, limits: FileLimits): number {
+  if (!flatColumns(metadata)) return group.rows;
+  return Math.max(1, Math.min(group.rows, Math.floor(limits.maxGroupValues / Math.max(1, group.chunks.length))));
+}
+
 /** Every row group's rows and byte ranges, checked against the file's data area [4, dataEnd) and the budgets. */
 export function groupSpans(metadata: FileMetaData, dataEnd: number, limits: FileLimits): GroupSpan[] {
+  const flat = flatColumns(metadata);
   return metadata.row_groups.map((group: RowGroup, g: number) => {
     const at = `row group ${g + 1}`;
     const rows = whole(group.num_rows);
     if (!Number.isSafeInteger(rows) || rows < 0) throw new FormatError(`is not a valid Parquet file: ${at} declares ${String(group.num_rows)} rows`);
     if (rows > limits.maxGroupRows) throw new FormatError(`has ${rows} rows in ${at}, more than DAS_BULK_MAX_GROUP_ROWS (${limits.maxGroupRows}); write the file with smaller row groups`);
-    if (rows * group.columns.length > limits.maxGroupValues) {
-      throw new FormatError(`has ${rows} rows × ${group.columns.length} columns in ${at}, more values than DAS_BULK_MAX_GROUP_VALUES (${limits.maxGroupValues}); write the file with smaller row groups`);
+    // Flat columns are read in slices within the budget (sliceRows); nested ones a whole group at once.
+    if (!flat && rows * group.columns.length > limits.maxGroupValues) {
+      throw new FormatError(
+        `has ${rows} rows × ${group.columns.length} columns in ${at}, more values than DAS_BULK_MAX_GROUP_VALUES (${limits.maxGroupValues}) for nested columns (read a whole row group at a time); write the file with smaller row groups`,
+      );
     }
     const chunks: [number, number][] = group.columns.map((column, c) => {
       const meta = column.meta_data;

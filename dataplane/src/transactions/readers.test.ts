@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { parquetFile, withFooter, withHugeRun } from '../../test-support/transactions.js';
 import { DEFAULT_FILE_LIMITS, storableMessage, type FileLimits } from './limits.js';
+import { flatColumns, sliceRows } from './parquet-bounds.js';
 import { FormatError, readChunks, type Format, type RawChunk } from './readers.js';
 import { openLocation } from './sources.js';
 
@@ -38,13 +39,13 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     expect(err, 'the read fails').to.be.instanceOf(FormatError);
     expect((err as Error).message).to.match(pattern);
   };
-  const people = (count: number, codec: 'SNAPPY' | 'GZIP' = 'SNAPPY', rowGroupSize = 1000) =>
+  const people = (count: number, codec: 'SNAPPY' | 'GZIP' = 'SNAPPY', rowGroupSize = 1000, pageSize?: number) =>
     parquetFile(
       [
         { name: 'id', data: Array.from({ length: count }, (_, i) => `p${i}`), type: 'STRING' },
         { name: 'age', data: Array.from({ length: count }, (_, i) => i % 90), type: 'INT32' },
       ],
-      { codec, rowGroupSize },
+      { codec, rowGroupSize, pageSize },
     );
 
   describe('Parquet: what the footer declares', () => {
@@ -58,8 +59,28 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     it('a row group that claims more rows than its pages hold is refused (within the budget too)', async () => {
       await fails(put(withFooter(people(2), (m) => (m.row_groups[0].num_rows = 1000n))), 'PARQUET', /row group 1 declares 1000 rows, but column 1 of row group 1 holds 2 values/);
     });
-    it('rows × columns over DAS_BULK_MAX_GROUP_VALUES', async () => {
-      await fails(put(people(100)), 'PARQUET', /100 rows × 2 columns in row group 1, more values than DAS_BULK_MAX_GROUP_VALUES \(150\)/, { maxGroupValues: 150 });
+    it('a row group of more values than DAS_BULK_MAX_GROUP_VALUES is decoded in slices within it: every row once, in order, bytes exact, a resume inside it too', async () => {
+      // 1,000 rows × 2 columns in one row group, in many small pages; 150 values at once: slices of 75 rows.
+      const path = put(people(1000, 'SNAPPY', 1000, 256));
+      const whole = await read(path, 'PARQUET', { limits: { maxGroupValues: 150 } });
+      expect(whole.rows.map((r) => r.value)).to.deep.equal(Array.from({ length: 1000 }, (_, i) => ({ id: `p${i}`, age: i % 90 })));
+      expect(whole.rows.map((r) => r.row)).to.deep.equal(Array.from({ length: 1000 }, (_, i) => i + 1));
+      expect(whole.chunks.every((c) => c.rows.length <= 75), 'no chunk spans two slices').to.equal(true);
+      expect(whole.bytes).to.equal(whole.size);
+      const resumed = await read(path, 'PARQUET', { start: 530, limits: { maxGroupValues: 150 } });
+      expect(resumed.rows.map((r) => r.row)).to.deep.equal(Array.from({ length: 470 }, (_, i) => i + 531));
+      expect(resumed.rows[0].value).to.deep.equal({ id: 'p530', age: 530 % 90 });
+    });
+    it('nested columns (a struct, a list) are decoded a whole row group at a time, so only they meet DAS_BULK_MAX_GROUP_VALUES as a row-group limit', () => {
+      const leaf = (name: string, extra = {}) => ({ name, type: 'INT32' as const, repetition_type: 'OPTIONAL' as const, ...extra });
+      const meta = (schema: object[]) => ({ schema, row_groups: [] }) as unknown as Parameters<typeof flatColumns>[0];
+      expect(flatColumns(meta([{ name: 'root', num_children: 2 }, leaf('a'), leaf('b')]))).to.equal(true);
+      expect(flatColumns(meta([{ name: 'root', num_children: 1 }, { name: 'address', num_children: 1 }, leaf('postcode')])), 'a struct').to.equal(false);
+      expect(flatColumns(meta([{ name: 'root', num_children: 1 }, leaf('tags', { repetition_type: 'REPEATED' })])), 'a repeated field').to.equal(false);
+      const span = { rows: 1000, start: 4, end: 100, chunks: [[4, 50], [50, 100]] as [number, number][] };
+      const limits = { ...DEFAULT_FILE_LIMITS, maxGroupValues: 150 };
+      expect(sliceRows(meta([{ name: 'root', num_children: 2 }, leaf('a'), leaf('b')]), span, limits)).to.equal(75);
+      expect(sliceRows(meta([{ name: 'root', num_children: 1 }, { name: 'address', num_children: 1 }, leaf('postcode')]), span, limits)).to.equal(1000);
     });
     it('a footer length past the file, or over DAS_BULK_MAX_FOOTER_BYTES', async () => {
       const file = people(2);

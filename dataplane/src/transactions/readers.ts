@@ -9,7 +9,7 @@
 import type { Readable } from 'node:stream';
 import { parquetMetadata, parquetReadObjects, type AsyncBuffer, type FileMetaData } from 'hyparquet';
 import { DEFAULT_FILE_LIMITS, type FileLimits } from './limits.js';
-import { boundedCompressors, checkPages, columnShapes, footerLength, FormatError, groupSpans } from './parquet-bounds.js';
+import { boundedCompressors, checkPages, columnShapes, footerLength, FormatError, groupSpans, sliceRows } from './parquet-bounds.js';
 import type { SourceFile } from './sources.js';
 
 export { FormatError };
@@ -79,31 +79,41 @@ async function* parquetChunks(file: SourceFile, start: number, chunkRows: number
   for (const [g, span] of spans.entries()) {
     const groupEnd = groupStart + span.rows;
     if (groupEnd > start && span.rows > 0) {
-      const from = Math.max(start, groupStart);
-      let rows: Record<string, unknown>[];
+      let buffer: AsyncBuffer;
       try {
-        // One row group in memory at a time, its bytes read once; hyparquet reads only within them.
+        // One row group's bytes in memory at a time, read once; hyparquet reads only within them.
         const bytes = await file.slice(span.start, span.end);
         if (bytes.byteLength !== span.end - span.start) throw new FormatError(`ended early: row group ${g + 1} needs bytes ${span.start}..${span.end}`);
         checkPages(bytes, span, g, limits, columnShapes(metadata, metadata.row_groups[g]), compressors);
-        const buffer: AsyncBuffer = {
+        buffer = {
           byteLength: size,
           slice: (a: number, b = size) => {
             if (a < span.start || b > span.end || b < a) throw new FormatError(`is not a valid Parquet file: row group ${g + 1} reads bytes ${a}..${b} outside its column chunks`);
             return bytes.slice(a - span.start, b - span.start);
           },
         };
-        rows = (await parquetReadObjects({ file: buffer, metadata, rowStart: from, rowEnd: groupEnd, compressors })) as Record<string, unknown>[];
       } catch (err) {
-        if (err instanceof FormatError) throw at(err);
-        throw new FormatError(`${file.name} is not a valid Parquet file: row group ${g + 1} cannot be decoded (${(err as Error).message})`);
+        throw at(err);
       }
-      for (let i = 0; i < rows.length; i += chunkRows) {
-        const part = rows.slice(i, i + chunkRows);
-        const end = from + i + part.length;
-        const chunk: RawChunk = { rows: part.map((value, j) => ({ row: from + i + j + 1, value })), end, bytes: passed(end) - passed(done) };
-        done = end;
-        yield chunk;
+      // Decoded a slice at a time (at most DAS_BULK_MAX_GROUP_VALUES values; flat columns decode
+      // only the pages a slice overlaps), so a large row group is not held decoded all at once.
+      const slice = sliceRows(metadata, span, limits);
+      for (let from = Math.max(start, groupStart); from < groupEnd; from += slice) {
+        const to = Math.min(groupEnd, from + slice);
+        let rows: Record<string, unknown>[];
+        try {
+          rows = (await parquetReadObjects({ file: buffer, metadata, rowStart: from, rowEnd: to, compressors })) as Record<string, unknown>[];
+        } catch (err) {
+          if (err instanceof FormatError) throw at(err);
+          throw new FormatError(`${file.name} is not a valid Parquet file: row group ${g + 1} cannot be decoded (${(err as Error).message})`);
+        }
+        for (let i = 0; i < rows.length; i += chunkRows) {
+          const part = rows.slice(i, i + chunkRows);
+          const end = from + i + part.length;
+          const chunk: RawChunk = { rows: part.map((value, j) => ({ row: from + i + j + 1, value })), end, bytes: passed(end) - passed(done) };
+          done = end;
+          yield chunk;
+        }
       }
     }
     groupStart = groupEnd;
