@@ -6,40 +6,12 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { startKubeConfigSource, type PurgingConfigSink } from '../../dataplane/src/config/kube-source.js';
+import { startKubeConfigSource } from '../../dataplane/src/config/kube-source.js';
+import { RecordingSink } from '../../dataplane/test-support/recording-sink.js';
 import { renderDatasetConfig, renderEnvironmentConfig } from '../../model/render.js';
-import type { DatasetConfig, EnvironmentConfig } from '../../model/types.js';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import { apply, createNamespace, kubeconfigWithServer, kubectl, waitFor } from './harness.js';
 import { CuttableProxy } from './tcp-proxy.js';
-
-class RecordingSink implements PurgingConfigSink {
-  readonly calls: string[] = [];
-  environment?: EnvironmentConfig;
-  readonly datasets = new Map<string, DatasetConfig>();
-  readonly purged: string[] = [];
-  /** What /readyz would report as the source's problem (a refused ConfigMap). */
-  problem?: { file?: string; problem: string };
-
-  reportSourceProblem(problem: { file?: string; problem: string } | undefined): void {
-    this.problem = problem;
-  }
-  setEnvironment(config: EnvironmentConfig): void {
-    this.calls.push(`environment ${config.id}`);
-    this.environment = config;
-  }
-  upsertDataset(config: DatasetConfig): void {
-    this.calls.push(`upsert ${config.id} g${config.generation}`);
-    this.datasets.set(config.id, config);
-  }
-  removeDataset(id: string): void {
-    this.calls.push(`remove ${id}`);
-    this.datasets.delete(id);
-  }
-  purgeDataset(config: DatasetConfig): void {
-    this.purged.push(config.id);
-  }
-}
 
 const labels = (env: string, kind: 'environment' | 'dataset', dataset?: string) =>
   `labels: {app.kubernetes.io/managed-by: data-access-operator, dataaccess.dev/environment: ${env}, dataaccess.dev/config: ${kind}${dataset ? `, dataaccess.dev/dataset: ${dataset}` : ''}}`;

@@ -2,8 +2,9 @@ import { expect } from 'chai';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { renderDatasetConfig, renderEnvironmentConfig } from '../../../model/render.js';
-import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
-import { ConfigMapError, configMapHandlers, configMapSelector, parseConfigMap, type PurgingConfigSink } from './kube-source.js';
+import type { DatasetConfig } from '../../../model/types.js';
+import { RecordingSink } from '../../test-support/recording-sink.js';
+import { ConfigMapError, configMapHandlers, configMapSelector, parseConfigMap } from './kube-source.js';
 
 const configMap = (labels: Record<string, string>, data: Record<string, string>, name = 'x') => ({ metadata: { name, labels }, data });
 
@@ -70,28 +71,6 @@ describe('data plane: ConfigMap config source, parsing', () => {
 });
 
 describe('data plane: ConfigMap config source, events', () => {
-  class RecordingSink implements PurgingConfigSink {
-    readonly calls: string[] = [];
-    environment?: EnvironmentConfig;
-    readonly datasets = new Map<string, DatasetConfig>();
-    problem?: { file?: string; problem: string };
-    reportSourceProblem(problem: { file?: string; problem: string } | undefined): void {
-      this.problem = problem;
-    }
-    setEnvironment(config: EnvironmentConfig): void {
-      this.calls.push(`environment ${config.id}`);
-      this.environment = config;
-    }
-    upsertDataset(config: DatasetConfig): void {
-      this.calls.push(`upsert ${config.id} g${config.generation}`);
-      this.datasets.set(config.id, config);
-    }
-    removeDataset(id: string): void {
-      this.calls.push(`remove ${id}`);
-      this.datasets.delete(id);
-    }
-  }
-
   const setup = () => {
     const lines: Record<string, unknown>[] = [];
     const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
