@@ -19,13 +19,16 @@
  * BENCH_LOCATION (postgres): where the demo dataset lives — `dynamodb` (DynamoDB Local, its Streams),
  * `snowflake` or `iceberg` (the Snowflake test peer; the polling queries per minute with and without
  * subscribers are read from its query log). The issue's run per location: BENCH_SUBSCRIBERS=200
- * BENCH_WRITES_PER_SECOND=100.
+ * BENCH_WRITES_PER_SECOND=100. The peer runs in this process, on the benchmark's PostgreSQL (so
+ * the PostgreSQL CPU figure holds the warehouse's SQL): this process's CPU is reported as well.
  *
  * Reports: delivery latency p50/p99 from the write's request to the client (an upper bound of
  * commit-to-client: the commit happens inside that request), changes lost (every subscriber must
  * get exactly the successful writes it matches: must be 0), duplicates, write latency p50/p99 and
- * the writes per second achieved in both runs (their ratio is the feed's cost on writes), CPU and
- * the data planes' RSS, and the load average before and after.
+ * the writes per second achieved in both runs (their ratio is the feed's cost on writes), the failed
+ * writes by their answer (a write the data plane could not start within its store's wait, e.g. a
+ * warehouse session pool's 10 s, answers 503), CPU and the data planes' RSS, and the load average
+ * before and after.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -50,18 +53,22 @@ const AGES = 100;
 const LOCATION = process.env.BENCH_LOCATION ?? 'postgres';
 
 /** The data planes' settings for the demo dataset on BENCH_LOCATION, and how to count the warehouse's change-log reads. */
-async function locationSetup(): Promise<{ env: Record<string, string>; feedQueries?: () => number }> {
+async function locationSetup(postgresUrl: string): Promise<{ env: Record<string, string>; feedQueries?: () => number; stop?: () => Promise<void> }> {
   if (LOCATION === 'postgres') return { env: {} };
   if (LOCATION === 'dynamodb') {
     const secrets = await dynamoDbSecrets();
     return { env: { DAS_MANIFESTS: await dynamoDbTransactionManifests(secrets.name), DAS_SECRETS_DIR: secrets.dir } };
   }
   if (LOCATION !== 'snowflake' && LOCATION !== 'iceberg') throw new Error(`BENCH_LOCATION: postgres, dynamodb, snowflake or iceberg, not ${LOCATION}`);
+  // The peer's databases on the benchmark's PostgreSQL (the test support's admin URL is DATABASE_URL
+  // when set): one server on the machine, and its CPU figure counts the warehouse's SQL too.
+  process.env.DATABASE_URL = postgresUrl;
   const peer = await sharedSnowflakePeer();
   const { manifests, secretsDir, database } = await warehouseDemoManifests(LOCATION);
-  // The change log's reads (polls, numbering, pages), not the writers' appends to it.
-  const feedQueries = () => peer.queries().filter((q) => q.database === database && q.sqlText.includes('"DAS_CHANGES"') && !/^(MERGE|INSERT)/.test(q.sqlText)).length;
-  return { env: { DAS_MANIFESTS: manifests, DAS_SECRETS_DIR: secretsDir }, feedQueries };
+  // The change log's reads (polls, numbering, pages), not the writers' appends to it (an insert-only MERGE or an INSERT).
+  const feedQueries = () => peer.queries().filter((q) => q.database === database && q.sqlText.includes('"DAS_CHANGES"') && !/^(MERGE|INSERT)\b/.test(q.sqlText)).length;
+  // Stopped before the PostgreSQL it is on.
+  return { env: { DAS_MANIFESTS: manifests, DAS_SECRETS_DIR: secretsDir }, feedQueries, stop: () => peer.stop() };
 }
 
 const percentile = (xs: number[], p: number) => {
@@ -159,7 +166,7 @@ async function main(): Promise<void> {
   const db = await startEmbeddedPostgres({ dir: join(dir, 'pg') });
   const replicas: { url: string; child: ChildProcess }[] = [];
   const clientProcs: ChildProcess[] = [];
-  const location = await locationSetup();
+  const location = await locationSetup(db.url);
   try {
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
@@ -176,6 +183,12 @@ async function main(): Promise<void> {
       const answeredAt = new Map<string, number>();
       const latencies: number[] = [];
       let failed = 0;
+      /** Failed writes per answer: status and error code, or the client's error. */
+      const failures = new Map<string, number>();
+      const fail = (why: string) => {
+        failed++;
+        failures.set(why, (failures.get(why) ?? 0) + 1);
+      };
       const total = RATE * SECONDS;
       const begin = Date.now();
       const inflight: Promise<void>[] = [];
@@ -195,22 +208,24 @@ async function main(): Promise<void> {
                 latencies.push(Date.now() - t0);
                 answeredAt.set(id, Date.now());
                 ok.add(id);
-              } else failed++;
+              } else fail(`${r.status} ${(r.json as { error?: { code?: string; message?: string } } | undefined)?.error?.message ?? r.text.slice(0, 80)}`);
             },
-            () => void failed++,
+            (err: Error) => fail(err.message),
           ),
         );
       }
       await Promise.all(inflight);
       const seconds = (Date.now() - begin) / 1000;
-      return { sentAt, answeredAt, ages, ok, latencies, failed, perSecond: (total - failed) / seconds };
+      return { sentAt, answeredAt, ages, ok, latencies, failed, failures, perSecond: (total - failed) / seconds };
     };
 
     const postmaster = Number(readFileSync(join(dir, 'pg', 'pgdata', 'postmaster.pid'), 'utf8').split('\n')[0]);
     const pgBefore = postgresCpuMs(postmaster);
+    const selfBefore = cpuMs(process.pid) ?? 0;
     const feedBefore = location.feedQueries?.() ?? 0;
     const baseline = await writeLoad('base');
     const pgBaseline = (postgresCpuMs(postmaster) - pgBefore) / SECONDS;
+    const selfBaseline = ((cpuMs(process.pid) ?? 0) - selfBefore) / SECONDS;
     const feedBaseline = ((location.feedQueries?.() ?? 0) - feedBefore) / (SECONDS / 60);
     const rssBefore = replicas.map((r) => rssMb(r.child.pid));
 
@@ -242,7 +257,7 @@ async function main(): Promise<void> {
     }
     const rssIdle = replicas.map((r) => rssMb(r.child.pid));
     const loadBefore = load();
-    const cpuStart = { planes: replicas.map((r) => cpuMs(r.child.pid) ?? 0), clients: clientProcs.map((c) => cpuMs(c.pid) ?? 0), postgres: postgresCpuMs(postmaster) };
+    const cpuStart = { planes: replicas.map((r) => cpuMs(r.child.pid) ?? 0), clients: clientProcs.map((c) => cpuMs(c.pid) ?? 0), postgres: postgresCpuMs(postmaster), self: cpuMs(process.pid) ?? 0 };
     for (const c of clientProcs) c.send({ kind: 'measure' } satisfies ToClients);
     const feedStart = location.feedQueries?.() ?? 0;
     const pending = writeLoad('load', new Map());
@@ -254,6 +269,7 @@ async function main(): Promise<void> {
       planes: replicas.map((r, i) => ((cpuMs(r.child.pid) ?? 0) - cpuStart.planes[i]) / SECONDS),
       clients: clientProcs.map((c, i) => ((cpuMs(c.pid) ?? 0) - cpuStart.clients[i]) / SECONDS),
       postgres: (postgresCpuMs(postmaster) - cpuStart.postgres) / SECONDS,
+      self: ((cpuMs(process.pid) ?? 0) - cpuStart.self) / SECONDS,
     };
     const loadAfter = load();
     const feedLoaded = ((location.feedQueries?.() ?? 0) - feedStart) / (SECONDS / 60);
@@ -310,8 +326,11 @@ async function main(): Promise<void> {
     console.log(`lost ${lost}, duplicates ${duplicates}; the last event arrived about ${Math.max(0, drainedAfterMs)} ms after the last write returned`);
     console.log(`writes without subscribers: ${baseline.perSecond.toFixed(1)}/s, p50 ${ms(percentile(baseline.latencies, 50))}, p99 ${ms(percentile(baseline.latencies, 99))}, failed ${baseline.failed}`);
     console.log(`writes with subscribers:    ${loaded.perSecond.toFixed(1)}/s, p50 ${ms(percentile(loaded.latencies, 50))}, p99 ${ms(percentile(loaded.latencies, 99))}, failed ${loaded.failed}`);
+    const failures = (f: Map<string, number>) => [...f].sort((a, b) => b[1] - a[1]).map(([why, n]) => `${n} × ${why}`).join('; ');
+    if (baseline.failed) console.log(`failed writes without subscribers: ${failures(baseline.failures)}`);
+    if (loaded.failed) console.log(`failed writes with subscribers: ${failures(loaded.failures)}`);
     console.log(`write throughput ratio ${(loaded.perSecond / baseline.perSecond).toFixed(3)}, p99 write latency ratio ${(percentile(loaded.latencies, 99) / percentile(baseline.latencies, 99)).toFixed(2)}`);
-    console.log(`CPU under load (ms per s): data planes ${cpu.planes.map((x) => x.toFixed(0)).join(' / ')}, client processes ${cpu.clients.map((x) => x.toFixed(0)).join(' / ')}, PostgreSQL ${cpu.postgres.toFixed(0)} (without subscribers ${pgBaseline.toFixed(0)})`);
+    console.log(`CPU under load (ms per s): data planes ${cpu.planes.map((x) => x.toFixed(0)).join(' / ')}, client processes ${cpu.clients.map((x) => x.toFixed(0)).join(' / ')}, PostgreSQL ${cpu.postgres.toFixed(0)} (without subscribers ${pgBaseline.toFixed(0)}), this process${location.feedQueries ? ' (the write load and the Snowflake test peer)' : ' (the write load)'} ${cpu.self.toFixed(0)} (without subscribers ${selfBaseline.toFixed(0)})`);
     console.log(`client event-loop delay under load (ms, per process): ${reports.map((r) => `p50 ${r!.loop.p50.toFixed(1)} p99 ${r!.loop.p99.toFixed(1)} max ${r!.loop.max.toFixed(0)}`).join('; ')}`);
     console.log(`data-plane RSS (MB): after the baseline ${rssBefore.join(' / ')}, with subscribers idle ${rssIdle.join(' / ')}, peak under load ${rssPeak.join(' / ')}`);
     console.log(`load average (1/5/15 min): at start ${loadAtStart}; under load, before ${loadBefore}, after ${loadAfter}`);
@@ -320,6 +339,7 @@ async function main(): Promise<void> {
     await Promise.all(clientProcs.map((c) => new Promise((res) => (c.exitCode !== null ? res(null) : c.once('exit', res)))));
     for (const r of replicas) r.child.kill('SIGTERM');
     await Promise.all(replicas.map((r) => new Promise((res) => (r.child.exitCode !== null ? res(null) : r.child.once('exit', res)))));
+    await location.stop?.();
     await db.stop();
     rmSync(dir, { recursive: true, force: true });
   }

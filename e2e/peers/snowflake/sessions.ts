@@ -87,6 +87,15 @@ export class Session {
   private inTransaction = false;
   private ownTransaction = false;
   private closed = false;
+  /**
+   * Transaction control owed to PostgreSQL and sent in front of the session's next statement, in
+   * the same round trip: a BEGIN not yet needed, the last statement's RELEASE SAVEPOINT. (Each
+   * round trip to PostgreSQL costs the peer process a socket write and a wake-up; a write inside
+   * a transaction took 17 of them, and the ones inside the table lock lengthen every writer's
+   * wait.) COMMIT and ROLLBACK end the subtransactions themselves; a BEGIN followed by nothing is
+   * never sent.
+   */
+  private owed: string[] = [];
   /** (table OID, column number) → the peer domain the column was declared with, if any. */
   private readonly declaredDomains = new Map<string, string | null>();
 
@@ -130,7 +139,17 @@ export class Session {
 
   /** Runs PostgreSQL SQL as is, outside the query log (the peer's own bookkeeping). */
   rawQuery<T extends pg.QueryResultRow>(sql: string): Promise<T[]> {
-    return this.serial(async () => (await this.client.query<T>(sql)).rows);
+    return this.serial(async () => {
+      await this.simple([]);
+      return (await this.client.query<T>(sql)).rows;
+    });
+  }
+
+  /** Simple (unparameterised) statements, after what is owed, in one round trip; nothing when there is nothing to send. */
+  private async simple(statements: string[]): Promise<void> {
+    const all = [...this.owed, ...statements];
+    this.owed = [];
+    if (all.length) await this.client.query(all.join('; '));
   }
 
   /** Logout lets the running statement finish; the peer's stop (`force`) does not wait for it. */
@@ -237,14 +256,18 @@ export class Session {
   private async runTranslated(translated: Translated, request: QueryRequest): Promise<Outcome> {
     switch (translated.kind) {
       case 'begin':
-        if (!this.inTransaction) await this.client.query('BEGIN');
+        // Sent with the transaction's first statement (PostgreSQL's transaction does nothing before it).
+        if (!this.inTransaction) this.owed.push('BEGIN');
         this.inTransaction = true;
         return this.status('Statement executed successfully.', STATEMENT_TYPE.transaction);
       case 'commit':
-      case 'rollback':
-        if (this.inTransaction) await this.client.query(translated.kind === 'commit' ? 'COMMIT' : 'ROLLBACK');
+      case 'rollback': {
+        const begun = this.inTransaction && !this.owed.includes('BEGIN');
+        this.owed = [];
         this.inTransaction = false;
+        if (begun) await this.client.query(translated.kind === 'commit' ? 'COMMIT' : 'ROLLBACK');
         return this.status('Statement executed successfully.', STATEMENT_TYPE.transaction);
+      }
       case 'alterSession':
         Object.assign(this.params, translated.set);
         for (const name of translated.unset) delete this.params[name];
@@ -258,13 +281,10 @@ export class Session {
       case 'copy':
         return this.copyInto(translated);
       case 'sql': {
-        const work = async () => {
-          await this.beforeStatement(translated);
-          return this.runSql(translated, request);
-        };
-        if (this.inTransaction) return this.inSavepoint(work);
-        if (translated.target || translated.replaceTable) return this.inOwnTransaction(work);
-        return this.runSql(translated, request);
+        const work = () => this.runSql(translated, request);
+        if (this.inTransaction) return this.inSavepoint(this.beforeStatement(translated), work);
+        if (translated.target || translated.replaceTable) return this.inOwnTransaction(this.beforeStatement(translated), work);
+        return work();
       }
     }
   }
@@ -333,20 +353,26 @@ export class Session {
    * lock the other holds until its transaction ends); INSERTs run alongside. PostgreSQL's MERGE
    * would instead race (two MERGEs both inserting one new key). A self-conflicting table lock that
    * INSERT's lock does not conflict with gives Snowflake's order; the statement after it sees what
-   * the lock holder committed.
+   * the lock holder committed (read committed: it is a later statement than the LOCK, though sent
+   * in one round trip with it). Answers the simple statements to send before the statement itself.
    */
-  private async beforeStatement(t: Extract<Translated, { kind: 'sql' }>): Promise<void> {
-    if (t.target) await this.client.query(`LOCK TABLE ${t.target} IN SHARE UPDATE EXCLUSIVE MODE`);
+  private beforeStatement(t: Extract<Translated, { kind: 'sql' }>): string[] {
+    const before: string[] = [];
+    if (t.target) before.push(`LOCK TABLE ${t.target} IN SHARE UPDATE EXCLUSIVE MODE`);
     // CREATE OR REPLACE TABLE: PostgreSQL has no OR REPLACE for tables.
-    if (t.replaceTable) await this.client.query(`DROP TABLE IF EXISTS ${t.replaceTable}`);
+    if (t.replaceTable) before.push(`DROP TABLE IF EXISTS ${t.replaceTable}`);
+    return before;
   }
 
-  /** One statement in a transaction of its own (the session is outside BEGIN … COMMIT). */
-  private async inOwnTransaction<T>(work: () => Promise<T>): Promise<T> {
-    if (this.ownTransaction) return work();
-    await this.client.query('BEGIN');
+  /** One statement in a transaction of its own (the session is outside BEGIN … COMMIT), `before` sent with its BEGIN. */
+  private async inOwnTransaction<T>(before: string[], work: () => Promise<T>): Promise<T> {
+    if (this.ownTransaction) {
+      await this.simple(before);
+      return work();
+    }
     this.ownTransaction = true;
     try {
+      await this.simple(['BEGIN', ...before]);
       const result = await work();
       await this.client.query('COMMIT');
       return result;
@@ -358,15 +384,19 @@ export class Session {
     }
   }
 
-  /** Snowflake keeps a transaction going after a failed statement; PostgreSQL would abort it. */
-  private async inSavepoint<T>(work: () => Promise<T>): Promise<T> {
-    await this.client.query('SAVEPOINT sf_peer_statement');
+  /**
+   * Snowflake keeps a transaction going after a failed statement; PostgreSQL would abort it. The
+   * savepoint goes with `before` (and what is owed) in one round trip; its release is owed to the
+   * next statement, or made needless by COMMIT or ROLLBACK.
+   */
+  private async inSavepoint<T>(before: string[], work: () => Promise<T>): Promise<T> {
     try {
+      await this.simple(['SAVEPOINT sf_peer_statement', ...before]);
       const result = await work();
-      await this.client.query('RELEASE SAVEPOINT sf_peer_statement');
+      this.owed.push('RELEASE SAVEPOINT sf_peer_statement');
       return result;
     } catch (err) {
-      await this.client.query('ROLLBACK TO SAVEPOINT sf_peer_statement').catch(() => undefined);
+      await this.client.query('ROLLBACK TO SAVEPOINT sf_peer_statement; RELEASE SAVEPOINT sf_peer_statement').catch(() => undefined);
       throw err;
     }
   }
@@ -430,7 +460,7 @@ export class Session {
       return all;
     };
     // An array binding is one statement in Snowflake: all its rows or none.
-    const results = rows.length > 1 && !this.inTransaction ? await this.inOwnTransaction(runAll) : await runAll();
+    const results = rows.length > 1 && !this.inTransaction ? await this.inOwnTransaction([], runAll) : await runAll();
     const count = results.reduce((sum, r) => sum + (r.rowCount ?? 0), 0);
     switch (t.category) {
       case 'insert':
