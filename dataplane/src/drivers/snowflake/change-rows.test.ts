@@ -92,3 +92,34 @@ for (const format of [SNOWFLAKE_FORMAT, ICEBERG_FORMAT] as TableFormat[]) {
     });
   });
 }
+
+describe('the warehouse change feed has sessions of its own (against the test peer)', function () {
+  this.timeout(60_000);
+
+  it('a poll does not queue behind a write that holds the only write session', async () => {
+    const under = await warehouseDriverUnderTest(SNOWFLAKE_FORMAT, { sessions: { maxPerPool: 1, acquireTimeoutMs: 30_000 } });
+    const { driver, peer } = under;
+    const dataset = suiteDataset('snowflake', under.location);
+    const sdk = await connectSdk(peer, { database: String(dataset.location.database) });
+    try {
+      await driver.prepare(dataset);
+      expect((await driver.write(dataset, [{ op: 'create', schema: 'suite.Person', id: 'p1', data: { age: 1 } }], 'QUORUM'))[0].ok).to.equal(true);
+      // Another session holds the records table's lock: the next write waits for it, holding the pool's one session.
+      const table = `"${databaseSchemaFor(dataset, warehouseSqlDialect(SNOWFLAKE_FORMAT))}"."SUITE_PERSON"`;
+      await exec(sdk, 'BEGIN');
+      await exec(sdk, `UPDATE ${table} SET "VERSION" = "VERSION" WHERE 1 = 0`);
+      let written = false;
+      const write = driver.write(dataset, [{ op: 'update', schema: 'suite.Person', id: 'p1', data: { age: 2 }, merge: true }], 'QUORUM').then((r) => ((written = true), r));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(written, 'the write waits for the lock').to.equal(false);
+      const batch = await driver.changes.readChanges(dataset, '0', 10);
+      expect(batch.changes.map((c) => [c.id, c.version])).to.deep.equal([['p1', 1]]);
+      expect(written, 'the poll answered while the write still waited').to.equal(false);
+      await exec(sdk, 'COMMIT');
+      expect((await write)[0].ok).to.equal(true);
+    } finally {
+      await destroy(sdk);
+      await driver.close();
+    }
+  });
+});

@@ -118,7 +118,8 @@ export class SnowflakeDriver implements LocationDriver {
     this.readOnly = new WarehouseReadOnly(options.readOnly);
     this.changes = new WarehouseChangeFeed(
       {
-        withSession: (dataset, fn) => this.withSession(dataset, undefined, fn),
+        // Sessions of its own: a poll never queues behind writes that fill the pool.
+        withSession: (dataset, fn) => this.withSession(dataset, { pool: 'change-feed' }, fn),
         layoutOf: (dataset, schema) => (schemaDefOf(dataset, schema) ? this.layout(dataset, schema) : undefined),
         dbSchema: (dataset) => databaseSchemaFor(dataset, warehouseSqlDialect(this.format)),
         failure: (err) => outageOf(err) ?? err,
@@ -168,9 +169,9 @@ export class SnowflakeDriver implements LocationDriver {
     };
   }
 
-  private withSession<T>(dataset: DatasetConfig, ctx: { warehouse?: string; role?: string } | undefined, fn: (session: Session) => Promise<T>): Promise<T> {
+  private withSession<T>(dataset: DatasetConfig, ctx: { warehouse?: string; role?: string; pool?: string } | undefined, fn: (session: Session) => Promise<T>): Promise<T> {
     const credentials = this.credentials.credentialsFor(dataset);
-    return this.sessions.with(this.target(dataset, ctx?.warehouse, ctx?.role), credentials, fn);
+    return this.sessions.with({ ...this.target(dataset, ctx?.warehouse, ctx?.role), ...(ctx?.pool ? { pool: ctx.pool } : {}) }, credentials, fn);
   }
 
   /** Per-statement parameters: the request's tags as QUERY_TAG (no extra round trip). */

@@ -13,6 +13,8 @@ import { isOutage } from './errors.js';
 import { loadSnowflakeSdk, type SnowflakeConnection, type SnowflakeConnectionOptions, type SnowflakeStatement } from './sdk.js';
 
 export interface SessionTarget {
+  /** A pool of its own for the same login and context (the change feed's: its polls never wait behind writes). */
+  pool?: string;
   account?: string;
   accessUrl?: string;
   database?: string;
@@ -213,7 +215,7 @@ export class SessionPools {
 
   private async acquire(target: SessionTarget, { credentials, fingerprint }: { credentials: WarehouseCredentials; fingerprint: string }): Promise<Session> {
     if (this.closed) throw unavailable('the warehouse driver is closed');
-    const key = JSON.stringify([fingerprint, target.account, target.accessUrl, target.database, target.schema, target.warehouse, target.role]);
+    const key = JSON.stringify([fingerprint, target.account, target.accessUrl, target.database, target.schema, target.warehouse, target.role, target.pool]);
     let pool = this.pools.get(key);
     if (!pool) this.pools.set(key, (pool = new Pool(connectionOptions(target, credentials))));
     for (;;) {
