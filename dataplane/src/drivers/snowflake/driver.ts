@@ -416,11 +416,13 @@ export class SnowflakeDriver implements LocationDriver {
     const again: number[] = [];
     // One name and time for the write's changes, appended table by table.
     const write = { tx: randomUUID(), at: new Date().toISOString() };
+    // Set when the warehouse stopped answering: this table's outcome is unknown, the tables after it are not written.
+    let stopped: OpResult | undefined;
     for (const [schema, table] of plan.tables) {
       const layout = this.layout(dataset, schema);
-      if (session.broken) {
-        // A ROLLBACK that failed left the session unusable: the tables after it are not written.
-        for (const i of table.ops) if (results[i].ok) results[i] = { ok: false, failure: { kind: 'aborted' } };
+      if (stopped || session.broken) {
+        // (A ROLLBACK that failed left the session unusable too.)
+        for (const i of table.ops) if (results[i].ok) results[i] = stopped ?? { ok: false, failure: { kind: 'aborted' } };
         continue;
       }
       try {
@@ -430,9 +432,14 @@ export class SnowflakeDriver implements LocationDriver {
         await this.exec(session, 'COMMIT', ctx);
         for (const i of table.ops) if (unapplied.has(ops[i].id)) again.push(i);
       } catch (err) {
-        if (outageOf(err)) {
+        const outage = outageOf(err);
+        if (outage) {
           session.broken = true; // the transaction's fate is the warehouse's: the session is not reused
-          throw err;
+          if (atomic) throw err;
+          // The tables committed before it keep their results: each action reports its own.
+          stopped = { ok: false, failure: outage.failure };
+          for (const i of table.ops) if (results[i].ok) results[i] = stopped;
+          continue;
         }
         await this.exec(session, 'ROLLBACK', ctx).catch(() => (session.broken = true));
         const tableOps = table.ops.filter((i) => results[i].ok);
@@ -446,7 +453,7 @@ export class SnowflakeDriver implements LocationDriver {
     }
     if (!again.length) return results;
     again.sort((a, b) => a - b);
-    if (attempts <= 1) {
+    if (attempts <= 1 || stopped || session.broken) {
       for (const i of again) results[i] = { ok: false, failure: { kind: 'aborted' } };
       return results;
     }
