@@ -1,6 +1,6 @@
 /** Helpers for bulk-load tests: manifests with a schema of every property type, Parquet fixtures, waiting for a transaction. */
 import { expect } from 'chai';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -58,6 +58,21 @@ export function parquetFile(columns: { name: string; data: unknown[]; type?: str
     compressors: { GZIP: (b: Uint8Array) => new Uint8Array(gzipSync(b)) },
   } as Parameters<typeof parquetWriteBuffer>[0]);
   return Buffer.from(buffer);
+}
+
+/**
+ * A Parquet file of `count` people for bulk-load tests, written to `dir/imports/<file>`: ids
+ * `<prefix>0…`, names `person <id>`, and ages `i % 100` when asked for.
+ */
+export function writePeopleParquet(dir: string, file: string, count: number, options: { prefix?: string; age?: boolean; rowGroupSize?: number } = {}): void {
+  const ids = Array.from({ length: count }, (_, i) => `${options.prefix ?? 'r'}${i}`);
+  const columns = [
+    { name: 'id', data: ids, type: 'STRING' },
+    { name: 'name', data: ids.map((id) => `person ${id}`), type: 'STRING' },
+    ...(options.age ? [{ name: 'age', data: ids.map((_, i) => i % 100), type: 'INT32' }] : []),
+  ];
+  mkdirSync(join(dir, 'imports'), { recursive: true });
+  writeFileSync(join(dir, 'imports', file), parquetFile(columns, { rowGroupSize: options.rowGroupSize ?? 5000 }));
 }
 
 export type Api = ReturnType<typeof adminClient>;

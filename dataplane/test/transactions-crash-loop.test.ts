@@ -6,7 +6,7 @@
  * file") instead of being claimed again, and the replicas left stay up.
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -14,7 +14,7 @@ import { freePort } from '../src/db/embedded.js';
 import { client } from '../test-support/http.js';
 import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
-import { parquetFile, transactionManifests, waitForTransaction } from '../test-support/transactions.js';
+import { transactionManifests, waitForTransaction, writePeopleParquet } from '../test-support/transactions.js';
 
 describe('transactions: a load whose replicas keep stopping FAILs after DAS_BULK_MAX_LOST_LEASES', function () {
   this.timeout(240_000);
@@ -48,18 +48,7 @@ describe('transactions: a load whose replicas keep stopping FAILs after DAS_BULK
     databaseUrl = await freshDatabase();
     dataDir = mkdtempSync(join(tmpdir(), 'das-crashloop-'));
     manifests = transactionManifests();
-    mkdirSync(join(dataDir, 'imports'));
-    const ids = Array.from({ length: ROWS }, (_, i) => `r${i}`);
-    writeFileSync(
-      join(dataDir, 'imports', 'big.parquet'),
-      parquetFile(
-        [
-          { name: 'id', data: ids, type: 'STRING' },
-          { name: 'name', data: ids.map((id) => `person ${id}`), type: 'STRING' },
-        ],
-        { rowGroupSize: 5000 },
-      ),
-    );
+    writePeopleParquet(dataDir, 'big.parquet', ROWS);
   });
   after(() => {
     for (const r of replicas) r.main.child.kill('SIGKILL');

@@ -6,8 +6,7 @@
  * its lease writes nothing.
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,16 +19,8 @@ import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-sup
 import { client } from '../test-support/http.js';
 import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
-import { parquetFile, transactionManifests, waitForTransaction } from '../test-support/transactions.js';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+import { transactionManifests, waitForTransaction, writePeopleParquet } from '../test-support/transactions.js';
+import { freePort } from '../src/db/embedded.js';
 
 describe('transactions: a data plane killed mid-load, the load finished by another', function () {
   this.timeout(180_000);
@@ -46,19 +37,7 @@ describe('transactions: a data plane killed mid-load, the load finished by anoth
     databaseUrl = await freshDatabase();
     dataDir = mkdtempSync(join(tmpdir(), 'das-durable-'));
     manifests = transactionManifests();
-    mkdirSync(join(dataDir, 'imports'));
-    const ids = Array.from({ length: ROWS }, (_, i) => `r${i}`);
-    writeFileSync(
-      join(dataDir, 'imports', 'big.parquet'),
-      parquetFile(
-        [
-          { name: 'id', data: ids, type: 'STRING' },
-          { name: 'name', data: ids.map((id) => `person ${id}`), type: 'STRING' },
-          { name: 'age', data: ids.map((_, i) => i % 100), type: 'INT32' },
-        ],
-        { rowGroupSize: 5000 },
-      ),
-    );
+    writePeopleParquet(dataDir, 'big.parquet', ROWS, { age: true });
     db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
   });

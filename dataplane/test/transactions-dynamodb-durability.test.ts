@@ -5,8 +5,7 @@
  * version 1 with exactly one history item (the chunk running at the kill is written again, in place).
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -21,16 +20,8 @@ import { dynamoDbLocation, dynamoDbSecrets } from '../test-support/dynamodb.js';
 import { client } from '../test-support/http.js';
 import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
-import { parquetFile, transactionManifests, waitForTransaction } from '../test-support/transactions.js';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+import { transactionManifests, waitForTransaction, writePeopleParquet } from '../test-support/transactions.js';
+import { freePort } from '../src/db/embedded.js';
 
 describe('transactions on DynamoDB: a data plane killed mid-load, the load finished by another', function () {
   this.timeout(180_000);
@@ -70,19 +61,7 @@ describe('transactions on DynamoDB: a data plane killed mid-load, the load finis
     delete doc.spec.queries['demo.HeadcountByEmployer'];
     delete doc.spec.auth.iam.rawSqlEndpointEnabled;
     writeFileSync(file, stringify(doc));
-    mkdirSync(join(dataDir, 'imports'));
-    const ids = Array.from({ length: ROWS }, (_, i) => `r${i}`);
-    writeFileSync(
-      join(dataDir, 'imports', 'big.parquet'),
-      parquetFile(
-        [
-          { name: 'id', data: ids, type: 'STRING' },
-          { name: 'name', data: ids.map((id) => `person ${id}`), type: 'STRING' },
-          { name: 'age', data: ids.map((_, i) => i % 100), type: 'INT32' },
-        ],
-        { rowGroupSize: 1000 },
-      ),
-    );
+    writePeopleParquet(dataDir, 'big.parquet', ROWS, { age: true, rowGroupSize: 1000 });
   });
   after(async () => {
     first?.child.kill('SIGKILL');

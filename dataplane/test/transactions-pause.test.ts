@@ -5,13 +5,13 @@
  * continues on resume, finishing with every row written once.
  */
 import { expect } from 'chai';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { parse, stringify } from 'yaml';
 import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
-import { parquetFile, transactionManifests, waitForTransaction } from '../test-support/transactions.js';
+import { transactionManifests, waitForTransaction, writePeopleParquet } from '../test-support/transactions.js';
 
 describe('transactions: pausing a dataset during a load', function () {
   this.timeout(120_000);
@@ -30,18 +30,7 @@ describe('transactions: pausing a dataset during a load', function () {
   before(async () => {
     manifests = transactionManifests();
     dp = await startTestDataPlane({ manifests, env: { DAS_BULK_CHUNK_ROWS: '500', DAS_BULK_POLL_MS: '100' } });
-    mkdirSync(join(dp.dataDir, 'imports'), { recursive: true });
-    const ids = Array.from({ length: ROWS }, (_, i) => `q${i}`);
-    writeFileSync(
-      join(dp.dataDir, 'imports', 'people.parquet'),
-      parquetFile(
-        [
-          { name: 'id', data: ids, type: 'STRING' },
-          { name: 'name', data: ids.map((id) => `person ${id}`), type: 'STRING' },
-        ],
-        { rowGroupSize: 5000 },
-      ),
-    );
+    writePeopleParquet(dp.dataDir, 'people.parquet', ROWS, { prefix: 'q' });
     db = new pg.Client({ connectionString: dp.databaseUrl });
     await db.connect();
   });
