@@ -2,7 +2,8 @@
  * Subscriptions across two replicas on one store, for any location with a change feed: a
  * graphql-ws subscriber on replica `a` receiving the writes made through replica `b` — create,
  * replace, merge, delete, an ATOMIC batch, a bulk load — resuming after a disconnect with nothing
- * lost or repeated, an expired cursor refused, and /metrics counting the feed's reads and lag.
+ * lost or repeated, an expired cursor refused, and /metrics counting the feed's reads and lag; and
+ * the older protocol's subscriber with a filter and ids getting exactly the changes that match.
  * The PostgreSQL version with the protocol details is dataplane/src/graphql/subscriptions.test.ts.
  */
 import { expect } from 'chai';
@@ -10,7 +11,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Client } from 'graphql-ws';
-import { gqlClient } from './graphql-ws.js';
+import WebSocket from 'ws';
+import { gqlClient, wsUrl } from './graphql-ws.js';
 import { adminClient, type TestDataPlane } from './dataplane.js';
 import { waitForTransaction } from './transactions.js';
 
@@ -95,6 +97,39 @@ function collect(iterator: AsyncIterator<Ev>): Collected {
   };
 }
 
+/**
+ * A subscription over the older protocol (subscriptions-transport-ws, subprotocol `graphql-ws`):
+ * a bare `ws` client sending connection_init, then `start`; its `data` payloads as an iterator.
+ */
+function legacyIterate(dp: TestDataPlane, query: string, variables: Record<string, unknown>, sockets: WebSocket[]): AsyncIterator<Ev> {
+  const ws = new WebSocket(wsUrl(dp), 'graphql-ws');
+  sockets.push(ws);
+  const queue: Ev[] = [];
+  let wake: (() => void) | undefined;
+  let closed: Error | undefined;
+  ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: 'Proxy demo-admin' } })));
+  ws.on('message', (data) => {
+    const message = JSON.parse(String(data)) as { type: string; payload?: Ev };
+    if (message.type === 'connection_ack') ws.send(JSON.stringify({ id: '1', type: 'start', payload: { query, variables } }));
+    else if (message.type === 'data') queue.push(message.payload!);
+    else if (message.type === 'error' || message.type === 'connection_error') closed = new Error(`${message.type}: ${JSON.stringify(message.payload)}`);
+    wake?.();
+  });
+  ws.on('error', (err) => ((closed = err), wake?.()));
+  ws.on('close', (code) => ((closed ??= new Error(`closed ${code}`)), wake?.()));
+  return {
+    async next() {
+      while (!queue.length && !closed) await new Promise<void>((r) => (wake = r));
+      if (queue.length) return { done: false, value: queue.shift()! };
+      throw closed;
+    },
+    async return() {
+      ws.close();
+      return { done: true, value: undefined };
+    },
+  };
+}
+
 const until = async (check: () => boolean, ms = 10_000) => {
   const end = Date.now() + ms;
   while (!check()) {
@@ -140,7 +175,9 @@ export function describeFeedAcrossReplicas(label: string, start: () => Promise<F
       t = await start();
       await write({ create: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } } });
     });
+    const sockets: WebSocket[] = [];
     after(async () => {
+      for (const ws of sockets) ws.terminate();
       await Promise.all(clients.map((c) => c.dispose()));
       await t?.stop();
     });
@@ -179,6 +216,24 @@ export function describeFeedAcrossReplicas(label: string, start: () => Promise<F
       const metrics = (await adminClient(t.a)({ path: '/metrics' })).text;
       expect(Number(/^das_change_feed_reads\{dataset="demo"\} (\d+)$/m.exec(metrics)?.[1])).to.be.greaterThan(0);
       expect(metrics).to.match(/^das_change_feed_lag_seconds\{dataset="demo"\} [0-9.e+-]+$/m);
+      await sub.stop();
+    });
+
+    it('the older protocol (subscriptions-transport-ws) with a filter and ids gets exactly the matching changes', async () => {
+      const query = 'subscription($f: String, $ids: [ID!]) { demo_Person(filter: $f, ids: $ids) { op cursor record { id version name age } } }';
+      const sub = collect(legacyIterate(t.a, query, { f: 'age >= 30', ids: ['q0', 'q1', 'q3'] }, sockets));
+      // Probes match both the filter and the ids; they are taken until the subscription is live.
+      await goLive(sub, (n) => (n === 0 ? { create: { schema: 'demo.Person', id: 'q0', data: { name: 'probe 0', age: 99 } } } : { update: { schema: 'demo.Person', id: 'q0', data: { name: `probe ${n}`, age: 99 } } }));
+      await write({ create: { schema: 'demo.Person', id: 'q1', data: { name: 'In', age: 40 } } }); // matches
+      await write({ create: { schema: 'demo.Person', id: 'q2', data: { name: 'Not in ids', age: 50 } } });
+      await write({ create: { schema: 'demo.Person', id: 'q3', data: { name: 'Too young', age: 10 } } });
+      await write({ update: { schema: 'demo.Person', id: 'q3', data: { name: 'Older', age: 35 } } }); // matches now
+      const events = (await sub.take(2, 30_000)).map((e) => e.data!.demo_Person);
+      expect(events.map((e) => [e.op, e.record?.id, e.record?.version, e.record?.age])).to.deep.equal([
+        ['CREATE', 'q1', 1, 40],
+        ['UPDATE', 'q3', 2, 35],
+      ]);
+      expect(await sub.next(1500), 'nothing else').to.equal(undefined);
       await sub.stop();
     });
 
