@@ -75,6 +75,41 @@ export function writePeopleParquet(dir: string, file: string, count: number, opt
   writeFileSync(join(dir, 'imports', file), parquetFile(columns, { rowGroupSize: options.rowGroupSize ?? 5000 }));
 }
 
+/**
+ * The items file of the bulk-load tests on every location: 5 rows of every property type, a struct
+ * column (`dims`), a link (`maker`), nulls, in gzip row groups of 2.
+ */
+export function itemsParquet(): Buffer {
+  return parquetFile(
+    [
+      { name: 'id', data: ['i1', 'i2', 'i3', 'i4', 'i5'], type: 'STRING' },
+      { name: 'name', data: ['one', 'two', 'three', 'four', 'five'], type: 'STRING' },
+      { name: 'count', data: [1n, null, 3n, 4n, 9007199254740991n], type: 'INT64' },
+      { name: 'price', data: [1.5, 2.25, null, 0, -3], type: 'DOUBLE' },
+      { name: 'active', data: [true, false, null, true, false], type: 'BOOLEAN' },
+      { name: 'born', data: ['2020-01-02', null, '1999-12-31', '2000-02-29', '1970-01-01'], type: 'STRING' },
+      { name: 'seen', data: [new Date('2024-05-06T07:08:09.123Z'), null, new Date(0), new Date(1e12), new Date(2e12)], type: 'TIMESTAMP' },
+      { name: 'dims', data: [{ width: 10, label: 'a' }, null, { width: null, label: 'c' }, { width: 4, label: null }, null] },
+      { name: 'maker', data: [{ id: 'acme' }, null, { id: 'acme' }, null, null] },
+    ],
+    { rowGroupSize: 2, codec: 'GZIP' },
+  );
+}
+
+/** itemsParquet's first row as the API answers it after the load. */
+export const LOADED_ITEM_I1 = {
+  id: 'i1',
+  version: 1,
+  name: 'one',
+  count: 1,
+  price: 1.5,
+  active: true,
+  born: '2020-01-02',
+  seen: '2024-05-06T07:08:09.123Z',
+  dims: { width: 10, label: 'a' },
+  maker: { id: 'acme' },
+};
+
 export type Api = ReturnType<typeof adminClient>;
 
 export async function waitForTransaction(api: Api, id: string, done = (tx: any) => tx.status === 'SUCCEEDED' || tx.status === 'FAILED', timeoutMs = 30_000): Promise<any> {

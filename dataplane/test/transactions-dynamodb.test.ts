@@ -15,7 +15,7 @@ import { transactionsTable } from '../src/drivers/dynamodb/bulk-load.js';
 import { schemaTables } from '../src/drivers/dynamodb/tables.js';
 import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../test-support/dynamodb.js';
-import { parquetFile, waitForTransaction, type Api } from '../test-support/transactions.js';
+import { itemsParquet, LOADED_ITEM_I1, parquetFile, waitForTransaction, type Api } from '../test-support/transactions.js';
 
 describe('transactions (bulk loads) on DynamoDB', function () {
   this.timeout(120_000);
@@ -57,39 +57,12 @@ describe('transactions (bulk loads) on DynamoDB', function () {
   });
 
   it('UPSERTs a Parquet file: struct columns, links, nulls, every property type, gzip row groups; versions and history as any write', async () => {
-    writeFileSync(
-      join(imports, 'items.parquet'),
-      parquetFile(
-        [
-          { name: 'id', data: ['i1', 'i2', 'i3', 'i4', 'i5'], type: 'STRING' },
-          { name: 'name', data: ['one', 'two', 'three', 'four', 'five'], type: 'STRING' },
-          { name: 'count', data: [1n, null, 3n, 4n, 9007199254740991n], type: 'INT64' },
-          { name: 'price', data: [1.5, 2.25, null, 0, -3], type: 'DOUBLE' },
-          { name: 'active', data: [true, false, null, true, false], type: 'BOOLEAN' },
-          { name: 'born', data: ['2020-01-02', null, '1999-12-31', '2000-02-29', '1970-01-01'], type: 'STRING' },
-          { name: 'seen', data: [new Date('2024-05-06T07:08:09.123Z'), null, new Date(0), new Date(1e12), new Date(2e12)], type: 'TIMESTAMP' },
-          { name: 'dims', data: [{ width: 10, label: 'a' }, null, { width: null, label: 'c' }, { width: 4, label: null }, null] },
-          { name: 'maker', data: [{ id: 'acme' }, null, { id: 'acme' }, null, null] },
-        ],
-        { rowGroupSize: 2, codec: 'GZIP' },
-      ),
-    );
+    writeFileSync(join(imports, 'items.parquet'), itemsParquet());
     const tx = await run([{ locationUri: fileUri('items.parquet'), operation: 'UPSERT', format: 'PARQUET', schema: 'demo.Item' }]);
     expect(tx.status, JSON.stringify(tx)).to.equal('SUCCEEDED');
     expect(tx.actions[0]).to.include({ rowsRead: 5, rowsWritten: 5, rowsRejected: 0 });
     expect(tx.actions[0].bytesRead).to.be.greaterThan(0);
-    expect((await api({ path: '/demo/demo.Item/i1' })).json).to.deep.equal({
-      id: 'i1',
-      version: 1,
-      name: 'one',
-      count: 1,
-      price: 1.5,
-      active: true,
-      born: '2020-01-02',
-      seen: '2024-05-06T07:08:09.123Z',
-      dims: { width: 10, label: 'a' },
-      maker: { id: 'acme' },
-    });
+    expect((await api({ path: '/demo/demo.Item/i1' })).json).to.deep.equal(LOADED_ITEM_I1);
     expect((await api({ path: '/demo/demo.Item/i2' })).json).to.deep.equal({ id: 'i2', version: 1, name: 'two', price: 2.25, active: false });
     expect((await api({ path: '/demo/demo.Item/i5' })).json.count).to.equal(9007199254740991);
     // The same file again: every record gets version 2, both versions readable.
