@@ -7,6 +7,8 @@
  * dies, and its peak RSS stays within the budget.
  *
  * Small by default; by hand: DAS_FUZZ_FILES=2000 (DAS_FUZZ_SEED picks the files) prints the figures.
+ * DAS_FUZZ_GROUP_VALUES (e.g. 64) lowers DAS_BULK_MAX_GROUP_VALUES, so that every Parquet row group
+ * of plain columns is read in slices.
  */
 import { expect } from 'chai';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -24,6 +26,7 @@ import { parquetFile, transactionManifests, withFooter } from '../test-support/t
 
 const FILES = Number(process.env.DAS_FUZZ_FILES ?? 40);
 const SEED = Number(process.env.DAS_FUZZ_SEED ?? 7);
+const GROUP_VALUES = process.env.DAS_FUZZ_GROUP_VALUES;
 /** Peak RSS growth allowed over the idle data plane's (MiB): the documented budgets hold well under it. */
 const RSS_BUDGET_MIB = 300;
 
@@ -65,6 +68,7 @@ describe('fuzz: mutated bulk-load files through main.ts', function () {
       LOG_LEVEL: 'error',
       DAS_BULK_POLL_MS: '50',
       DAS_BULK_CONCURRENCY: '4',
+      ...(GROUP_VALUES ? { DAS_BULK_MAX_GROUP_VALUES: GROUP_VALUES } : {}),
     });
     const url = `http://127.0.0.1:${port}`;
     await waitReady(url, main);
