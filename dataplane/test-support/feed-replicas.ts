@@ -7,13 +7,14 @@
  * The PostgreSQL version with the protocol details is dataplane/src/graphql/subscriptions.test.ts.
  */
 import { expect } from 'chai';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { gqlClient, wsUrl } from './graphql-ws.js';
-import { adminClient, type TestDataPlane } from './dataplane.js';
+import { adminClient, startTestDataPlane, type TestDataPlane } from './dataplane.js';
 import { waitForTransaction } from './transactions.js';
 
 export interface FeedReplicas {
@@ -26,6 +27,21 @@ export interface FeedReplicas {
   /** Events of one ATOMIC batch arrive in commit order (not on DynamoDB: per item only). */
   batchOrdered: boolean;
   stop(): Promise<void>;
+}
+
+/**
+ * Two data planes on one store and one data directory (`a` and `b`), with a bulk-load import
+ * directory, once both serve the demo dataset.
+ */
+export async function startReplicaPair(manifests: string, prefix: string, env: Record<string, string>): Promise<Pick<FeedReplicas, 'a' | 'b' | 'imports'>> {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
+  const a = await startTestDataPlane({ manifests, dataDir, env });
+  const b = await startTestDataPlane({ manifests, dataDir, env });
+  const imports = join(dataDir, 'imports');
+  mkdirSync(imports, { recursive: true });
+  // The dataset serves once its tables exist.
+  for (const dp of [a, b]) for (let i = 0; i < 200 && !dp.dataPlane.store.dataset('demo'); i++) await new Promise((r) => setTimeout(r, 100));
+  return { a, b, imports };
 }
 
 type Ev = { data?: Record<string, { op: string; cursor: string; record: Record<string, unknown> | null }>; errors?: { extensions?: { code?: string } }[] };

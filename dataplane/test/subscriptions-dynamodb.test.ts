@@ -4,29 +4,18 @@
  * before change feeds gets its stream from the additive schema path.
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { createClient } from '../src/drivers/dynamodb/client.js';
 import { decodePosition, encodePosition } from '../src/drivers/dynamodb/stream-cursor.js';
 import { schemaTables } from '../src/drivers/dynamodb/tables.js';
-import { startTestDataPlane } from '../test-support/dataplane.js';
 import { dynamoDbSecrets, dynamoDbTransactionManifests, dynamoDbUnderTest } from '../test-support/dynamodb.js';
-import { describeFeedAcrossReplicas } from '../test-support/feed-replicas.js';
+import { describeFeedAcrossReplicas, startReplicaPair } from '../test-support/feed-replicas.js';
 import { suiteDataset } from '../test-support/driver-suite.js';
 
 describeFeedAcrossReplicas('DynamoDB (Streams on DynamoDB Local)', async () => {
   const secrets = await dynamoDbSecrets();
   const manifests = await dynamoDbTransactionManifests(secrets.name);
-  const dataDir = mkdtempSync(join(tmpdir(), 'das-ddb-feed-'));
-  const env = { DAS_SECRETS_DIR: secrets.dir, DAS_BULK_POLL_MS: '100', DAS_DYNAMODB_STREAM_READ_MS: '200' };
-  const a = await startTestDataPlane({ manifests, dataDir, env });
-  const b = await startTestDataPlane({ manifests, dataDir, env });
-  const imports = join(dataDir, 'imports');
-  mkdirSync(imports, { recursive: true });
-  // The dataset serves once its tables exist.
-  for (const dp of [a, b]) for (let i = 0; i < 200 && !dp.dataPlane.store.dataset('demo'); i++) await new Promise((r) => setTimeout(r, 100));
+  const { a, b, imports } = await startReplicaPair(manifests, 'das-ddb-feed-', { DAS_SECRETS_DIR: secrets.dir, DAS_BULK_POLL_MS: '100', DAS_DYNAMODB_STREAM_READ_MS: '200' });
   return {
     a,
     b,

@@ -5,13 +5,10 @@
  * log while nobody subscribes.
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connectSdk, destroy, exec } from '../../e2e/peers/snowflake/sdk-client.js';
 import { sharedSnowflakePeer, warehouseDemoManifests } from '../src/drivers/snowflake/peer.test-support.js';
-import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
-import { describeFeedAcrossReplicas, type FeedReplicas } from '../test-support/feed-replicas.js';
+import type { TestDataPlane } from '../test-support/dataplane.js';
+import { describeFeedAcrossReplicas, startReplicaPair, type FeedReplicas } from '../test-support/feed-replicas.js';
 import { gqlClient } from '../test-support/graphql-ws.js';
 
 const POLL_MS = 300;
@@ -20,13 +17,7 @@ const POLL_MS = 300;
 async function warehouseReplicas(kind: 'snowflake' | 'iceberg'): Promise<FeedReplicas & { database: string }> {
   const peer = await sharedSnowflakePeer();
   const { manifests, secretsDir, database } = await warehouseDemoManifests(kind);
-  const dataDir = mkdtempSync(join(tmpdir(), `das-${kind}-feed-`));
-  const env = { DAS_SECRETS_DIR: secretsDir, DAS_BULK_POLL_MS: '100', DAS_WAREHOUSE_CHANGE_POLL_MS: String(POLL_MS) };
-  const a = await startTestDataPlane({ manifests, dataDir, env });
-  const b = await startTestDataPlane({ manifests, dataDir, env });
-  const imports = join(dataDir, 'imports');
-  mkdirSync(imports, { recursive: true });
-  for (const dp of [a, b]) for (let i = 0; i < 200 && !dp.dataPlane.store.dataset('demo'); i++) await new Promise((r) => setTimeout(r, 100));
+  const { a, b, imports } = await startReplicaPair(manifests, `das-${kind}-feed-`, { DAS_SECRETS_DIR: secretsDir, DAS_BULK_POLL_MS: '100', DAS_WAREHOUSE_CHANGE_POLL_MS: String(POLL_MS) });
   return {
     a,
     b,
