@@ -26,7 +26,8 @@ async function* timed(body: Readable, name: string, limits: SourceLimits): Async
     for (;;) {
       // The longest this wait may take: to the deadline, or to the end of the window at the rate still owed.
       const owed = Math.max(0, (limits.minBytesPerSecond * limits.rateWindowMs) / 1000 - bytesWindow);
-      const budget = Math.min(limits.deadlineMs - waitedTotal, owed > 0 ? limits.rateWindowMs - waitedWindow : Infinity);
+      const toDeadline = limits.deadlineMs - waitedTotal;
+      const budget = Math.min(toDeadline, owed > 0 ? limits.rateWindowMs - waitedWindow : Infinity);
       const started = Date.now();
       let timer: NodeJS.Timeout | undefined;
       const next = await Promise.race([
@@ -36,7 +37,8 @@ async function* timed(body: Readable, name: string, limits: SourceLimits): Async
       const waited = Date.now() - started;
       waitedTotal += waited;
       waitedWindow += waited;
-      if (next === 'timeout') throw waitedTotal >= limits.deadlineMs ? late() : slow();
+      // Which limit ran out is the one the wait was bounded by (a timer may fire a millisecond before Date.now() says so).
+      if (next === 'timeout') throw budget === toDeadline ? late() : slow();
       if (next.done) return;
       const chunk = typeof next.value === 'string' ? Buffer.from(next.value) : next.value;
       bytesWindow += chunk.length;
