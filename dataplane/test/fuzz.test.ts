@@ -3,6 +3,10 @@
  * with a status below 500, and a 4xx names an error code. Deterministic (fixed seeds), so a
  * failure reproduces; the seed, the request number and the request are in the message.
  *
+ * Seeded random GraphQL documents with variables, defaults, fragments and @skip/@include against
+ * a low cost limit: an answered operation never returns more records than the limit allows (what
+ * it returns, the engine read), a refused one names its code.
+ *
  * Seeded random WebSocket frames against main.ts (the real entry point): random opcodes, sizes
  * and lengths that lie, masking and reserved bits, invalid UTF-8, fragments, and random messages of
  * both GraphQL protocols, on many connections at once; the process never dies, /readyz answers,
@@ -114,6 +118,100 @@ describe('record API under seeded random input', function () {
   }
 });
 
+/** GraphQL documents whose list limits come from literals, variables, defaults or nowhere, behind fragments and directives. */
+function graphqlGenerator(seed: number) {
+  const { next, pick } = random(seed);
+  const odd = () => pick([0, 1, 2, 3, 5, 10, 20, 1000, 5000, -1, null, 'x', 1.5, 2 ** 31, true]);
+  const document = () => {
+    // Variables are declared when a selection first uses them (graphql refuses unused ones).
+    const used = new Set<string>();
+    const use = (name: string) => (used.add(name), `$${name}`);
+    const limit = () => (next() < 0.1 ? '' : `(limit: ${next() < 0.6 ? use(pick(['l0', 'l1', 'l2'])) : pick(['0', '1', '2', '4', '4', '9', '30', '1000', '-1'])})`);
+    const directive = () => (next() < 0.3 ? ` @${pick(['skip', 'include'])}(if: ${next() < 0.7 ? use(pick(['b0', 'b1'])) : pick(['true', 'false'])})` : '');
+    const person = () => `items { id${directive()} name ${next() < 0.5 ? `employer${directive()} { id name }` : ''} }`;
+    const employees = () => `employees${limit()}${directive()} { ${person()} }`;
+    const useFragment = next() < 0.4;
+    const company = () => `items { id name ${useFragment ? '...E' : employees()} ${next() < 0.3 ? `... on demo_Company${directive()} { more: ${employees()} }` : ''} }`;
+    // Directives take Boolean!: a nullable variable needs a default there.
+    const roots = Array.from({ length: next() < 0.6 ? 1 : 2 }, (_, i) =>
+      next() < 0.7 ? `c${i}: list_demo_Company${limit()}${directive()} { ${company()} }` : `p${i}: list_demo_Person${limit()} { ${person()} }`,
+    );
+    const fragment = useFragment ? ` fragment E on demo_Company { ${employees()} }` : '';
+    const defs = [...used].sort().map((v) =>
+      v.startsWith('l')
+        ? `$${v}: Int${next() < 0.15 ? '!' : ''}${next() < 0.7 ? ` = ${pick(['1', '2', '3', '8', '30', '1000', 'null'])}` : ''}`
+        : `$${v}: Boolean${pick(['!', ' = true', ' = false', '! = true'])}`,
+    );
+    const name = pick(['Q', 'Q', 'R']);
+    let text = `query ${name}${defs.length ? `(${defs.join(', ')})` : ''} { ${roots.join(' ')} }${fragment}`;
+    if (next() < 0.15) text += ' query Other { list_demo_Person(limit: 1000) { items { id } } }';
+    const variables: Record<string, unknown> = {};
+    for (const v of used) if (next() < 0.4) variables[v] = v.startsWith('b') && next() < 0.8 ? next() < 0.5 : odd();
+    const operationName = pick([undefined, undefined, undefined, name, name, 'Other', 'Nope']);
+    return { query: text, variables, ...(operationName ? { operationName } : {}) };
+  };
+  return { document };
+}
+
+/** Records in an answer: the objects with an `id`, however deep. */
+function recordsIn(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((n: number, v) => n + recordsIn(v), 0);
+  if (!value || typeof value !== 'object') return 0;
+  return ('id' in value ? 1 : 0) + Object.values(value).reduce((n: number, v) => n + recordsIn(v), 0);
+}
+
+describe('GraphQL documents with variables and defaults under seeded random input', function () {
+  this.timeout(180_000);
+  const MAX_COST = 150;
+  let dp: TestDataPlane;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    dp = await startTestDataPlane({ env: { DAS_GRAPHQL_MAX_COST: String(MAX_COST) } });
+    api = client(dp.url, { host: 'iam.example.test', headers: { authorization: 'Proxy demo-admin' } });
+    // Enough records that an operation over the limit, run, would return more than it allows.
+    const actions: Record<string, unknown> = {};
+    for (let c = 0; c < 8; c++) actions[`c${c}`] = { create: { schema: 'demo.Company', id: `c${c}`, data: { name: `Company ${c}` } } };
+    for (let p = 0; p < 300; p++) actions[`p${p}`] = { create: { schema: 'demo.Person', id: `p${p}`, data: { name: `Person ${p}`, employer: { id: `c${p % 8}` } } } };
+    const r = await api({ method: 'POST', path: '/demo', body: { batch: { actions } } });
+    expect(r.status, r.text).to.equal(200);
+  });
+  after(async () => dp?.stop());
+
+  const perSeed = Number(process.env.FUZZ_GRAPHQL_REQUESTS ?? 300);
+  for (const seed of [11]) {
+    it(`answers ${perSeed} random documents (seed ${seed}) within the cost limit, or refuses them with a code`, async function () {
+      this.timeout(Math.max(120_000, perSeed * 200));
+      const gen = graphqlGenerator(seed);
+      const seen = new Map<string, number>();
+      let mostRecords = 0;
+      for (let i = 0; i < perSeed; i++) {
+        const body = gen.document();
+        const res = await api({ method: 'POST', path: '/demo/graphql', body });
+        const what = `seed ${seed}, document ${i}: ${JSON.stringify(body).slice(0, 600)} → ${res.status} ${res.text.slice(0, 300)}`;
+        expect(res.status, what).to.be.oneOf([200, 400]);
+        expect(res.headers['content-type'], what).to.match(/^application\/json/);
+        let outcome: string;
+        if (res.status === 400) {
+          expect(res.json.error.code, what).to.match(/^[A-Z][A-Z0-9_]*$/);
+          outcome = res.json.error.code;
+        } else {
+          const records = recordsIn(res.json.data);
+          expect(records, what).to.be.at.most(MAX_COST);
+          mostRecords = Math.max(mostRecords, records);
+          outcome = res.json.errors ? `errors:${res.json.errors[0].extensions?.code ?? 'GRAPHQL'}` : 'data';
+        }
+        seen.set(outcome, (seen.get(outcome) ?? 0) + 1);
+      }
+      if (process.env.FUZZ_GRAPHQL_REQUESTS) console.log(`      (seed ${seed}: ${JSON.stringify(Object.fromEntries([...seen].sort()))}, most records ${mostRecords})`);
+      // The documents reach both sides of the limit, and the executor.
+      expect(seen.get('QUERY_TOO_COMPLEX') ?? 0, JSON.stringify([...seen])).to.be.greaterThan(10);
+      expect(seen.get('data') ?? 0, JSON.stringify([...seen])).to.be.greaterThan(10);
+      expect(mostRecords).to.be.greaterThan(MAX_COST / 3);
+    });
+  }
+});
+
 const QUERIES = [
   'subscription { demo_Person { op cursor record { id name } } }',
   'subscription S($f: String) { demo_Company(filter: $f) { op record { name employees { items { id } } } } }',
@@ -125,6 +223,8 @@ const QUERIES = [
   'subscription { demo_Person(after: "99999999999999999999") { op } }',
   '{',
   'mutation { x }',
+  'query Q($l: Int = 1000) { list_demo_Company(limit: 49) { items { id employees(limit: $l) { items { id name } } } } }',
+  'query Q($b: Boolean = false, $l: Int) { list_demo_Person(limit: $l) @include(if: $b) { items { id } } ...F } fragment F on Query { demo_Company(id: "acme") { name } }',
 ];
 
 /** One connection's frames: a protocol, credentials or not, and a few random frames. */

@@ -42,7 +42,7 @@ export function parseGraphQLRequest(body: unknown): GraphQLRequest {
 /** Runs a query (or introspection) against the dataset's schema; an operation over a limit (limits.ts) is a 400 naming it. */
 export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConfig, request: GraphQLRequest, ctx?: StatementContext, limits: QueryLimits = DEFAULT_QUERY_LIMITS): Promise<Record<string, unknown>> {
   const schema = datasetSchema(dataset);
-  const prepared = prepareOperation(schema, request.query, request.variables, limits);
+  const prepared = prepareOperation(schema, request.query, request.variables, limits, request.operationName);
   if (prepared.errors) {
     const limit = prepared.errors.find(isLimitError);
     if (limit) throw badRequest(String(limit.extensions.code), limit.message, [{ path: '$.query', message: limit.message }]);

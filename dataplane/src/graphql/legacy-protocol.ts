@@ -140,7 +140,7 @@ export function serveLegacyProtocol(ws: WebSocket, connection: Connection, sessi
       operations.delete(id);
       await send({ type: 'error', id, payload: errors.map((e) => e.toJSON()) });
     };
-    const prepared = session.prepare(payload.query, payload.variables);
+    const prepared = session.prepare(payload.query, payload.variables, payload.operationName);
     if (prepared.errors) return fail(prepared.errors);
     const document = prepared.document;
     const operation = getOperationAST(document, payload.operationName ?? undefined);

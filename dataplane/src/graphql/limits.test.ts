@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { getIntrospectionQuery, parse } from 'graphql';
 import { buildDatasetSchema } from './schema.js';
-import { DEFAULT_QUERY_LIMITS, measure, prepareOperation } from './limits.js';
+import { countSelections, DEFAULT_QUERY_LIMITS, measure, measureOperation, prepareOperation } from './limits.js';
 import { EventQueue } from './event-queue.js';
 import { SendBudget } from './send-budget.js';
 import type { DatasetConfig } from '../../../model/types.js';
@@ -26,6 +26,45 @@ describe('GraphQL operation limits', () => {
     expect(cost('{ list_demo_Person(limit: 10) { items { employer { name } } } }')).to.equal(10 + 10);
     expect(cost('query Q($n: Int) { list_demo_Company(limit: $n) { items { employees(limit: 5) { items { id } } } } }', { n: 20 })).to.equal(20 + 20 * 5);
     expect(cost('{ __typename demo_Person(id: "a") { id version } }')).to.equal(1);
+  });
+
+  it('costs the operation as the executor runs it: variables with their defaults, @skip/@include, the operation named', () => {
+    const opCost = (query: string, variables: Record<string, unknown> = {}, name?: string) => {
+      const m = measureOperation(schema, parse(query), variables, name);
+      return 'errors' in m ? m.errors[0].message : m.cost;
+    };
+    const defaulted = 'query Q($l: Int = 1000) { list_demo_Company(limit: 49) { items { id employees(limit: $l) { items { id name } } } } }';
+    expect(opCost(defaulted)).to.equal(49 + 49 * 1000);
+    expect(opCost(defaulted, { l: 2 })).to.equal(49 + 49 * 2);
+    expect(opCost(defaulted, { l: null })).to.equal(49 + 49 * 100); // null: the engine's default page
+    expect(prepareOperation(schema, defaulted, {}).errors?.[0]?.message).to.equal('the operation may read 49049 records; at most 5000 per operation (lower the limit of its lists or split it)');
+    // Defaults inside a fragment, and an input the executor cannot coerce is the executor's error.
+    const viaFragment = 'query Q($l: Int = 500) { list_demo_Company(limit: 20) { items { ...E } } } fragment E on demo_Company { employees(limit: $l) { items { id } } }';
+    expect(opCost(viaFragment)).to.equal(20 + 20 * 500);
+    expect(opCost(defaulted, { l: 'many' })).to.match(/\$l.*Int/);
+    // @skip/@include with variables and defaults, on fields, spreads and inline fragments.
+    const directed = 'query Q($big: Boolean = true, $skip: Boolean! = false) { a: list_demo_Person(limit: 1000) @include(if: $big) { items { id } } ... @skip(if: $skip) { b: list_demo_Person(limit: 7) { items { id } } } }';
+    expect(opCost(directed)).to.equal(1007);
+    expect(opCost(directed, { big: false })).to.equal(7);
+    expect(opCost(directed, { big: false, skip: true })).to.equal(0);
+    // Only the operation that runs is measured; with none chosen, the largest.
+    const two = 'query Small { list_demo_Person(limit: 3) { items { id } } } query Big { list_demo_Person(limit: 900) { items { id } } }';
+    expect(opCost(two, {}, 'Small')).to.equal(3);
+    expect(opCost(two)).to.equal(900);
+  });
+
+  it('counts the selections of the text before validation and refuses past the budget', () => {
+    expect(countSelections(parse('{ a: __typename ... on Query { __typename } ...F } fragment F on Query { __typename }'))).to.equal(5);
+    const many = (n: number) => `{ ${'__typename '.repeat(n)}}`;
+    expect(codeOf(many(DEFAULT_QUERY_LIMITS.maxSelections))).to.equal(undefined);
+    const refused = prepareOperation(schema, many(DEFAULT_QUERY_LIMITS.maxSelections + 1), {}).errors?.[0];
+    expect(refused?.extensions.code).to.equal('TOO_MANY_SELECTIONS');
+    expect(refused?.message).to.equal('the query has more than 500 selections (fields and fragments); split it into smaller operations');
+    // The reported document: 9,000 selections, 99 KB, inside the token limit.
+    const reported = many(9000);
+    expect(reported.length).to.be.within(90_000, 100_000);
+    expect(codeOf(reported)).to.equal('TOO_MANY_SELECTIONS');
+    expect(prepareOperation(schema, reported, {}, { ...DEFAULT_QUERY_LIMITS, maxSelections: 10_000 }).errors?.[0]?.extensions.code).to.not.equal('TOO_MANY_SELECTIONS');
   });
 
   it('counts fragments where they are spread, so nesting spreads cannot hide work or depth', () => {

@@ -33,6 +33,7 @@ export function subscriptionSettings(env: NodeJS.ProcessEnv = process.env, caps:
     },
     query: {
       maxTokens: wholeNumberSetting(env, 'DAS_GRAPHQL_MAX_TOKENS', DEFAULT_QUERY_LIMITS.maxTokens, 1),
+      maxSelections: wholeNumberSetting(env, 'DAS_GRAPHQL_MAX_SELECTIONS', DEFAULT_QUERY_LIMITS.maxSelections, 1),
       maxDepth: wholeNumberSetting(env, 'DAS_GRAPHQL_MAX_DEPTH', DEFAULT_QUERY_LIMITS.maxDepth, 1),
       maxAliases: wholeNumberSetting(env, 'DAS_GRAPHQL_MAX_ALIASES', DEFAULT_QUERY_LIMITS.maxAliases, 0),
       maxCost: wholeNumberSetting(env, 'DAS_GRAPHQL_MAX_COST', DEFAULT_QUERY_LIMITS.maxCost, 1),

@@ -287,7 +287,7 @@ export class SubscriptionServer {
         subscribe: (request: SubscriptionRequest) => this.deps.dispatcher.subscribe(connection.dataset, request, () => connection.close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason), connection.budget),
       }),
       schema: () => datasetSchema(connection.dataset),
-      prepare: (query, variables) => prepareOperation(datasetSchema(connection.dataset), query, variables, this.queryLimits),
+      prepare: (query, variables, operationName) => prepareOperation(datasetSchema(connection.dataset), query, variables, this.queryLimits, operationName),
     };
   }
 
@@ -314,7 +314,7 @@ export class SubscriptionServer {
           return [new GraphQLError(`at most ${this.limits.perConnection} subscriptions per connection`, { extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' } })];
         }
         // The one parser and validation of every transport (limits.ts), instead of graphql-ws's own.
-        const prepared = session.prepare(payload.query, payload.variables);
+        const prepared = session.prepare(payload.query, payload.variables, payload.operationName);
         if (prepared.errors) return prepared.errors;
         return { schema: session.schema(), document: prepared.document, operationName: payload.operationName, variableValues: payload.variables };
       },
@@ -422,8 +422,8 @@ export interface Session {
   init(payload: unknown): Promise<void>;
   context(): GraphQLContext;
   schema(): ReturnType<typeof datasetSchema>;
-  /** Parses, validates and measures an operation against the configured limits (limits.ts). */
-  prepare(query: string, variables: Record<string, unknown> | null | undefined): ReturnType<typeof prepareOperation>;
+  /** Parses, validates and measures the operation that will run against the configured limits (limits.ts). */
+  prepare(query: string, variables: Record<string, unknown> | null | undefined, operationName: string | null | undefined): ReturnType<typeof prepareOperation>;
 }
 
 /** The protocol for the offered subprotocols: graphql-transport-ws first; undefined when only others are offered. */
