@@ -5,9 +5,9 @@
  * selections than the budget is refused before validation, with the same code and message on each.
  */
 import { expect } from 'chai';
-import WebSocket from 'ws';
 import { adminClient, startTestDataPlane, type TestDataPlane } from '../../test-support/dataplane.js';
-import { gqlClient, wsUrl } from '../../test-support/graphql-ws.js';
+import { gqlClient } from '../../test-support/graphql-ws.js';
+import { legacyOperation } from '../../test-support/legacy-ws.js';
 
 const DEFAULTED = 'query Q($l: Int = 1000) { list_demo_Company(limit: 49) { items { id employees(limit: $l) { items { id name } } } } }';
 const TOO_COMPLEX = 'the operation may read 49049 records; at most 5000 per operation (lower the limit of its lists or split it)';
@@ -36,34 +36,10 @@ async function overTransportWs(dp: TestDataPlane, query: string, variables?: Rec
 
 /** One operation over the older protocol (subscriptions-transport-ws messages): its `error` message. */
 async function overLegacyWs(dp: TestDataPlane, query: string, variables?: Record<string, unknown>): Promise<Refusal> {
-  const ws = new WebSocket(wsUrl(dp), 'graphql-ws');
-  const messages: Record<string, any>[] = [];
-  const waiting: (() => void)[] = [];
-  ws.on('message', (data) => {
-    messages.push(JSON.parse(String(data)));
-    waiting.splice(0).forEach((w) => w());
-  });
-  const next = async (type: string) => {
-    for (;;) {
-      const i = messages.findIndex((m) => m.type === type || m.type === 'data');
-      if (i >= 0) return messages.splice(i, 1)[0];
-      await new Promise<void>((resolve, reject) => {
-        waiting.push(resolve);
-        setTimeout(() => reject(new Error(`no ${type} message`)), 5000).unref();
-      });
-    }
-  };
-  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-  try {
-    ws.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: 'Proxy demo-admin' } }));
-    await next('connection_ack');
-    ws.send(JSON.stringify({ type: 'start', id: '1', payload: { query, variables } }));
-    const answer = await next('error');
-    expect(answer.type, JSON.stringify(answer)).to.equal('error');
-    return { code: answer.payload[0].extensions?.code, message: answer.payload[0].message };
-  } finally {
-    ws.close();
-  }
+  const answer = await legacyOperation(dp, query, variables);
+  expect(answer.type, JSON.stringify(answer)).to.equal('error');
+  const [error] = answer.payload as { message: string; extensions?: { code?: string } }[];
+  return { code: error.extensions?.code, message: error.message };
 }
 
 describe('GraphQL operation limits on every transport', function () {

@@ -2,14 +2,16 @@
  * GraphQL queries over HTTP: POST /{dataset}/graphql with `{query, variables?, operationName?}`
  * (the front door has authenticated the caller and parsed the JSON body). Answers `{data, errors}`
  * with 200 as GraphQL-over-HTTP clients expect; a body that is no GraphQL request is a 400 naming
- * the field, and a subscription over HTTP a 400 pointing at the WebSocket.
+ * the field, and a subscription over HTTP a 400 pointing at the WebSocket. Mutations write through
+ * the record engine as REST does (mutation-schema.ts, operation.ts).
  */
-import { execute, getOperationAST, GraphQLError } from 'graphql';
+import { getOperationAST, GraphQLError } from 'graphql';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { DatasetConfig } from '../../../model/types.js';
 import type { StatementContext } from '../engine/contract.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { datasetSchema } from './schema.js';
+import { executeOperation } from './operation.js';
 import { DEFAULT_QUERY_LIMITS, isLimitError, prepareOperation, type QueryLimits } from './limits.js';
 
 export interface GraphQLRequest {
@@ -39,7 +41,7 @@ export function parseGraphQLRequest(body: unknown): GraphQLRequest {
   return { query: b.query, variables: (b.variables as Record<string, unknown> | null) ?? undefined, operationName: (b.operationName as string | null) ?? undefined };
 }
 
-/** Runs a query (or introspection) against the dataset's schema; an operation over a limit (limits.ts) is a 400 naming it. */
+/** Runs a query, a mutation (operation.ts) or introspection against the dataset's schema; an operation over a limit (limits.ts) is a 400 naming it. */
 export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConfig, request: GraphQLRequest, ctx?: StatementContext, limits: QueryLimits = DEFAULT_QUERY_LIMITS): Promise<Record<string, unknown>> {
   const schema = datasetSchema(dataset);
   const prepared = prepareOperation(schema, request.query, request.variables, limits, request.operationName);
@@ -54,7 +56,6 @@ export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConf
   if (operation.operation === 'subscription') {
     throw new ApiError(400, 'SUBSCRIPTION_OVER_HTTP', 'subscriptions are served over WebSocket at this path (protocols graphql-transport-ws and graphql-ws)', [{ path: '$.query', message: 'a subscription' }]);
   }
-  if (operation.operation === 'mutation') throw new ApiError(400, 'NOT_SUPPORTED', 'this schema has no mutations; write through REST or the structured POST', [{ path: '$.query', message: 'a mutation' }]);
-  const result = await execute({ schema, document, variableValues: request.variables, operationName: request.operationName, contextValue: { engine, dataset, ctx } });
+  const result = await executeOperation({ schema, document, variableValues: request.variables, operationName: request.operationName, contextValue: { engine, dataset, ctx } });
   return { ...(result.errors ? { errors: result.errors.map((e) => e.toJSON()) } : {}), data: result.data ?? null };
 }

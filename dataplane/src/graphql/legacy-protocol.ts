@@ -12,11 +12,12 @@
  * credentials refused, 4408 no connection_init in time, 4409 an id already in use, 4429 a second
  * connection_init. Keep-alive: `ka` right after the ack, then every keepAliveMs.
  */
-import { getOperationAST, GraphQLError, execute, type ExecutionResult } from 'graphql';
+import { getOperationAST, GraphQLError, type ExecutionResult } from 'graphql';
 import type { WebSocket } from 'ws';
 import { ApiError } from '../engine/errors.js';
 import type { Connection, Session, SubscriptionLimits } from './websocket.js';
 import { subscribeShared } from './shared-execution.js';
+import { executeOperation } from './operation.js';
 
 export type LegacyClientMessage =
   | { type: 'connection_init'; payload?: Record<string, unknown> }
@@ -147,7 +148,7 @@ export function serveLegacyProtocol(ws: WebSocket, connection: Connection, sessi
     if (!operation) return fail([new GraphQLError('name the operation to run (operationName)')]);
     const args = { schema, document, contextValue: session.context(), variableValues: payload.variables ?? undefined, operationName: payload.operationName ?? undefined };
     if (operation.operation !== 'subscription') {
-      const result = await execute(args);
+      const result = await executeOperation(args);
       if (!operations.has(id)) return;
       operations.delete(id);
       await send({ type: 'data', id, payload: result as ExecutionResult });

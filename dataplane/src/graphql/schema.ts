@@ -3,7 +3,8 @@
  * type per record schema (dots become `_`: `demo_Person`), nested objects as their own types, links
  * as fields resolved through the engine, inverse links as paged fields; `Query.<Type>(id, version)`,
  * `Query.list_<Type>(filter, sort, limit, nextToken)`, and `Subscription.<Type>(filter, ids, after)`
- * returning `<Type>Event {op, cursor, record}`. Resolvers call the record engine only; the
+ * returning `<Type>Event {op, cursor, record}`; `Mutation.create_/update_/delete_<Type>` and the
+ * `@batch` directive (mutation-schema.ts). Resolvers call the record engine only; the
  * subscription source comes from the context (the replica's dispatcher, dispatcher.ts).
  * Built once per config object (a hot reload brings a new object, so a new schema).
  */
@@ -21,6 +22,7 @@ import {
   GraphQLSchema,
   GraphQLString,
   Kind,
+  specifiedDirectives,
   type GraphQLFieldConfig,
   type GraphQLFieldConfigMap,
   type GraphQLOutputType,
@@ -30,6 +32,7 @@ import type { StatementContext } from '../engine/contract.js';
 import type { ApiRecord, RecordEngine } from '../engine/engine.js';
 import { ApiError } from '../engine/errors.js';
 import type { FieldReads } from './limits.js';
+import { BatchDirective, MUTATION_TYPE_NAMES, mutationFields, mutationTypeSuffixes, type BatchOutcomes } from './mutation-schema.js';
 
 /** What a subscription asks for: a schema's changes, narrowed by filter and ids, from a cursor. */
 export interface SubscriptionRequest {
@@ -52,6 +55,8 @@ export interface GraphQLContext {
   dataset: DatasetConfig;
   ctx?: StatementContext;
   subscribe?: (request: SubscriptionRequest) => AsyncIterable<ChangeEvent> | Promise<AsyncIterable<ChangeEvent>>;
+  /** Set while an `@batch` mutation's fields are resolved: the batch's outcome per response name (operation.ts). */
+  batch?: BatchOutcomes;
 }
 
 /** Record properties that are 64-bit integers (bigint columns): GraphQL's Int is 32-bit. */
@@ -92,15 +97,19 @@ export const ChangeOpEnum = new GraphQLEnumType({
   values: { CREATE: { description: 'The record was created.' }, UPDATE: { description: 'The record was replaced or merged.' }, DELETE: { description: 'The record was deleted; `record` holds only id and version.' } },
 });
 
+/** The types each record schema brings besides its own. */
+const TYPE_SUFFIXES = ['Page', 'Event', ...mutationTypeSuffixes];
+
 /** Type names: dots become `_`; a name two schemas would share gets a `_2` suffix (sorted order). */
 export function typeNames(schemaNames: readonly string[]): Map<string, string> {
   const names = new Map<string, string>();
-  const taken = new Set<string>(['Query', 'Subscription', 'Long', 'Date', 'DateTime', 'ChangeOp']);
+  const taken = new Set<string>(['Query', 'Subscription', 'Long', 'Date', 'DateTime', 'ChangeOp', ...MUTATION_TYPE_NAMES]);
+  const derived = (name: string) => [name, ...TYPE_SUFFIXES.map((suffix) => `${name}${suffix}`)];
   for (const schema of [...schemaNames].sort()) {
     const base = schema.replaceAll('.', '_');
     let name = base;
-    for (let n = 2; taken.has(name) || taken.has(`${name}Page`) || taken.has(`${name}Event`); n++) name = `${base}_${n}`;
-    for (const n of [name, `${name}Page`, `${name}Event`]) taken.add(n);
+    for (let n = 2; derived(name).some((d) => taken.has(d)); n++) name = `${base}_${n}`;
+    for (const n of derived(name)) taken.add(n);
     names.set(schema, name);
   }
   return names;
@@ -146,7 +155,7 @@ export function buildDatasetSchema(dataset: DatasetConfig): GraphQLSchema {
   const names = typeNames(Object.keys(dataset.schemas));
   const types = new Map<string, GraphQLObjectType>();
   const pages = new Map<string, GraphQLObjectType>();
-  const taken = new Set<string>([...names.values()].flatMap((n) => [n, `${n}Page`, `${n}Event`]));
+  const taken = new Set<string>([...names.values()].flatMap((n) => [n, ...TYPE_SUFFIXES.map((suffix) => `${n}${suffix}`)]));
   const uniqueName = (base: string) => {
     let name = base;
     for (let n = 2; taken.has(name); n++) name = `${base}_${n}`;
@@ -266,9 +275,12 @@ export function buildDatasetSchema(dataset: DatasetConfig): GraphQLSchema {
     };
     subscription[name] = field as GraphQLFieldConfig<unknown, GraphQLContext>;
   }
+  const mutation = mutationFields({ dataset, names, typeOf, uniqueName, scalars: { Long, Date: DateScalar, DateTime } });
   return new GraphQLSchema({
     query: new GraphQLObjectType({ name: 'Query', fields: query }),
+    mutation: new GraphQLObjectType({ name: 'Mutation', description: 'Writes, through the same engine as REST; `@batch` runs them as one batch.', fields: mutation as GraphQLFieldConfigMap<unknown, GraphQLContext> }),
     subscription: new GraphQLObjectType({ name: 'Subscription', fields: subscription }),
+    directives: [...specifiedDirectives, BatchDirective],
   });
 }
 

@@ -31,6 +31,7 @@ import { toApiError } from '../http/errors.js';
 import type { ChangeDispatcher } from './dispatcher.js';
 import { serveLegacyProtocol } from './legacy-protocol.js';
 import { subscribeShared } from './shared-execution.js';
+import { executeOperation } from './operation.js';
 import { DEFAULT_QUERY_LIMITS, prepareOperation, type QueryLimits } from './limits.js';
 import { closeOrTerminate, SendBudget, sendWithin, SLOW_CONSUMER } from './send-budget.js';
 import { datasetSchema, graphqlErrorOf, type GraphQLContext, type SubscriptionRequest } from './schema.js';
@@ -298,6 +299,7 @@ export class SubscriptionServer {
       context: () => session.context() as unknown as Record<string, unknown>,
       connectionInitWaitTimeout: this.limits.initTimeoutMs,
       subscribe: (args) => subscribeShared(args),
+      execute: (args) => executeOperation(args),
       onConnect: async (ctx) => {
         try {
           await session.init(ctx.connectionParams);

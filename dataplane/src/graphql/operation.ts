@@ -1,0 +1,86 @@
+/**
+ * How every transport executes a query or mutation (HTTP POST, graphql-transport-ws, the older
+ * graphql-ws): graphql's `execute`, except for a mutation marked `@batch`. Its root fields are
+ * first collected as the executor would (fragments, `@skip`/`@include`, one action per response
+ * name), their arguments coerced by graphql, and run as one REST batch (`{"batch": {"actions":
+ * {<response name>: {"create": …}}}}`, REST's parser and the record engine); then the operation is
+ * executed with the batch's outcomes, so each field answers its own result or error and selects
+ * from it as usual. A batch the engine refuses as a whole (at ATOMIC, one failed action) is the
+ * operation's only error, with REST's code and status, and `data` is null.
+ */
+import {
+  execute,
+  getArgumentValues,
+  getDirectiveValues,
+  getOperationAST,
+  getVariableValues,
+  GraphQLIncludeDirective,
+  GraphQLSkipDirective,
+  Kind,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type SelectionSetNode,
+} from 'graphql';
+import type { Consistency } from '../../../model/types.js';
+import { parseStructuredRequest } from '../engine/actions.js';
+import type { ApiError } from '../engine/errors.js';
+import { BatchDirective, batchEntryOf, restAction, type WriteField, type WriteResult } from './mutation-schema.js';
+import { graphqlErrorOf, type GraphQLContext } from './schema.js';
+
+export async function executeOperation(args: ExecutionArgs): Promise<ExecutionResult> {
+  const operation = getOperationAST(args.document, args.operationName);
+  const marked = operation?.operation === 'mutation' && operation.directives?.some((d) => d.name.value === BatchDirective.name);
+  if (!operation || !marked) return execute(args);
+  const coerced = getVariableValues(args.schema, operation.variableDefinitions ?? [], args.variableValues ?? {}, { maxErrors: 10 });
+  if (coerced.errors) return { errors: coerced.errors };
+  const variables = coerced.coerced;
+  const level = getDirectiveValues(BatchDirective, operation, variables)?.consistency as Consistency | undefined;
+  const mutationType = args.schema.getMutationType()!;
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const d of args.document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+
+  const writes = new Map<string, { write: WriteField; field: GraphQLField<unknown, unknown>; node: FieldNode }>();
+  const collect = (set: SelectionSetNode) => {
+    for (const s of set.selections) {
+      if (getDirectiveValues(GraphQLSkipDirective, s, variables)?.if === true || getDirectiveValues(GraphQLIncludeDirective, s, variables)?.if === false) continue;
+      if (s.kind === Kind.INLINE_FRAGMENT) collect(s.selectionSet);
+      else if (s.kind === Kind.FRAGMENT_SPREAD) {
+        const fragment = fragments.get(s.name.value);
+        if (fragment) collect(fragment.selectionSet);
+      } else {
+        const field = mutationType.getFields()[s.name.value];
+        const write = field?.extensions?.write as WriteField | undefined;
+        // Fields of one response name are one field to the executor (validation made them equal).
+        if (write && !writes.has((s.alias ?? s.name).value)) writes.set((s.alias ?? s.name).value, { write, field, node: s });
+      }
+    }
+  };
+  collect(operation.selectionSet);
+  if (!writes.size) return execute(args);
+
+  const context = args.contextValue as GraphQLContext;
+  const actions: Record<string, unknown> = {};
+  const order = [...writes.keys()];
+  try {
+    for (const name of order) {
+      const { write, field, node } = writes.get(name)!;
+      Object.defineProperty(actions, name, { value: restAction(write, getArgumentValues(field, node, variables), level), enumerable: true });
+    }
+    const result = await context.engine.execute(context.dataset, parseStructuredRequest({ batch: { actions } }), context.ctx);
+    const body = result.body as Record<string, unknown>;
+    const outcomes = new Map<string, WriteResult | ApiError>();
+    for (const name of order) {
+      const { kind } = writes.get(name)!.write;
+      if (result.status === 202) {
+        const accepted = (body.actions as Record<string, { id: string }>)[name];
+        outcomes.set(name, { id: accepted.id, version: null, deleted: false, pending: true, record: null });
+      } else outcomes.set(name, batchEntryOf(kind, body[name] as Record<string, unknown>));
+    }
+    return await execute({ ...args, contextValue: { ...context, batch: outcomes } satisfies GraphQLContext });
+  } catch (err) {
+    return { errors: [graphqlErrorOf(err)], data: null };
+  }
+}
