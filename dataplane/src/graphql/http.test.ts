@@ -96,7 +96,7 @@ describe('GraphQL over HTTP', function () {
     expect(tooDeep.json.data).to.equal(undefined);
   });
 
-  it('refuses bodies that are no GraphQL request, subscriptions and mutations over HTTP, with 400s naming the field', async () => {
+  it('refuses bodies that are no GraphQL request and subscriptions over HTTP, with 400s naming the field', async () => {
     const cases: Array<[unknown, string]> = [
       [[], '$'],
       [{}, '$.query'],

@@ -70,7 +70,7 @@ export const UpdateModeEnum = new GraphQLEnumType({
 
 export const BatchDirective = new GraphQLDirective({
   name: 'batch',
-  description: 'Runs all root fields of this mutation as one batch, as `POST /{dataset}` `{"batch": …}` does: at ATOMIC all or nothing; the response names (aliases) are the action names.',
+  description: 'Runs all root fields of this mutation as one batch, as a batch of `POST /{dataset}` does: at ATOMIC all or nothing; the response names (aliases) are the action names.',
   locations: [DirectiveLocation.MUTATION],
   args: { consistency: { type: ConsistencyEnum, description: 'The batch’s level; a field’s own `consistency` counts too (the weakest wins, as in REST).' } },
 });

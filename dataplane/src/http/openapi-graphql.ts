@@ -15,7 +15,7 @@ export function graphqlSchemas(): Json {
       required: ['query'],
       additionalProperties: false,
       properties: {
-        query: { type: 'string', minLength: 1, maxLength: 100_000, description: 'A query (no mutations; subscriptions go over WebSocket).', examples: ['{ __schema { queryType { name } } }'] },
+        query: { type: 'string', minLength: 1, maxLength: 100_000, description: 'A query or mutation (subscriptions go over WebSocket).', examples: ['{ __schema { queryType { name } } }'] },
         variables: { type: ['object', 'null'] },
         operationName: { type: ['string', 'null'] },
         extensions: { type: 'object' },
