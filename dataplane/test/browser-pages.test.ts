@@ -134,7 +134,7 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     await page.close();
   });
 
-  it('GraphiQL runs a query and a subscription in the page receives a change written through REST', async () => {
+  it('GraphiQL runs a query and a mutation, shows the Mutation type, and a subscription in the page receives a change written through REST', async () => {
     const page = await context.newPage();
     const response = await page.goto(`${url}/demo/graphql`);
     expect(response!.status()).to.equal(200);
@@ -158,6 +158,15 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     const posted = requests.filter((r) => r.method === 'POST' && r.url === `${url}/demo/graphql` && r.body?.includes('acme'));
     expect(posted).to.have.length(1);
     expect(posted[0].authorization).to.equal(AUTHORIZATION);
+
+    // A mutation from the page, and the Mutation type in GraphiQL's documentation explorer.
+    await setQuery('mutation { create_demo_Company(id: "initech", data: { name: "Initech" }) { id version } }');
+    await page.click('.graphiql-execute-button');
+    await resultShows('initech');
+    expect(JSON.parse(await result())).to.deep.equal({ data: { create_demo_Company: { id: 'initech', version: 1 } } });
+    await page.click('.graphiql-sidebar button[aria-label="Show Documentation Explorer"]');
+    await page.locator('.graphiql-doc-explorer-root-type', { hasText: 'mutation' }).waitFor({ timeout: 10_000 });
+    await page.locator('.graphiql-doc-explorer a', { hasText: 'Mutation' }).first().waitFor({ timeout: 10_000 });
 
     // The subscription: connection_init carries the Authorization (a browser cannot set WebSocket headers).
     const initSent = new Promise<string>((resolve) =>
