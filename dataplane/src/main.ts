@@ -28,7 +28,7 @@ import { ManifestError } from '../../model/manifests.js';
 import { BatchedLogDestination } from './log-destination.js';
 import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
-import { wholeNumberSetting } from './env-settings.js';
+import { pipeliningLimits, wholeNumberSetting } from './env-settings.js';
 import { defaultShutdownDelayMs } from './http/drain.js';
 import { USAGE } from './usage.js';
 
@@ -115,6 +115,7 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
     port: Number(env.PORT ?? 8080),
     host: env.HOST ?? DEFAULT_HOST,
     ...functionGatewayTrust(env),
+    pipelining: pipeliningLimits(env),
   });
   parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs }) });
 }
