@@ -7,14 +7,18 @@
  * has not produced yet: 1,000 pipelined requests in one write became 1,000 answers held in memory.
  *
  * `boundPipelining` wraps a server's request listener so that, per connection:
+ *  - one request at a time is handled (its answers go out in order anyway), the next when the
+ *    previous answer has been handed to the socket;
  *  - requests received and not yet answered are counted; past `maxPipelinedRequests` the ones
  *    beyond it are not handled, and the connection closes once the answers before them are sent
  *    (RFC 9112 §9.3.2: a pipelining client retries the requests a closed connection left unanswered);
+ *    a request read after that (node resumes reading on its own when its write buffer drains)
+ *    closes it at once;
  *  - while the answers the client has not taken exceed `maxUnsentResponseBytes`, the connection is
  *    not read and no further request of it is handled; both resume when the client catches up;
  *  - a connection holding unsent answers whose client takes none of them for `sendTimeoutMs` is closed.
- * So a connection holds at most `maxPipelinedRequests` answers plus the unsent budget, and the
- * requests of the chunk node was parsing (it reads 64 KiB at a time): bounded by configuration.
+ * So a connection holds one answer being made, the unsent budget, and at most the requests of one
+ * chunk node parsed (it reads 64 KiB at a time and parses all of it): bounded by configuration.
  *
  * Shared by every HTTP server of the project (data plane, function gateway, operator metrics).
  */
@@ -56,6 +60,8 @@ class Connection {
   private readonly waiting: [IncomingMessage, ServerResponse][] = [];
   /** Over the pipelining cap: nothing more is handled, and the socket ends once the answers in progress are sent. */
   private closing = false;
+  /** Until the chunk that went over the cap has been parsed. */
+  private closingChunk = false;
   private timer: NodeJS.Timeout | undefined;
   /** Write progress seen since the timer was armed: a 'drain', an answer sent, fewer bytes queued. */
   private progressed = false;
@@ -75,7 +81,21 @@ class Connection {
   }
 
   arrived(req: IncomingMessage, res: ServerResponse): void {
-    if (this.closing) return; // parsed from the chunk in hand; never answered, freed with the socket
+    if (this.closing) {
+      // Requests parsed from the chunk in hand are never answered, and freed with the socket. One
+      // from a later read means node resumed reading (it does when its own write buffer drains):
+      // the connection has had its answers' chance, and goes now.
+      if (!this.closingChunk) this.socket.destroy();
+      return;
+    }
+    if (this.inProgress.size + this.waiting.length >= this.limits.maxPipelinedRequests) {
+      this.closing = true;
+      this.closingChunk = true;
+      setImmediate(() => (this.closingChunk = false));
+      this.hooks.onTooManyPipelined?.(this.socket);
+      this.pump();
+      return;
+    }
     const done = () => {
       if (this.inProgress.delete(res)) {
         this.progressed = true;
@@ -85,11 +105,6 @@ class Connection {
     res.once('finish', done);
     res.once('close', done);
     this.waiting.push([req, res]);
-    if (this.inProgress.size + this.waiting.length > this.limits.maxPipelinedRequests) {
-      this.closing = true;
-      this.waiting.length = 0;
-      this.hooks.onTooManyPipelined?.(this.socket);
-    }
     this.pump();
   }
 
@@ -103,13 +118,15 @@ class Connection {
   /** Hands waiting requests to the application while the budget allows, then pauses or resumes reading. */
   private pump(): void {
     if (this.socket.destroyed) return;
-    while (this.waiting.length && this.unsentBytes() <= this.limits.maxUnsentResponseBytes) {
+    // One at a time, as the answers go out in order anyway: a deep pipeline costs the process one
+    // request's work at a time, interleaved with every other connection's, not all of it at once.
+    while (this.waiting.length && this.inProgress.size === 0 && this.unsentBytes() <= this.limits.maxUnsentResponseBytes) {
       const [req, res] = this.waiting.shift()!;
       if (res.destroyed) continue;
       this.inProgress.add(res);
       this.handler(req, res);
     }
-    if (this.closing && this.inProgress.size === 0) {
+    if (this.closing && this.inProgress.size === 0 && this.waiting.length === 0) {
       // The answers before the cap are out of the application's hands: flush them, then close.
       this.socket.end();
       this.pauseReading();
@@ -159,7 +176,7 @@ class Connection {
       const unsent = this.unsentBytes();
       // Slow handlers with nothing to send yet, or a client that took some bytes: not stalled
       // (a closing connection whose client neither reads nor closes is, all the same).
-      const stalled = (unsent > 0 && !this.progressed && this.queuedInHandle() >= this.queuedAtArm) || (this.closing && this.inProgress.size === 0);
+      const stalled = (unsent > 0 && !this.progressed && this.queuedInHandle() >= this.queuedAtArm) || (this.closing && this.inProgress.size === 0 && this.waiting.length === 0);
       if (stalled) {
         this.hooks.onSendTimeout?.(this.socket, unsent);
         this.socket.destroy();
