@@ -18,8 +18,10 @@
  *
  * BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_CONNECTIONS (32), BENCH_RECORDS (10000), BENCH_LOG_LEVEL (info);
  * BENCH_PROFILE_DIR=<dir> writes a CPU profile of each server there (one subfolder each);
- * BENCH_PLATFORMATIC=0 leaves Platformatic DB out.
+ * BENCH_PLATFORMATIC=0 leaves Platformatic DB out; BENCH_RESULT_FILE=<file> also writes the
+ * per-round ratios there as JSON (bench/check.ts reads them).
  */
+import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -138,19 +140,23 @@ async function main() {
       console.log(`  ${name.padEnd(24)} ${median(r.rps).toFixed(0).padStart(7)} req/s  p50 ${median(r.p50)} ms  p99 ${median(r.p99)} ms${cpu}  errors ${r.errors}`);
     }
     const plane = results.get(DATA_PLANE)!;
+    const ratios: Record<string, { throughput: number[]; cpu?: number[] }> = {};
     for (const floor of targets.slice(1).map((t) => t.name)) {
       const bare = results.get(floor)!;
       // Each round measures every server back to back, so its own ratio cancels the machine's slow drift.
       const perRound = plane.rps.map((rps, i) => rps / bare.rps[i]);
+      ratios[floor] = { throughput: perRound };
       const expectation = floor === PG_QUERY_FLOOR ? ' (expectation: >= 0.85)' : '';
       console.log(`\ndata plane / ${floor}:`);
       console.log(`  throughput, ratio of medians ${(median(plane.rps) / median(bare.rps)).toFixed(2)}${expectation}`);
       console.log(`  throughput per round: ${perRound.map((r) => r.toFixed(2)).join(' ')}  (median ${median(perRound).toFixed(2)})`);
       if (plane.cpuUs.length === ROUNDS && bare.cpuUs.length === ROUNDS) {
         const cpuRatios = plane.cpuUs.map((us, i) => us / bare.cpuUs[i]);
+        ratios[floor].cpu = cpuRatios;
         console.log(`  server CPU per request, per round: ${cpuRatios.map((r) => r.toFixed(2)).join(' ')}  (median ${median(cpuRatios).toFixed(2)})`);
       }
     }
+    if (process.env.BENCH_RESULT_FILE) writeFileSync(process.env.BENCH_RESULT_FILE, JSON.stringify({ rounds: ROUNDS, seconds: SECONDS, errors: plane.errors, ratios }));
   } finally {
     for (const t of targets) t.child.kill('SIGTERM');
     await Promise.all(targets.map((t) => new Promise((r) => (t.child.exitCode !== null ? r(null) : t.child.on('exit', r)))));

@@ -12,7 +12,7 @@ import type { ConfigStore } from './config/store.js';
 import { firewallBodyMiddleware, firewallMiddleware, type FirewallConfig } from './firewall/index.js';
 import type { AppDeps } from './http/app.js';
 import { startDataPlane, type ConfigSource, type DataPlane } from './server.js';
-import { servingLimits } from './env-settings.js';
+import { pipeliningLimits, servingLimits } from './env-settings.js';
 import { NO_KUBERNETES_CREDENTIALS, serviceAccountVerifier } from './auth/token-review.js';
 import { loadPageTokenKey, PageTokens } from './engine/page-token.js';
 import { importRootOf } from './transactions/locations.js';
@@ -61,6 +61,7 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
   const dataPlane = await startDataPlane({
     bodyBudgetBytes: limits.bodyBudgetBytes,
     requestTimeoutMs: limits.requestTimeoutMs,
+    pipelining: pipeliningLimits(options.env),
     asyncWrites: { maxQueuedOps: limits.asyncQueueLimit },
     logger: options.logger,
     configSource: options.configSource,

@@ -10,6 +10,8 @@
  *   DATABASE_URL / PG* an external PostgreSQL; without them an embedded one under DATA_DIR
  *   DAS_SHUTDOWN_DELAY_MS after SIGTERM, how long to keep serving with /readyz "draining" (5000 in a Pod, else 0)
  *   SHUTDOWN_TIMEOUT_MS how long SIGTERM may take to drain after that delay (25000)
+ *   DAS_MAX_PIPELINED_REQUESTS, DAS_MAX_UNSENT_RESPONSE_BYTES, DAS_SEND_TIMEOUT_MS per-connection
+ *                      bounds of both modes (env-settings.ts pipeliningLimits, model/pipelining.ts)
  *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME;
  *                      DAS_TRUST=verified and its settings: function-gateway/trust.ts)
  *
@@ -28,7 +30,7 @@ import { ManifestError } from '../../model/manifests.js';
 import { BatchedLogDestination } from './log-destination.js';
 import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
-import { wholeNumberSetting } from './env-settings.js';
+import { pipeliningLimits, wholeNumberSetting } from './env-settings.js';
 import { defaultShutdownDelayMs } from './http/drain.js';
 import { USAGE } from './usage.js';
 
@@ -115,6 +117,7 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
     port: Number(env.PORT ?? 8080),
     host: env.HOST ?? DEFAULT_HOST,
     ...functionGatewayTrust(env),
+    pipelining: pipeliningLimits(env),
   });
   parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs }) });
 }

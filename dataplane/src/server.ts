@@ -19,6 +19,8 @@ import { isUnavailable } from './engine/store-outcomes.js';
 import { BodyBudget } from './http/body.js';
 import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, renderRestError, requireHost } from './http/client-error.js';
 import { Drain } from './http/drain.js';
+import { boundPipelining, type PipeliningLimits } from '../../model/pipelining.js';
+import { pipeliningLogHooks } from './http/pipelining-log.js';
 import { StoreHealth } from './store-health.js';
 import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
@@ -56,6 +58,8 @@ export interface DataPlaneOptions {
   bodyBudgetBytes?: number;
   /** Time to receive a whole request, headers and body (default 30 s; then 408). */
   requestTimeoutMs?: number;
+  /** Per-connection bounds on pipelined requests and unread answers (default DEFAULT_PIPELINING_LIMITS). */
+  pipelining?: PipeliningLimits;
   asyncWrites?: AsyncWriterOptions;
   /** Bulk loads: where `file://` sources may be (without it, `file://` is refused) and the runner's settings (default from DAS_BULK_*). */
   transactions?: { importRoot: string; runner?: Partial<Pick<RunnerOptions, 'chunkRows' | 'leaseMs' | 'pollMs' | 'concurrency'>> };
@@ -190,7 +194,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
           : undefined,
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout), ...HOST_CHECKED_BY_HANDLER }, requireHost(logger, renderRestError, handler));
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout), ...HOST_CHECKED_BY_HANDLER }, boundPipelining(requireHost(logger, renderRestError, handler), options.pipelining, pipeliningLogHooks(logger)));
   const drain = new Drain(server);
   installClientErrorHandler(server, logger, renderRestError);
   server.on('upgrade', (req, socket, head) => subscriptions.handleUpgrade(req, socket, head));

@@ -20,6 +20,8 @@ Configuration is by environment variable only:
   SHUTDOWN_TIMEOUT_MS (25000)           then in-flight requests and ASYNC writes may take this long
   DAS_BODY_BUDGET_BYTES, DAS_REQUEST_TIMEOUT_MS, DAS_ASYNC_QUEUE_LIMIT
                                         request memory, upload time, ASYNC queue
+  DAS_MAX_PIPELINED_REQUESTS, DAS_MAX_UNSENT_RESPONSE_BYTES, DAS_SEND_TIMEOUT_MS
+                                        per connection: unanswered requests, unread answers, send timeout
   DAS_SUBSCRIPTIONS_PER_REPLICA, DAS_WS_MAX_CONNECTIONS
                                         caps (default: derived from the cgroup memory limit)
   DAS_SUBSCRIPTIONS_PER_CONNECTION, DAS_SUBSCRIPTION_QUEUE, DAS_SUBSCRIPTION_INIT_TIMEOUT_MS,

@@ -181,6 +181,32 @@ describe('administrative API and manifests: a dataset\'s storage is its own (npm
     expect(warehouse.status, warehouse.text).to.equal(400);
     expect(warehouse.json.error.details[0].path).to.equal('$.spec.location.accessUrl');
 
+    // Credentials in the URL are refused first, whatever the origin: allowed, public or private.
+    for (const endpoint of ['http://u:p@127.0.0.1:8000', 'http://u@127.0.0.1:8000', 'http://:p@127.0.0.1:8000/', 'https://u:p@dynamodb.us-east-1.amazonaws.com']) {
+      const res = await admin({ path: '/_admin/datasets', body: dynamo('creds', endpoint) });
+      expect(res.status, `${endpoint}: ${res.text}`).to.equal(400);
+      expect(res.json.error.code).to.equal('INVALID_FIELD');
+      expect(res.json.error.message).to.contain('"spec.location.endpoint" must not carry credentials');
+      expect(res.json.error.details[0].path).to.equal('$.spec.location.endpoint');
+    }
+    const warehouseCreds = await admin({
+      path: '/_admin/datasets',
+      body: {
+        metadata: { name: 'wh-creds' },
+        spec: {
+          location: { kind: 'snowflake', accessUrl: 'http://u:p@127.0.0.1:8000', database: 'WH', schema: 'WH', warehouse: 'W', connectionSecretRef: { name: 'login', key: 'login' } },
+          auth: { iam: { principals: ['ops'] } },
+          schemas: { 'a.B': { properties: { n: { type: 'string' } } } },
+        },
+      },
+    });
+    expect(warehouseCreds.status, warehouseCreds.text).to.equal(400);
+    expect(warehouseCreds.json.error.code).to.equal('INVALID_FIELD');
+    expect(warehouseCreds.json.error.details[0].path).to.equal('$.spec.location.accessUrl');
+    const written = (await admin({ path: '/_admin/datasets' })).json.items.map((d: { id: string }) => d.id);
+    expect(written).to.not.include('creds');
+    expect(written).to.not.include('wh-creds');
+
     // DynamoDB Local's origin is allowed by the setting: the Dataset is written (its store is not running here).
     const allowed = await admin({ path: '/_admin/datasets', body: dynamo('local-shop', 'http://127.0.0.1:8000') });
     expect(allowed.status, allowed.text).to.equal(201);

@@ -17,14 +17,8 @@ import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplan
 import { call, client } from '../test-support/http.js';
 import { rssOf, startReadyMain, stopMain, type ReadyMain } from '../test-support/main-process.js';
 import { frame, OPCODE, rawUpgrade } from '../test-support/ws-frames.js';
+import { random } from '../test-support/seeded-random.js';
 
-/** A small LCG: the same sequence on every run. */
-function random(seed: number) {
-  let state = seed;
-  const next = () => (state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)];
-  return { next, pick };
-}
 
 const GOOD_IDS = ['a', 'b', 'c', 'é', '💥', 'x y', 'a/b', 'a%2F', "o'neil", 'R"); DROP TABLE x; --', 'x'.repeat(512)];
 const BAD_IDS = ['y'.repeat(513), '', 'a\u0000b'];

@@ -2,6 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { boundPipelining } from '../../model/pipelining.js';
 
 export interface OperatorHttpServer {
   port: number;
@@ -15,7 +16,8 @@ export async function startHttpServer(options: {
   /** Ready means: settings loaded and the process is campaigning or leading (a standby is ready too). */
   isReady: () => boolean;
 }): Promise<OperatorHttpServer> {
-  const server: Server = createServer((req, res) => {
+  // Answers a scraper does not read are bounded as the data plane's are (model/pipelining.ts, default limits).
+  const server: Server = createServer(boundPipelining((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET') {
       res.writeHead(405).end();
@@ -32,7 +34,7 @@ export async function startHttpServer(options: {
     } else {
       res.writeHead(404).end();
     }
-  });
+  }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());

@@ -63,9 +63,10 @@ export async function checkEndpoints(location: LocationSpec, allowed: ReadonlySe
     const path = `$.spec.location.${field}`;
     const origin = originOf(url);
     if (!origin) throw badRequest('INVALID_FIELD', `"spec.location.${field}" is not a URL`, [{ path, message: 'not a URL' }]);
-    if (allowed.has(origin)) continue;
     const parsed = new URL(url);
+    // Before the allow-list: an allowed origin allows the address, never credentials written into the Dataset.
     if (parsed.username || parsed.password) throw badRequest('INVALID_FIELD', `"spec.location.${field}" must not carry credentials`, [{ path, message: 'credentials in the URL' }]);
+    if (allowed.has(origin)) continue;
     const host = parsed.hostname.replace(/^\[|\]$/g, '');
     let addresses: { address: string }[];
     if (isIP(host)) addresses = [{ address: host }];

@@ -17,6 +17,8 @@ import type { Logger } from 'pino';
 import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, requireHost, type ClientErrorRenderer } from '../http/client-error.js';
 import { AuthError } from '../auth/errors.js';
 import { Drain } from '../http/drain.js';
+import { boundPipelining, type PipeliningLimits } from '../../../model/pipelining.js';
+import { pipeliningLogHooks } from '../http/pipelining-log.js';
 import { InvocationError, toFunctionResult, toRestCall, type FunctionResult } from './translate.js';
 import { authenticateInvoker, type VerifiedInvocation } from './trust.js';
 
@@ -32,6 +34,8 @@ export interface FunctionGatewayOptions {
   upstreamTimeoutMs?: number;
   /** trust verified: callers' ServiceAccount tokens are checked, and the data plane gets the gateway's own token. */
   verified?: VerifiedInvocation;
+  /** Per-connection bounds on pipelined requests and unread answers (default DEFAULT_PIPELINING_LIMITS). */
+  pipelining?: PipeliningLimits;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
@@ -196,7 +200,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
     return { operation, code: result.status.code };
   };
 
-  const server = createServer(HOST_CHECKED_BY_HANDLER, requireHost(logger, renderFunctionError, (req, res) => {
+  const server = createServer(HOST_CHECKED_BY_HANDLER, boundPipelining(requireHost(logger, renderFunctionError, (req, res) => {
     const incoming = req.headers['x-request-id'];
     const requestId: string = typeof incoming === 'string' && UUID.test(incoming) ? incoming.toLowerCase() : randomUUID();
     res.setHeader('x-request-id', requestId);
@@ -211,7 +215,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
         else res.destroy();
       },
     );
-  }));
+  }), options.pipelining, pipeliningLogHooks(logger)));
   const drain = new Drain(server);
   installClientErrorHandler(server, logger, renderFunctionError);
   await new Promise<void>((resolve, reject) => {
