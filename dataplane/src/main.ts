@@ -11,7 +11,8 @@
  *   DAS_SHUTDOWN_DELAY_MS after SIGTERM, how long to keep serving with /readyz "draining" (5000 in a Pod, else 0)
  *   SHUTDOWN_TIMEOUT_MS how long SIGTERM may take to drain after that delay (25000)
  *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME;
- *                      DAS_TRUST=verified and its settings: function-gateway/trust.ts)
+ *                      DAS_TRUST=verified and its settings: function-gateway/trust.ts; the Lambda
+ *                      Invoke API's access keys, DAS_ACCESS_KEYS or DAS_MANIFESTS: function-gateway/access-keys.ts)
  *
  * `--help` prints the usage (usage.ts) and exits 0.
  *
@@ -108,6 +109,7 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
   const delayMs = shutdownDelayMs(env);
   const { startFunctionGateway } = await import('./function-gateway/server.js');
   const { functionGatewayTrust } = await import('./function-gateway/trust.js');
+  const { accessKeyStore, accessKeysFromEnv } = await import('./function-gateway/access-keys.js');
   const gateway = await startFunctionGateway({
     upstreamUrl: env.DAS_UPSTREAM_URL,
     principal: env.DAS_FUNCTION_NAME,
@@ -115,6 +117,7 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
     port: Number(env.PORT ?? 8080),
     host: env.HOST ?? DEFAULT_HOST,
     ...functionGatewayTrust(env),
+    accessKeys: accessKeyStore(accessKeysFromEnv(env), env),
   });
   parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs }) });
 }

@@ -19,6 +19,8 @@ import { AuthError } from '../auth/errors.js';
 import { Drain } from '../http/drain.js';
 import { InvocationError, toFunctionResult, toRestCall, type FunctionResult } from './translate.js';
 import { authenticateInvoker, type VerifiedInvocation } from './trust.js';
+import { accessKeyStore, type AccessKeyStore } from './access-keys.js';
+import { LAMBDA_API_PREFIX, lambdaApi } from './lambda-api.js';
 
 export interface FunctionGatewayOptions {
   upstreamUrl: string;
@@ -32,6 +34,10 @@ export interface FunctionGatewayOptions {
   upstreamTimeoutMs?: number;
   /** trust verified: callers' ServiceAccount tokens are checked, and the data plane gets the gateway's own token. */
   verified?: VerifiedInvocation;
+  /** The Lambda Invoke API's SigV4 access keys (lambda-api.ts); none: every Lambda call is refused. */
+  accessKeys?: AccessKeyStore;
+  /** How many Lambda `Event` invocations may run in the background at once (default 100). */
+  maxEventInvocations?: number;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
@@ -40,7 +46,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-
 export const renderFunctionError: ClientErrorRenderer = ({ status, message }) => ({ data: null, status: { code: status, message } });
 
 /** Reads the payload up to `max` bytes; past that it stops reading (nothing more is buffered). */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -120,6 +126,16 @@ const refusal = (code: number, message: string): FunctionResult => ({ data: null
 export async function startFunctionGateway(options: FunctionGatewayOptions): Promise<{ server: Server; url: string; stop(options?: { delayMs?: number }): Promise<void> }> {
   const max = options.maxPayload ?? 1024 * 1024;
   const { logger } = options;
+  const lambda = lambdaApi({
+    functionName: options.principal,
+    accessKeys: options.accessKeys ?? accessKeyStore([], {}),
+    maxPayload: max,
+    maxEventInvocations: options.maxEventInvocations,
+    verified: options.verified,
+    logger,
+    readBody,
+    invoke: (payload, principal, requestId) => invoke(payload, { ...options, principal }, requestId),
+  });
 
   const handle = async (req: IncomingMessage, res: ServerResponse, requestId: string): Promise<{ operation?: string; code: number }> => {
     const path = (req.url ?? '/').split('?')[0];
@@ -135,6 +151,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
       send(res, 200, { data: { status: 'ok' }, status: { code: 200 } });
       return { code: 200 };
     }
+    if (path.startsWith(LAMBDA_API_PREFIX)) return lambda.handle(req, res, requestId);
     if (path !== '/' && path !== '/invoke') {
       send(res, 404, refusal(404, 'invoke the function with POST / and a JSON payload'));
       return { code: 404 };
@@ -230,6 +247,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await lambda.settled();
     },
   };
 }
