@@ -243,3 +243,59 @@ describe('Lambda Invoke API: Event invocations are bounded', function () {
     expect(stopped).to.equal(true);
   });
 });
+
+describe('Lambda Invoke API under trust verified', function () {
+  this.timeout(30000);
+  let upstream: Server;
+  let gateway: Awaited<ReturnType<typeof startFunctionGateway>>;
+  const seen: { authorization?: string; body: string }[] = [];
+
+  before(async () => {
+    const secretsDir = mkdtempSync(join(tmpdir(), 'das-lambda-secrets-'));
+    mkdirSync(join(secretsDir, 'keys'));
+    writeFileSync(join(secretsDir, 'keys', 'admin'), ADMIN.secretAccessKey);
+    writeFileSync(join(secretsDir, 'keys', 'stranger'), STRANGER.secretAccessKey);
+    // The data plane, recording who the gateway calls it as.
+    upstream = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        seen.push({ authorization: req.headers.authorization, body: Buffer.concat(chunks).toString() });
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"lambda-co","version":1}');
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    gateway = await startFunctionGateway({
+      upstreamUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      principal: FUNCTION,
+      logger: pino({ level: 'silent' }),
+      port: 0,
+      accessKeys: accessKeyStore(
+        [
+          { name: 'demo-admin', accessKeyId: ADMIN.accessKeyId, secretRef: { name: 'keys', key: 'admin' } },
+          { name: 'stranger', accessKeyId: STRANGER.accessKeyId, secretRef: { name: 'keys', key: 'stranger' } },
+        ],
+        { DAS_SECRETS_DIR: secretsDir },
+      ),
+      // SigV4 callers never reach the token verifier: only invokers and the upstream token matter here.
+      verified: { verifier: undefined as never, audience: 'unused', invokers: ['demo-*'], upstreamAuthorization: () => 'Bearer the-gateway-own-token' },
+    });
+  });
+  after(async () => {
+    await gateway?.stop();
+    upstream?.close();
+  });
+
+  it('a key whose name matches invokers is served, the data plane called with the gateway\'s own token; another is AccessDeniedException (403)', async () => {
+    const client = (credentials: typeof ADMIN) => new LambdaClient({ endpoint: gateway.url, region: 'eu-west-1', credentials, maxAttempts: 1 });
+    const payload = encode({ operation: 'get', dataset, schema: 'demo.Company', id: 'lambda-co' });
+    const out = await client(ADMIN).send(new InvokeCommand({ FunctionName: FUNCTION, Payload: payload }));
+    expect(decode(out.Payload)).to.deep.equal({ data: { id: 'lambda-co', version: 1 }, status: { code: 200 } });
+    expect(seen.map((s) => s.authorization)).to.deep.equal(['Bearer the-gateway-own-token']);
+    const denied = await rejection(client(STRANGER).send(new InvokeCommand({ FunctionName: FUNCTION, Payload: payload })));
+    expect(denied.name).to.equal('AccessDeniedException');
+    expect(denied.$metadata.httpStatusCode).to.equal(403);
+    expect(denied.message).to.include('User: stranger is not authorized to perform: lambda:InvokeFunction');
+    expect(seen, 'the refused call never reached the data plane').to.have.length(1);
+  });
+});
