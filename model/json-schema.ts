@@ -25,6 +25,8 @@ export const SUB_PATH_PATTERN = '^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-
  * `..` or anything starting with `..` (the key is also a file name under the Secret's mount).
  * RE2-compatible for the CRD.
  */
+/** An AWS-style access key id as the function gateway's SigV4 credential scope carries it (no "/", ",", white space). */
+export const ACCESS_KEY_ID_PATTERN = '^[A-Za-z0-9_.+=@-]{1,128}$';
 export const SECRET_KEY_PATTERN = '^([-_a-zA-Z0-9]|\\.[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$';
 
 /** Query argument names, as `${name}` placeholders write them. */
@@ -330,6 +332,26 @@ export const environmentSpecSchema = {
         image: { type: 'string', minLength: 1 },
         /** trust verified: ServiceAccount principal patterns allowed to invoke (system:serviceaccount:team-a:*). */
         invokers: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 2048 } },
+        /** The Lambda Invoke API's SigV4 access keys: name (the caller's principal), accessKeyId, secretRef to the secret access key. */
+        accessKeys: {
+          type: 'array',
+          maxItems: 100,
+          items: {
+            type: 'object',
+            required: ['name', 'accessKeyId', 'secretRef'],
+            additionalProperties: false,
+            properties: {
+              name: { type: 'string', minLength: 1, maxLength: 2048 },
+              accessKeyId: { type: 'string', pattern: ACCESS_KEY_ID_PATTERN },
+              secretRef: {
+                type: 'object',
+                required: ['name', 'key'],
+                additionalProperties: false,
+                properties: { name: { type: 'string', pattern: NAME_PATTERN, maxLength: 253 }, key: { type: 'string', pattern: SECRET_KEY_PATTERN, maxLength: 253 } },
+              },
+            },
+          },
+        },
         ...workloadProperties,
       },
     },

@@ -112,6 +112,13 @@ export type QueryDef = FilterQueryDef | SqlQueryDef;
 
 export const isSqlQuery = (query: QueryDef): query is SqlQueryDef => (query as SqlQueryDef).sql !== undefined;
 
+/** An access key of the function gateway's Lambda Invoke API; the secret access key is the Secret's key `secretRef`. */
+export interface FunctionGatewayAccessKey {
+  name: string;
+  accessKeyId: string;
+  secretRef: SecretKeyRef;
+}
+
 export interface SecretKeyRef {
   name: string;
   key: string;
@@ -255,6 +262,8 @@ export interface EnvironmentSpec {
     image?: string;
     /** trust verified: the ServiceAccount principal patterns allowed to invoke the function gateway. */
     invokers?: string[];
+    /** SigV4 callers of the Lambda Invoke API: `name` is the caller's principal. */
+    accessKeys?: FunctionGatewayAccessKey[];
   };
   /** Prometheus Operator objects the operator renders when the cluster has their CRDs. */
   monitoring?: { podMonitor?: boolean };

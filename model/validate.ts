@@ -160,6 +160,11 @@ function crossCheckEnvironment(spec: Pick<EnvironmentSpec, 'identityProvider' | 
   if (idp && !idp.development && !idp.jwksUri && !idp.jwks) {
     problems.push({ path: `${base}.identityProvider`, message: 'needs jwksUri or jwks (or development: true)' });
   }
+  const keyIds = new Set<string>();
+  for (const [i, key] of (spec.functionGateway?.accessKeys ?? []).entries()) {
+    if (keyIds.has(key.accessKeyId)) problems.push({ path: `${base}.functionGateway.accessKeys[${i}].accessKeyId`, message: `duplicate access key id "${key.accessKeyId}"` });
+    keyIds.add(key.accessKeyId);
+  }
   const names = new Set<string>();
   for (const [i, executor] of (spec.executors ?? []).entries()) {
     if (names.has(executor.name)) problems.push({ path: `${base}.executors[${i}].name`, message: `duplicate executor name "${executor.name}"` });

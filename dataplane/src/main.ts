@@ -13,7 +13,8 @@
  *   DAS_MAX_PIPELINED_REQUESTS, DAS_MAX_UNSENT_RESPONSE_BYTES, DAS_SEND_TIMEOUT_MS per-connection
  *                      bounds of both modes (env-settings.ts pipeliningLimits, model/pipelining.ts)
  *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME;
- *                      DAS_TRUST=verified and its settings: function-gateway/trust.ts)
+ *                      DAS_TRUST=verified and its settings: function-gateway/trust.ts; the Lambda
+ *                      Invoke API's access keys, DAS_ACCESS_KEYS or DAS_MANIFESTS: function-gateway/access-keys.ts)
  *
  * `--help` prints the usage (usage.ts) and exits 0.
  *
@@ -110,6 +111,7 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
   const delayMs = shutdownDelayMs(env);
   const { startFunctionGateway } = await import('./function-gateway/server.js');
   const { functionGatewayTrust } = await import('./function-gateway/trust.js');
+  const { accessKeyStore, accessKeysFromEnv } = await import('./function-gateway/access-keys.js');
   const gateway = await startFunctionGateway({
     upstreamUrl: env.DAS_UPSTREAM_URL,
     principal: env.DAS_FUNCTION_NAME,
@@ -118,6 +120,7 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
     host: env.HOST ?? DEFAULT_HOST,
     ...functionGatewayTrust(env),
     pipelining: pipeliningLimits(env),
+    accessKeys: accessKeyStore(accessKeysFromEnv(env), env),
   });
   parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs }) });
 }

@@ -15,6 +15,8 @@ Configuration is by environment variable only:
   DAS_ENVIRONMENT                       the Environment served (files: the first one; kubernetes: required)
   DAS_NAMESPACE                         kubernetes: the namespace of the ConfigMaps
   DAS_MODE (dataplane)                  dataplane | function-gateway (needs DAS_UPSTREAM_URL, DAS_FUNCTION_NAME)
+  DAS_ACCESS_KEYS                       function-gateway: the Lambda Invoke API's SigV4 keys (JSON); unset: from
+                                        the Environment in DAS_MANIFESTS when that is set, else none
   DAS_SHUTDOWN_DELAY_MS (5000 in a Pod, else 0)
                                         after SIGTERM, keep serving this long with /readyz "draining"
   SHUTDOWN_TIMEOUT_MS (25000)           then in-flight requests and ASYNC writes may take this long

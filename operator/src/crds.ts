@@ -10,6 +10,7 @@
  */
 import { stringify } from 'yaml';
 import {
+  ACCESS_KEY_ID_PATTERN,
   CIDR_PATTERN,
   MAX_QUERY_FILTER_LENGTH,
   MAX_QUERY_SQL_LENGTH,
@@ -187,6 +188,23 @@ const environmentSpecSchema = obj(
           'gateways.iam.trust verified: ServiceAccount principal patterns (e.g. system:serviceaccount:team-a:*) whose tokens (audience dataaccess.dev/<namespace>/<name>/function-gateway) may invoke the function gateway; no pattern admits nobody.',
           str('A principal pattern (* and ?).', { minLength: 1, maxLength: 2048 }),
           { maxItems: 1000 },
+        ),
+        accessKeys: list(
+          'AWS Signature Version 4 access keys for the Lambda Invoke API (POST /2015-03-31/functions/<function name>/invocations): a request signed with one of them (service lambda) is invoked as the principal `name`, which the datasets\' auth.iam.principals (and, with gateways.iam.trust verified, invokers) must admit. Several keys may share a name (rotation).',
+          obj(
+            'An access key.',
+            {
+              name: str('The caller\'s principal.', { minLength: 1, maxLength: 2048 }),
+              accessKeyId: str('The access key id callers sign with (AWS_ACCESS_KEY_ID).', { pattern: ACCESS_KEY_ID_PATTERN }),
+              secretRef: obj(
+                'The Secret key holding the secret access key, in the Environment\'s namespace; mounted into the function gateway as a file and re-read, so a rotated key needs no restart.',
+                { name: str('Secret name.', { pattern: NAME_PATTERN, maxLength: 253 }), key: str('Key within the Secret.', { pattern: SECRET_KEY_PATTERN, maxLength: 253 }) },
+                { required: ['name', 'key'] },
+              ),
+            },
+            { required: ['name', 'accessKeyId', 'secretRef'] },
+          ),
+          { maxItems: 100, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['accessKeyId'] },
         ),
         ...workloadSchema('function gateway', DEFAULT_FUNCTION_GATEWAY_REPLICAS, FUNCTION_GATEWAY_DEFAULT_RESOURCES),
       },

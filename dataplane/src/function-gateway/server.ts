@@ -21,6 +21,8 @@ import { boundPipelining, type PipeliningLimits } from '../../../model/pipelinin
 import { pipeliningLogHooks } from '../http/pipelining-log.js';
 import { InvocationError, toFunctionResult, toRestCall, type FunctionResult } from './translate.js';
 import { authenticateInvoker, type VerifiedInvocation } from './trust.js';
+import { accessKeyStore, type AccessKeyStore } from './access-keys.js';
+import { LAMBDA_API_PREFIX, lambdaApi } from './lambda-api.js';
 
 export interface FunctionGatewayOptions {
   upstreamUrl: string;
@@ -36,6 +38,10 @@ export interface FunctionGatewayOptions {
   verified?: VerifiedInvocation;
   /** Per-connection bounds on pipelined requests and unread answers (default DEFAULT_PIPELINING_LIMITS). */
   pipelining?: PipeliningLimits;
+  /** The Lambda Invoke API's SigV4 access keys (lambda-api.ts); none: every Lambda call is refused. */
+  accessKeys?: AccessKeyStore;
+  /** How many Lambda `Event` invocations may run in the background at once (default 100). */
+  maxEventInvocations?: number;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
@@ -44,7 +50,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-
 export const renderFunctionError: ClientErrorRenderer = ({ status, message }) => ({ data: null, status: { code: status, message } });
 
 /** Reads the payload up to `max` bytes; past that it stops reading (nothing more is buffered). */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -124,6 +130,16 @@ const refusal = (code: number, message: string): FunctionResult => ({ data: null
 export async function startFunctionGateway(options: FunctionGatewayOptions): Promise<{ server: Server; url: string; stop(options?: { delayMs?: number }): Promise<void> }> {
   const max = options.maxPayload ?? 1024 * 1024;
   const { logger } = options;
+  const lambda = lambdaApi({
+    functionName: options.principal,
+    accessKeys: options.accessKeys ?? accessKeyStore([], {}),
+    maxPayload: max,
+    maxEventInvocations: options.maxEventInvocations,
+    verified: options.verified,
+    logger,
+    readBody,
+    invoke: (payload, principal, requestId) => invoke(payload, { ...options, principal }, requestId),
+  });
 
   const handle = async (req: IncomingMessage, res: ServerResponse, requestId: string): Promise<{ operation?: string; code: number }> => {
     const path = (req.url ?? '/').split('?')[0];
@@ -139,6 +155,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
       send(res, 200, { data: { status: 'ok' }, status: { code: 200 } });
       return { code: 200 };
     }
+    if (path.startsWith(LAMBDA_API_PREFIX)) return lambda.handle(req, res, requestId);
     if (path !== '/' && path !== '/invoke') {
       send(res, 404, refusal(404, 'invoke the function with POST / and a JSON payload'));
       return { code: 404 };
@@ -234,6 +251,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await lambda.settled();
     },
   };
 }

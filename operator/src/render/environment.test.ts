@@ -135,6 +135,34 @@ describe('operator: rendering an Environment', () => {
     expect(gateway.spec.template.spec.containers[0].env).to.deep.include({ name: 'DAS_UPSTREAM_URL', value: 'http://local-api.team-a.svc:80' });
   });
 
+  it('function gateway accessKeys: DAS_ACCESS_KEYS without any secret, each Secret key mounted read-only below DAS_SECRETS_DIR, fsGroup to read it', () => {
+    const accessKeys = [
+      { name: 'etl-job', accessKeyId: 'AKIDETL0000000000001', secretRef: { name: 'lambda-keys', key: 'etl' } },
+      { name: 'etl-job', accessKeyId: 'AKIDETL0000000000002', secretRef: { name: 'lambda-keys', key: 'etl-next' } },
+      { name: 'reporting', accessKeyId: 'AKIDREPORTING0000001', secretRef: { name: 'reporting-key', key: 'secret' } },
+    ];
+    const rendered = renderEnvironmentObjects(environment({ functionGateway: { accessKeys } }), DEFAULT_RENDER_SETTINGS);
+    const pod = byKindAndName(rendered, 'Deployment', 'service-local-function-service-gateway').spec.template.spec;
+    const container = pod.containers[0];
+    expect(container.env).to.deep.include({ name: 'DAS_ACCESS_KEYS', value: JSON.stringify(accessKeys) });
+    expect(container.env).to.deep.include({ name: 'DAS_SECRETS_DIR', value: SECRETS_MOUNT_ROOT });
+    expect(pod.securityContext.fsGroup).to.equal(10001);
+    expect(pod.volumes.find((v: { name: string }) => v.name === secretVolumeName('lambda-keys')).secret).to.deep.equal({
+      secretName: 'lambda-keys',
+      items: [{ key: 'etl', path: 'etl' }, { key: 'etl-next', path: 'etl-next' }],
+      defaultMode: 0o440,
+      optional: false,
+    });
+    expect(pod.volumes.find((v: { name: string }) => v.name === secretVolumeName('reporting-key')).secret.items).to.deep.equal([{ key: 'secret', path: 'secret' }]);
+    expect(container.volumeMounts).to.deep.include({ name: secretVolumeName('lambda-keys'), mountPath: `${SECRETS_MOUNT_ROOT}/lambda-keys`, readOnly: true });
+    expect(container.volumeMounts).to.deep.include({ name: secretVolumeName('reporting-key'), mountPath: `${SECRETS_MOUNT_ROOT}/reporting-key`, readOnly: true });
+    // Without keys the gateway's pod is as before (no rollout of existing gateways).
+    const plain = byKindAndName(objects, 'Deployment', 'service-local-function-service-gateway').spec.template.spec;
+    expect(plain.containers[0].env.map((e: { name: string }) => e.name)).to.not.include.members(['DAS_ACCESS_KEYS', 'DAS_SECRETS_DIR']);
+    expect(plain.securityContext.fsGroup).to.equal(undefined);
+    expect(plain.volumes.map((v: { name: string }) => v.name)).to.deep.equal(['tmp']);
+  });
+
   it('functionGateway.enabled: false renders no function gateway and no ingress rule for it', () => {
     const rendered = renderEnvironmentObjects(environment({ functionGateway: { enabled: false } }), DEFAULT_RENDER_SETTINGS);
     expect(rendered.filter((o) => o.metadata.name.startsWith('service-'))).to.deep.equal([]);

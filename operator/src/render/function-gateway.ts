@@ -13,6 +13,9 @@ import { functionGatewayAudience } from '../../../model/render.js';
 import { HTTP_PORT, SERVICE_HTTP_PORT, SERVICE_PORT, withCreateOnly, type RenderSettings, type Rendered } from './types.js';
 import { FUNCTION_GATEWAY_DEFAULT_RESOURCES } from '../../../model/workloads.js';
 import { deploymentReplicas, elasticPodSpec, initialReplicas, shutdownEnv, workloadResources, type Workload } from './workload.js';
+import { SECRETS_DIR_ENV, SECRETS_MOUNT_ROOT } from '../../../model/secrets.js';
+import { DATAPLANE_FS_GROUP } from './dataplane.js';
+import { secretVolumeMounts, secretVolumes } from './secrets.js';
 
 export const DEFAULT_FUNCTION_GATEWAY_REPLICAS = 1;
 
@@ -46,6 +49,7 @@ export function renderFunctionGatewayDeployment(
   const name = env.metadata.name;
   const labels = functionGatewayLabels(name);
   const trust = functionGatewayTrustParts(env, namespace);
+  const keys = accessKeyParts(env);
   return withCreateOnly({
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -60,7 +64,7 @@ export function renderFunctionGatewayDeployment(
           // own ServiceAccount, whose API token makes TokenReviews (system:auth-delegator only).
           ...trust.pod,
           ...elasticPodSpec(componentSelector(name, COMPONENT.functionGateway)),
-          securityContext: podSecurityContext,
+          securityContext: keys.volumes.length ? { ...podSecurityContext, fsGroup: DATAPLANE_FS_GROUP } : podSecurityContext,
           containers: [
             {
               name: 'function-gateway',
@@ -74,19 +78,40 @@ export function renderFunctionGatewayDeployment(
                 { name: 'PORT', value: String(HTTP_PORT) },
                 { name: 'HOST', value: '0.0.0.0' },
                 ...trust.env,
+                ...keys.env,
                 ...shutdownEnv(),
               ],
               ...httpProbes(),
               resources: workloadResources(env.spec.functionGateway, FUNCTION_GATEWAY_DEFAULT_RESOURCES),
               securityContext: containerSecurityContext,
-              volumeMounts: [...scratchMounts, ...trust.volumeMounts],
+              volumeMounts: [...scratchMounts, ...trust.volumeMounts, ...keys.volumeMounts],
             },
           ],
-          volumes: [...scratchVolumes, ...trust.volumes],
+          volumes: [...scratchVolumes, ...trust.volumes, ...keys.volumes],
         },
       },
     },
   }, initialReplicas(env.spec.functionGateway));
+}
+
+/**
+ * The Lambda Invoke API's access keys: the list as DAS_ACCESS_KEYS (ids, names and Secret refs, no
+ * secret), and each referenced Secret key mounted as a file below DAS_SECRETS_DIR, as the data
+ * plane's Secrets are (0440, readable through the pod's fsGroup). Nothing without keys, so existing
+ * gateways are not rolled out.
+ */
+function accessKeyParts(env: EnvironmentResource) {
+  const keys = env.spec.functionGateway?.accessKeys ?? [];
+  if (!keys.length) return { env: [], volumes: [], volumeMounts: [] };
+  const refs = keys.map((k) => k.secretRef);
+  return {
+    env: [
+      { name: 'DAS_ACCESS_KEYS', value: JSON.stringify(keys.map(({ name, accessKeyId, secretRef }) => ({ name, accessKeyId, secretRef: { name: secretRef.name, key: secretRef.key } }))) },
+      { name: SECRETS_DIR_ENV, value: SECRETS_MOUNT_ROOT },
+    ],
+    volumes: secretVolumes(refs),
+    volumeMounts: secretVolumeMounts(refs),
+  };
 }
 
 /** The pod settings of trust verified: identity, token volume, and what the gateway checks. */
