@@ -79,7 +79,11 @@ export function textBytes(source: AsyncIterable<Buffer | string>, name: string, 
   return { chunks: all(), compression: () => kind, storedBytes: () => stored };
 }
 
-/** A zstd stream: its frames checked first (zstd-frames.ts), then decoded by node:zlib where it has zstd (Node ≥ 22.15), else by fzstd. */
+/**
+ * A zstd stream: its frames checked first (zstd-frames.ts), then decoded by fzstd, a block at a
+ * time. Not node:zlib's zstd (Node ≥ 22.15): it stops at the end of the first frame, and files
+ * of concatenated frames (`cat a.zst b.zst`, zstd -T multi-threaded output) must read to the end.
+ */
 async function* zstd(input: AsyncIterable<Buffer>, name: string, limits: FileLimits): AsyncGenerator<Buffer> {
   const frames = new ZstdFrameCheck(name, limits.maxZstdWindowBytes);
   const blockEnds = new WeakMap<Buffer, number[]>();
@@ -89,12 +93,6 @@ async function* zstd(input: AsyncIterable<Buffer>, name: string, limits: FileLim
       yield chunk;
     }
     frames.end();
-  }
-  const native = (zlib as { createZstdDecompress?: (o?: object) => zlib.Gunzip }).createZstdDecompress;
-  if (native) {
-    const windowLogMax = (zlib.constants as Record<string, number>).ZSTD_d_windowLogMax;
-    const log = Math.ceil(Math.log2(Math.max(limits.maxZstdWindowBytes, 1024)));
-    return yield* viaZlib(checked(), native(windowLogMax === undefined ? {} : { params: { [windowLogMax]: Math.min(31, Math.max(10, log)) } }), name, 'zstd');
   }
   const out: Uint8Array[] = [];
   const decoder = new Decompress((chunk) => void out.push(chunk));
