@@ -302,7 +302,8 @@ export function nothingWritten(progress: readonly ActionProgress[]): string | un
   const written = progress.reduce((n, p) => n + p.rowsWritten, 0);
   const refused = progress.reduce((n, p) => n + p.rowsRejected, 0);
   if (written > 0 || refused === 0) return undefined;
-  const first = progress.flatMap((p) => p.errors)[0];
+  // The earliest row of the first action that refused any (mapping and the store each list theirs).
+  const first = progress.find((p) => p.errors.length)?.errors.reduce((a, b) => (b.row < a.row ? b : a));
   const where = first ? `; the first, row ${first.row}${first.source ? ` of ${first.source}` : ''}: ${first.message}` : '';
   return `no row was written: all ${refused} row${refused === 1 ? ' was' : 's were'} refused${where}`;
 }
