@@ -117,6 +117,9 @@ describe('transactions (bulk loads) on DynamoDB', function () {
     // INSERT again: both ids exist now.
     const twice = await run([{ locationUri: fileUri('people.ndjson'), operation: 'INSERT', format: 'NDJSON', schema: 'demo.Person' }]);
     expect(twice.actions[0]).to.include({ rowsWritten: 0, rowsRejected: 5 });
+    // Every row refused: the load wrote nothing, so it FAILs, naming the count and the earliest refusal.
+    expect(twice.status).to.equal('FAILED');
+    expect(twice.error).to.match(/^no row was written: all 5 rows were refused; the first, row 1: .*"p1"/);
     expect(twice.actions[0].errors.map((e: any) => e.message).join(' ')).to.match(/a record with id "p1" exists/);
     expect((await api({ path: '/demo/demo.Person/p1' })).json.version).to.equal(1);
 
@@ -163,7 +166,7 @@ describe('transactions (bulk loads) on DynamoDB', function () {
     expect(new Set(everything.map((t: any) => t.id)).size).to.equal(everything.length);
     const failed = await api({ path: '/demo', body: { list: { schema: 'Transaction', filter: "status == 'FAILED'", sort: 'createdAt:desc' } } });
     expect(failed.status, failed.text).to.equal(200);
-    expect(failed.json.items.map((t: any) => t.status)).to.deep.equal(['FAILED']);
+    expect(failed.json.items.map((t: any) => t.status)).to.deep.equal(['FAILED', 'FAILED']); // one: the INSERT that wrote no row
     const succeeded = await api({ path: '/demo', body: { list: { schema: 'Transaction', filter: "status == 'SUCCEEDED'", sort: 'createdAt:desc', limit: 2 } } });
     expect(succeeded.json.items).to.have.length(2);
     expect(succeeded.json.items[0].createdAt > succeeded.json.items[1].createdAt).to.equal(true);

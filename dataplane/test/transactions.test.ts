@@ -115,6 +115,9 @@ describe('transactions (bulk loads) on PostgreSQL', function () {
     // INSERT again: both ids exist now.
     const twice = await run([{ locationUri: fileUri('people.ndjson'), operation: 'INSERT', format: 'NDJSON', schema: 'demo.Person' }]);
     expect(twice.actions[0]).to.include({ rowsWritten: 0, rowsRejected: 5 });
+    // Every row refused: the load wrote nothing, so it FAILs, naming the count and the earliest refusal.
+    expect(twice.status).to.equal('FAILED');
+    expect(twice.error).to.match(/^no row was written: all 5 rows were refused; the first, row 1: .*"p1"/);
     expect(twice.actions[0].errors.map((e: any) => e.message).join(' ')).to.match(/a record with id "p1" exists/);
 
     writeFileSync(join(imports, 'people.csv'), 'id,name,age,address.postcode,employer_id\np5,"Lee, Jr.",41,"E1",acme\np6,"Quote ""Q""",,,\n');
@@ -206,7 +209,7 @@ describe('transactions (bulk loads) on PostgreSQL', function () {
     expect(new Set(everything.map((t: any) => t.id)).size).to.equal(everything.length);
     const failed = await api({ path: '/demo', body: { list: { schema: 'Transaction', filter: "status == 'FAILED'", sort: 'createdAt:desc' } } });
     expect(failed.status, failed.text).to.equal(200);
-    expect(failed.json.items.map((t: any) => t.status)).to.deep.equal(['FAILED', 'FAILED']);
+    expect(failed.json.items.map((t: any) => t.status)).to.deep.equal(['FAILED', 'FAILED', 'FAILED']); // one: the INSERT that wrote no row
     expect(failed.json.items[0].createdAt > failed.json.items[1].createdAt).to.equal(true);
     const bad = await api({ path: '/demo/Transaction?filter=age%20%3E%201' });
     expect(bad.status).to.equal(400);

@@ -20,6 +20,14 @@ export interface FileLimits {
   maxGroupBytes: number;
   /** Largest Parquet page once decompressed (DAS_BULK_MAX_PAGE_BYTES). */
   maxPageBytes: number;
+  /** Most columns of a file: a CSV header's fields, an NDJSON object's keys (DAS_BULK_MAX_COLUMNS). */
+  maxColumns: number;
+  /** Most bytes a compressed (gzip, zstd) CSV or NDJSON file may decompress to (DAS_BULK_MAX_DECOMPRESSED_BYTES). */
+  maxDecompressedBytes: number;
+  /** Most bytes decompressed per compressed byte read, past the first MiB (DAS_BULK_MAX_COMPRESSION_RATIO). */
+  maxCompressionRatio: number;
+  /** Largest window a zstd frame may declare: the memory its decoder holds (DAS_BULK_MAX_ZSTD_WINDOW_BYTES). */
+  maxZstdWindowBytes: number;
 }
 
 export const DEFAULT_FILE_LIMITS: FileLimits = {
@@ -29,6 +37,11 @@ export const DEFAULT_FILE_LIMITS: FileLimits = {
   maxGroupValues: 16 * 1024 * 1024,
   maxGroupBytes: 256 * 1024 * 1024,
   maxPageBytes: 64 * 1024 * 1024,
+  maxColumns: 1024,
+  maxDecompressedBytes: 16 * 1024 ** 3,
+  maxCompressionRatio: 200,
+  // zstd's own decoder refuses larger windows unless told otherwise (--long=28 and above, --memory).
+  maxZstdWindowBytes: 128 * 1024 * 1024,
 };
 
 /** Settings for remote sources (https://, s3://): an overall deadline per file and a minimum rate. */
@@ -55,6 +68,11 @@ export function fileLimits(env: NodeJS.ProcessEnv): FileLimits {
     // At most 1 GiB: a single read is one Buffer, and node reads at most 2 GiB at once.
     maxGroupBytes: Math.min(positive(env, 'DAS_BULK_MAX_GROUP_BYTES', d.maxGroupBytes), 1024 ** 3),
     maxPageBytes: Math.min(positive(env, 'DAS_BULK_MAX_PAGE_BYTES', d.maxPageBytes), 1024 ** 3),
+    maxColumns: positive(env, 'DAS_BULK_MAX_COLUMNS', d.maxColumns),
+    maxDecompressedBytes: positive(env, 'DAS_BULK_MAX_DECOMPRESSED_BYTES', d.maxDecompressedBytes),
+    maxCompressionRatio: positive(env, 'DAS_BULK_MAX_COMPRESSION_RATIO', d.maxCompressionRatio),
+    // At most 2 GiB: the most a zstd frame can declare that a decoder here can hold.
+    maxZstdWindowBytes: Math.min(positive(env, 'DAS_BULK_MAX_ZSTD_WINDOW_BYTES', d.maxZstdWindowBytes), 2 * 1024 ** 3),
   };
 }
 

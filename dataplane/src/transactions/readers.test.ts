@@ -5,11 +5,13 @@
  * file's size exactly, also when a load resumes mid-file.
  */
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { COMPRESSORS, compress } from '../../test-support/compressed.js';
 import { parquetFile, withFooter, withHugeRun } from '../../test-support/transactions.js';
 import { DEFAULT_FILE_LIMITS, storableMessage, type FileLimits } from './limits.js';
 import { flatColumns, sliceRows } from './parquet-bounds.js';
@@ -17,6 +19,7 @@ import { FormatError, readChunks, type Format, type RawChunk } from './readers.j
 import { openLocation } from './sources.js';
 
 describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact', () => {
+  const ndjson = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `${JSON.stringify({ id: `n${from + i}`, name: `name ${from + i}` })}\n`).join('');
   const root = mkdtempSync(join(tmpdir(), 'das-readers-'));
   mkdirSync(root, { recursive: true });
   let n = 0;
@@ -131,16 +134,11 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
       expect(rows[1].problem).to.match(/^the row is \d+ bytes, more than DAS_BULK_MAX_ROW_BYTES \(64\)$/);
       await fails(put(`${'h'.repeat(100)},b\n1,2\n`, 'csv'), 'CSV', /the CSV header is 103 bytes, more than DAS_BULK_MAX_ROW_BYTES \(64\)/, { maxRowBytes: 64 });
     });
-    it('gzip bytes declared as NDJSON: rows refused (not UTF-8 or not JSON), nothing thrown, messages storable', async () => {
+    it('gzip bytes declared as NDJSON are decompressed: every row read (the name says nothing)', async () => {
       const lines = Array.from({ length: 200 }, (_, i) => JSON.stringify({ id: `g${i}`, name: `name ${i}` })).join('\n');
-      const { rows } = await read(put(gzipSync(lines), 'ndjson'), 'NDJSON');
-      expect(rows.length).to.be.greaterThan(0);
-      for (const r of rows) {
-        expect(r.value, `row ${r.row} is no record`).to.equal(undefined);
-        expect(r.problem).to.match(/^(the line is not valid UTF-8|not JSON: |the line is not a JSON object)/);
-        // eslint-disable-next-line no-control-regex
-        expect(storableMessage(r.problem!)).to.not.match(/[\u0000-\u0008]/);
-      }
+      const { rows, bytes, size } = await read(put(gzipSync(lines), 'ndjson'), 'NDJSON');
+      expect(rows.map((r) => r.value)).to.deep.equal(Array.from({ length: 200 }, (_, i) => ({ id: `g${i}`, name: `name ${i}` })));
+      expect(bytes, 'the compressed bytes, each once').to.equal(size);
     });
     it('CSV: quoted commas, doubled quotes, line ends in quotes and CRLF parse as before', async () => {
       const { rows } = await read(put('id,name\r\n1,"a, ""b""\r\nc"\r\n2,ü\r\n', 'csv'), 'CSV');
@@ -151,12 +149,95 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     });
   });
 
+  describe('width: DAS_BULK_MAX_COLUMNS, and chunks bounded by values', () => {
+    it('a CSV header wider than DAS_BULK_MAX_COLUMNS fails the file before any field is made', async () => {
+      const header = Array.from({ length: 100_000 }, (_, i) => `c${i}`).join(',');
+      await fails(put(`${header}\n${'1,'.repeat(99_999)}1\n`, 'csv'), 'CSV', /: the CSV header has 100000 columns, more than DAS_BULK_MAX_COLUMNS \(1024\)$/);
+      await fails(put('a,"b,c",d\n1,2,3\n', 'csv'), 'CSV', /the CSV header has 3 columns, more than DAS_BULK_MAX_COLUMNS \(2\)/, { maxColumns: 2 });
+    });
+    it('an NDJSON object with more keys than DAS_BULK_MAX_COLUMNS (nested ones count, keys inside arrays and strings do not) fails the file', async () => {
+      const within = { id: 'w1', a: { b: 1, c: 2 }, list: [{ x: 1 }, { y: 2 }], text: 'k:v, "q": 1' }; // id, a, a.b, a.c, list, text: 6
+      const wide = { id: 'w2', a: { b: 1, c: 2, d: 3 }, list: [], text: '' }; // 7
+      const path = put(`${JSON.stringify(within)}\n${JSON.stringify(wide)}\n`, 'ndjson');
+      await fails(path, 'NDJSON', /: row 2 has 7 columns, more than DAS_BULK_MAX_COLUMNS \(6\)$/, { maxColumns: 6 });
+      const { rows } = await read(path, 'NDJSON', { limits: { maxColumns: 7 } });
+      expect(rows.map((r) => r.value)).to.deep.equal([within, wide]);
+    });
+    it('a CSV record wider than its header is refused by its count, the rows around it load', async () => {
+      const { rows } = await read(put(`id,name\n1,one\n2,${'x,'.repeat(50_000)}x\n3,three\n`, 'csv'), 'CSV');
+      expect(rows).to.deep.equal([
+        { row: 1, value: { id: '1', name: 'one' } },
+        { row: 2, problem: 'has 50002 fields, the header 2' },
+        { row: 3, value: { id: '3', name: 'three' } },
+      ]);
+    });
+    it('a chunk of a text file holds at most DAS_BULK_MAX_GROUP_VALUES values: wide rows make short chunks', async () => {
+      const header = Array.from({ length: 100 }, (_, i) => `c${i}`).join(',');
+      const row = (n: number) => Array.from({ length: 100 }, (_, i) => `${n}-${i}`).join(',');
+      const { chunks, rows } = await read(put(`${header}\n${Array.from({ length: 50 }, (_, n) => row(n)).join('\n')}\n`, 'csv'), 'CSV', { limits: { maxGroupValues: 1000 } });
+      expect(rows).to.have.length(50);
+      expect(chunks.map((c) => c.rows.length)).to.deep.equal([10, 10, 10, 10, 10]);
+      expect(rows[49].value!.c99).to.equal('49-99');
+    });
+  });
+
+  describe('compressed CSV and NDJSON: detected by their first bytes, streamed, bounded', () => {
+    const csv = (n: number) => `id,name,age\n${Array.from({ length: n }, (_, i) => `p${i},"name, ${i} ""q""",${i % 90}`).join('\n')}\n`;
+    const expected = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `p${i}`, name: `name, ${i} "q"`, age: String(i % 90) }));
+    for (const tool of COMPRESSORS) {
+      it(`a CSV compressed by ${tool} reads every row, whatever its name`, async () => {
+        const { rows, bytes, size } = await read(put(compress(csv(5000), tool), 'csv'), 'CSV', { chunkRows: 700 });
+        expect(rows.map((r) => r.value)).to.deep.equal(expected(5000));
+        expect(bytes).to.equal(size);
+      });
+    }
+    it('a .gz name holding plain text is read as plain text', async () => {
+      const { rows } = await read(put(csv(10), 'csv.gz'), 'CSV');
+      expect(rows.map((r) => r.value)).to.deep.equal(expected(10));
+    });
+    it('concatenated members (cat a.gz b.gz) and frames (cat a.zst b.zst) are read to the end', async () => {
+      for (const tool of ['gzip', 'zstd'] as const) {
+        const { rows } = await read(put(Buffer.concat([compress(ndjson(0, 1500), tool), compress(ndjson(1500, 3000), tool)]), 'ndjson'), 'NDJSON');
+        expect(rows.map((r) => r.value!.id), tool).to.deep.equal(Array.from({ length: 3000 }, (_, i) => `n${i}`));
+      }
+    });
+    it('a truncated or corrupt stream fails naming the file and the compression', async () => {
+      for (const tool of ['gzip', 'zstd'] as const) {
+        const whole = compress(ndjson(0, 20_000), tool);
+        await fails(put(whole.subarray(0, Math.floor(whole.length / 2)), 'ndjson'), 'NDJSON', new RegExp(`f\\d+\\.ndjson: the ${tool} stream is not valid \\(.*truncated\\)`));
+        const corrupt = Buffer.from(whole);
+        for (let i = 200; i < 400; i++) corrupt[i] ^= 0x5a;
+        await fails(put(corrupt, 'ndjson'), 'NDJSON', new RegExp(`f\\d+\\.ndjson: the ${tool} stream is not valid \\(`));
+      }
+    });
+    it('a bomb fails naming DAS_BULK_MAX_COMPRESSION_RATIO; a file over DAS_BULK_MAX_DECOMPRESSED_BYTES fails naming it', async () => {
+      const bomb = Buffer.alloc(16 * 1024 * 1024, 0x61); // 16 MiB of one byte: ~1000:1 by gzip, far more by zstd
+      for (const tool of ['gzip', 'zstd'] as const) {
+        await fails(put(compress(bomb, tool), 'csv'), 'CSV', new RegExp(`decompresses \\(${tool}\\) to more than DAS_BULK_MAX_COMPRESSION_RATIO \\(200\\) times its size`));
+        await fails(put(compress(csv(5000), tool), 'csv'), 'CSV', new RegExp(`decompresses \\(${tool}\\) to more than DAS_BULK_MAX_DECOMPRESSED_BYTES \\(100000 bytes\\)`), { maxDecompressedBytes: 100_000 });
+      }
+    });
+    it('a zstd frame that declares a window over DAS_BULK_MAX_ZSTD_WINDOW_BYTES fails before a decoder allocates it', async () => {
+      // A frame header whose window descriptor says 2 GiB, then an empty last block.
+      const frame = Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xa8, 0x01, 0x00, 0x00]);
+      await fails(put(frame, 'ndjson'), 'NDJSON', /a zstd frame needs a window of 2147483648 bytes, more than DAS_BULK_MAX_ZSTD_WINDOW_BYTES \(134217728\)/);
+      // zstd --long=27 declares a 128 MiB window: within the default, refused under a lower setting.
+      const long = execFileSync('zstd', ['-q', '-c', '--long=27'], { input: ndjson(0, 100) });
+      expect((await read(put(long, 'ndjson'), 'NDJSON')).rows).to.have.length(100);
+      await fails(put(long, 'ndjson'), 'NDJSON', /more than DAS_BULK_MAX_ZSTD_WINDOW_BYTES \(1048576\)/, { maxZstdWindowBytes: 1024 * 1024 });
+    });
+  });
+
   describe('bytes: each byte of the file counted once', () => {
+    const csvWithLineEnds = `id,name\r\n${Array.from({ length: 700 }, (_, i) => `c${i},"x\r\ny ${i}"`).join('\r\n')}`;
+    const ndjsonLines = (n: number) => Array.from({ length: n }, (_, i) => JSON.stringify({ id: `z${i}`, name: `zed ${i}` })).join('\n');
     const cases: [string, () => Buffer, Format, number][] = [
       ['Parquet, snappy, 4 row groups', () => people(4000), 'PARQUET', 4000],
       ['Parquet, gzip (compressed pages), 3 row groups', () => people(2500, 'GZIP'), 'PARQUET', 2500],
       ['NDJSON with multi-byte text and a blank line', () => Buffer.from(Array.from({ length: 900 }, (_, i) => (i === 5 ? '' : JSON.stringify({ id: `n${i}`, name: `naïve ${i} €` }))).join('\n') + '\n'), 'NDJSON', 899], // the blank line is counted, not a row
-      ['CSV with CRLF and a quoted line end', () => Buffer.from(`id,name\r\n${Array.from({ length: 700 }, (_, i) => `c${i},"x\r\ny ${i}"`).join('\r\n')}`), 'CSV', 700],
+      ['CSV with CRLF and a quoted line end', () => Buffer.from(csvWithLineEnds), 'CSV', 700],
+      ['CSV gzip-compressed (gzip -c)', () => compress(csvWithLineEnds, 'gzip'), 'CSV', 700],
+      ['NDJSON zstd-compressed (zstd -c)', () => compress(ndjsonLines(900), 'zstd'), 'NDJSON', 900],
     ];
     for (const [name, make, format, rows] of cases) {
       it(`${name}: the chunks add up to the file's size, also when resumed mid-file`, async () => {

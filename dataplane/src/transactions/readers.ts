@@ -6,8 +6,8 @@
  * each chunk says where it ends, and what it adds to `bytesRead`: each byte of the file counts
  * once, whoever reads it, and a finished file counts its size.
  */
-import type { Readable } from 'node:stream';
 import { parquetMetadata, parquetReadObjects, type AsyncBuffer, type FileMetaData } from 'hyparquet';
+import { textBytes } from './decompression.js';
 import { DEFAULT_FILE_LIMITS, type FileLimits } from './limits.js';
 import { boundedCompressors, checkPages, columnShapes, footerLength, FormatError, groupSpans, sliceRows } from './parquet-bounds.js';
 import type { SourceFile } from './sources.js';
@@ -129,37 +129,70 @@ interface LineRecord {
 
 async function* lineChunks(file: SourceFile, format: 'NDJSON' | 'CSV', start: number, chunkRows: number, limits: FileLimits): AsyncGenerator<RawChunk> {
   const stream = await file.stream();
+  const text = textBytes(stream, file.name, limits);
   const tooLong = (size: number) => `the row is ${size} bytes, more than DAS_BULK_MAX_ROW_BYTES (${limits.maxRowBytes})`;
+  const tooWide = (what: string, columns: number) => new FormatError(`${file.name}: ${what} has ${columns} columns, more than DAS_BULK_MAX_COLUMNS (${limits.maxColumns})`);
   let rows: RawRow[] = [];
   let position = 0;
-  let bytes = 0;
+  // Bytes of the file as stored that the records so far took: their own sizes in a plain file; in a
+  // compressed one, the compressed bytes the decoder had read (all of the file once it ends).
+  let recordBytes = 0;
+  const consumed = () => (text.compression() ? text.storedBytes() : recordBytes);
+  let counted = 0;
+  const taken = () => {
+    const now = consumed();
+    const bytes = now - counted;
+    counted = now;
+    return bytes;
+  };
+  // A chunk holds at most chunkRows rows, and (wide or long rows) DAS_BULK_MAX_GROUP_VALUES values or DAS_BULK_MAX_GROUP_BYTES bytes.
+  let values = 0;
+  let held = 0;
   let header: string[] | undefined;
   try {
-    for await (const record of splitRecords(stream, format === 'CSV', limits.maxRowBytes)) {
-      bytes += record.size;
-      let parsed: Omit<RawRow, 'row'> | undefined;
-      if (format === 'CSV' && !header) {
-        if (!record.bytes) throw new FormatError(`${file.name}: the CSV header is ${record.size} bytes, more than DAS_BULK_MAX_ROW_BYTES (${limits.maxRowBytes})`);
-        const text = utf8(record.bytes);
-        if (text === undefined) throw new FormatError(`${file.name}: the CSV header is not valid UTF-8`);
-        header = csvFields(text).map((h) => h.trim());
-        continue; // the header is no row
-      }
-      position += 1;
-      if (position <= start) {
-        bytes = 0; // resuming: these rows (and their bytes) were committed
-        continue;
-      }
-      if (!record.bytes) parsed = { problem: tooLong(record.size) };
-      else parsed = format === 'NDJSON' ? ndjsonRow(record.bytes) : csvRow(record.bytes, header!);
-      if (parsed) rows.push({ row: position, ...parsed });
-      if (rows.length >= chunkRows) {
-        yield { rows, end: position, bytes };
-        rows = [];
-        bytes = 0;
+    for await (const records of splitRecords(text.chunks, format === 'CSV', limits.maxRowBytes)) {
+      for (const record of records) {
+        recordBytes += record.size;
+        let parsed: Omit<RawRow, 'row'> | undefined;
+        if (format === 'CSV' && !header) {
+          if (!record.bytes) throw new FormatError(`${file.name}: the CSV header is ${record.size} bytes, more than DAS_BULK_MAX_ROW_BYTES (${limits.maxRowBytes})`);
+          const width = csvFieldCount(record.bytes);
+          if (width > limits.maxColumns) throw tooWide('the CSV header', width);
+          const names = utf8(record.bytes);
+          if (names === undefined) throw new FormatError(`${file.name}: the CSV header is not valid UTF-8`);
+          header = csvFields(names).map((h) => h.trim());
+          continue; // the header is no row
+        }
+        position += 1;
+        if (position <= start) {
+          taken(); // resuming: these rows (and their bytes) were committed
+          continue;
+        }
+        let width = 0;
+        if (!record.bytes) parsed = { problem: tooLong(record.size) };
+        else if (format === 'NDJSON') {
+          width = jsonKeyCount(record.bytes);
+          if (width > limits.maxColumns) throw tooWide(`row ${position}`, width);
+          parsed = ndjsonRow(record.bytes);
+        } else {
+          width = header!.length;
+          parsed = csvRow(record.bytes, header!);
+        }
+        if (parsed) {
+          rows.push({ row: position, ...parsed });
+          values += width;
+          held += record.size;
+        }
+        if (rows.length >= chunkRows || values >= limits.maxGroupValues || held >= limits.maxGroupBytes) {
+          yield { rows, end: position, bytes: taken() };
+          rows = [];
+          values = 0;
+          held = 0;
+        }
       }
     }
-    if (position >= start && (rows.length || bytes > 0)) yield { rows, end: Math.max(position, start), bytes };
+    const rest = taken();
+    if (position >= start && (rows.length || rest > 0)) yield { rows, end: Math.max(position, start), bytes: rest };
   } finally {
     stream.destroy();
   }
@@ -178,8 +211,11 @@ function utf8(bytes: Buffer): string | undefined {
  * The records of a stream, split on line ends outside CSV quotes, without holding more than
  * `maxBytes` of any one: a longer record is skipped to its end and reported by its size. The
  * split is on bytes (UTF-8 never has a quote, comma or line end inside a character), so sizes are exact.
+ * Handed on as the records each piece of the stream ends (one step per piece, not per line: a
+ * file of short or blank lines costs its bytes, not a wait per line).
  */
-export async function* splitRecords(stream: Readable, csv: boolean, maxBytes: number): AsyncGenerator<LineRecord> {
+export async function* splitRecords(stream: AsyncIterable<Buffer | string>, csv: boolean, maxBytes: number): AsyncGenerator<LineRecord[]> {
+  let batch: LineRecord[] = [];
   let pieces: Buffer[] = [];
   let held = 0;
   let size = 0;
@@ -215,7 +251,7 @@ export async function* splitRecords(stream: Readable, csv: boolean, maxBytes: nu
     afterQuote = false;
     return record;
   };
-  for await (const chunk of stream as AsyncIterable<Buffer | string>) {
+  for await (const chunk of stream) {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     let from = 0;
     if (!csv) {
@@ -224,9 +260,11 @@ export async function* splitRecords(stream: Readable, csv: boolean, maxBytes: nu
         take(buf.subarray(from, i));
         size += 1; // the line end
         from = i + 1;
-        yield finish();
+        batch.push(finish());
       }
       if (from < buf.length) take(Buffer.from(buf.subarray(from)));
+      if (batch.length) yield batch;
+      batch = [];
       continue;
     }
     // CSV: a line end inside quotes is part of its field.
@@ -250,12 +288,14 @@ export async function* splitRecords(stream: Readable, csv: boolean, maxBytes: nu
         take(buf.subarray(from, i));
         size += 1; // the line end
         from = i + 1;
-        yield finish();
+        batch.push(finish());
       }
     }
     if (from < buf.length) take(Buffer.from(buf.subarray(from)));
+    if (batch.length) yield batch;
+    batch = [];
   }
-  if (size > 0) yield finish();
+  if (size > 0) yield [finish()];
 }
 
 /** An NDJSON line as a row (a blank line is `undefined`: counted, not loaded). */
@@ -273,11 +313,13 @@ function ndjsonRow(bytes: Buffer): Omit<RawRow, 'row'> | undefined {
 
 /** A CSV record as a row by the header's names (a blank line is `undefined`). */
 function csvRow(bytes: Buffer, header: string[]): Omit<RawRow, 'row'> | undefined {
+  if (bytes.length === 0) return undefined;
+  // Counted before any field is made: a record wider than its header is refused without being held.
+  const count = csvFieldCount(bytes);
+  if (count !== header.length) return { problem: `has ${count} fields, the header ${header.length}` };
   const text = utf8(bytes);
   if (text === undefined) return { problem: 'the record is not valid UTF-8' };
   const fields = csvFields(text);
-  if (fields.length === 1 && fields[0] === '') return undefined;
-  if (fields.length !== header.length) return { problem: `has ${fields.length} fields, the header ${header.length}` };
   // Empty fields are absent values: CSV cannot tell an empty string from a null.
   return { value: Object.fromEntries(header.map((h, i) => [h, fields[i] === '' ? null : fields[i]])) };
 }
@@ -309,4 +351,46 @@ export function csvFields(text: string): string[] {
   }
   fields.push(field);
   return fields;
+}
+
+/** The fields of one CSV record, counted on its bytes (commas outside quotes), without making them. */
+export function csvFieldCount(bytes: Uint8Array): number {
+  let count = 1;
+  let quoted = false;
+  let fieldStart = true;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (quoted) {
+      if (b === 0x22) quoted = bytes[i + 1] === 0x22 ? (i++, true) : false;
+      continue;
+    }
+    if (b === 0x22 && fieldStart) quoted = true;
+    else if (b === 0x2c) count += 1;
+    fieldStart = b === 0x2c;
+  }
+  return count;
+}
+
+/**
+ * The keys of a JSON object line, counted on its bytes before it is parsed: the colons outside
+ * strings and arrays (an object's own keys and its nested objects', the columns a row maps;
+ * objects inside arrays are values, not columns).
+ */
+export function jsonKeyCount(bytes: Uint8Array): number {
+  let count = 0;
+  let inString = false;
+  let arrays = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (inString) {
+      if (b === 0x5c) i++; // an escape: the next byte is part of it
+      else if (b === 0x22) inString = false;
+      continue;
+    }
+    if (b === 0x22) inString = true;
+    else if (b === 0x5b) arrays += 1;
+    else if (b === 0x5d) arrays -= 1;
+    else if (b === 0x3a && arrays === 0) count += 1;
+  }
+  return count;
 }

@@ -267,6 +267,13 @@ export class TransactionRunner {
           }
         }
       }
+      const nothing = nothingWritten(progress);
+      if (nothing) {
+        log.warn({ progress: progress.map(({ errors: _e, ...p }) => p) }, 'transaction failed: every row was refused');
+        await store.finish(dataset, tx.id, this.owner, { status: 'FAILED', error: storableMessage(nothing), progress });
+        this.options.metrics?.finished(dataset.id, 'FAILED');
+        return;
+      }
       await store.finish(dataset, tx.id, this.owner, { status: 'SUCCEEDED', progress });
       this.options.metrics?.finished(dataset.id, 'SUCCEEDED');
       log.info({ progress: progress.map(({ errors: _e, ...p }) => p) }, 'transaction succeeded');
@@ -284,4 +291,19 @@ export class TransactionRunner {
       clearInterval(renewal);
     }
   }
+}
+
+/**
+ * Why a load that read rows but wrote none is no success: every row was refused (a file in a
+ * format other than the one declared, a mapping that matches nothing). A load that read no row
+ * at all (empty files, a CSV header alone) did all it was asked: it SUCCEEDs with 0 rows.
+ */
+export function nothingWritten(progress: readonly ActionProgress[]): string | undefined {
+  const written = progress.reduce((n, p) => n + p.rowsWritten, 0);
+  const refused = progress.reduce((n, p) => n + p.rowsRejected, 0);
+  if (written > 0 || refused === 0) return undefined;
+  // The earliest row of the first action that refused any (mapping and the store each list theirs).
+  const first = progress.find((p) => p.errors.length)?.errors.reduce((a, b) => (b.row < a.row ? b : a));
+  const where = first ? `; the first, row ${first.row}${first.source ? ` of ${first.source}` : ''}: ${first.message}` : '';
+  return `no row was written: all ${refused} row${refused === 1 ? ' was' : 's were'} refused${where}`;
 }

@@ -166,13 +166,17 @@ function isNotFound(err: unknown): boolean {
 }
 
 /** An https:// file, connected to the checked address (the Host header and TLS name stay the URL's). */
-async function httpsSource(url: URL, address: string, family: 4 | 6, limits: SourceLimits): Promise<SourceFile> {
+export async function httpsSource(url: URL, address: string, family: 4 | 6, limits: SourceLimits): Promise<SourceFile> {
   const get = (headers: Record<string, string>, method = 'GET') =>
     new Promise<import('node:http').IncomingMessage>((resolvePromise, reject) => {
       const req = httpsRequest(url, {
         method,
         headers,
-        lookup: (_host, _options, callback) => (callback as (e: null, a: string, f: number) => void)(null, address, family),
+        // Node asks for every address (`all`) when it may try several (autoSelectFamily, on by default since Node 20): the one checked.
+        lookup: (_host, options, callback) =>
+          options.all
+            ? (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }])
+            : (callback as (e: null, a: string, f: number) => void)(null, address, family),
         timeout: 30_000,
       });
       req.on('response', resolvePromise);
