@@ -10,6 +10,7 @@
  * measured once and multiplied where they are spread, so nesting spreads cannot hide work.
  * Which fields read is declared by the schema (`extensions.reads`), not guessed from names. Pure.
  */
+import { DATAPLANE_DEFAULTS } from '../../../model/settings/dataplane.js';
 import {
   getNamedType,
   GraphQLError,
@@ -38,7 +39,12 @@ export interface QueryLimits {
   maxCost: number;
 }
 
-export const DEFAULT_QUERY_LIMITS: QueryLimits = { maxTokens: 10_000, maxDepth: 15, maxAliases: 100, maxCost: 5_000 };
+export const DEFAULT_QUERY_LIMITS: QueryLimits = {
+  maxTokens: DATAPLANE_DEFAULTS.DAS_GRAPHQL_MAX_TOKENS,
+  maxDepth: DATAPLANE_DEFAULTS.DAS_GRAPHQL_MAX_DEPTH,
+  maxAliases: DATAPLANE_DEFAULTS.DAS_GRAPHQL_MAX_ALIASES,
+  maxCost: DATAPLANE_DEFAULTS.DAS_GRAPHQL_MAX_COST,
+};
 
 /** What a field of the schema reads: one record, or a page of them (schema.ts sets it). */
 export type FieldReads = 'record' | 'page';

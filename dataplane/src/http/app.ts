@@ -58,6 +58,8 @@ export interface AppDeps {
   /** Body rules of the firewall, run on the raw body once it is read. */
   bodyFirewall?: NodeMiddleware;
   rawQuery?: RawQueryHandler;
+  /** The process runs in a Pod (KUBERNETES_SERVICE_HOST): the OpenAPI `servers` name the cluster's addresses. */
+  inCluster?: boolean;
   /** Largest accepted body, in bytes. */
   bodyLimit?: number;
   /** Bytes all requests together may hold while their bodies arrive. */

@@ -7,7 +7,7 @@
 import { lookup } from 'node:dns/promises';
 import { existsSync, realpathSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { join, relative, resolve, sep, isAbsolute } from 'node:path';
+import { relative, resolve, sep, isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export type Location =
@@ -22,11 +22,6 @@ export class LocationError extends Error {
   ) {
     super(message);
   }
-}
-
-/** The import root: `DAS_IMPORT_ROOT`, else `DATA_DIR/imports`. */
-export function importRootOf(env: NodeJS.ProcessEnv, dataDir: string): string {
-  return resolve(env.DAS_IMPORT_ROOT || join(dataDir, 'imports'));
 }
 
 /** Parses and checks a location; `https://` hosts are resolved here (the address is kept for the fetch). */

@@ -7,6 +7,7 @@
  * (`das_transaction_parts`), so a part re-run after a crash writes nothing twice. Then the chunk
  * commits: the transaction's cursor moves and its progress takes in what the parts wrote.
  */
+import { DATAPLANE_DEFAULTS } from '../../../../model/settings/dataplane.js';
 import type pg from 'pg';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -24,16 +25,8 @@ import { databaseSchemaOf, type TableLayout } from './sql.js';
 
 const TABLE = 'das_transactions';
 const PARTS_TABLE = 'das_transaction_parts';
-/** Connections a chunk is written on at once, unless DAS_BULK_WRITERS says otherwise. */
-export const DEFAULT_WRITERS = 2;
-/** Each writer holds a connection of the dataset's pool (10), which requests share. */
-const MAX_WRITERS = 8;
-
-/** DAS_BULK_WRITERS: an integer from 1 to 8 (else the default). */
-export function bulkWriters(env: NodeJS.ProcessEnv | undefined): number {
-  const value = Number(env?.DAS_BULK_WRITERS);
-  return Number.isInteger(value) && value >= 1 && value <= MAX_WRITERS ? value : DEFAULT_WRITERS;
-}
+/** Connections a chunk is written on at once, unless DAS_BULK_WRITERS (1 to 8: each writer holds a connection of the dataset's pool of 10, which requests share) says otherwise. */
+export const DEFAULT_WRITERS = DATAPLANE_DEFAULTS.DAS_BULK_WRITERS;
 
 type Row = Record<string, unknown>;
 

@@ -1,4 +1,5 @@
 /** The PostgreSQL location driver. */
+import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
@@ -44,12 +45,13 @@ import { PostgresChangeFeed } from './change-feed.js';
 import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
 import { applicationName, tagComment } from './tags.js';
-import { bulkWriters, PostgresBulkLoad } from './bulk-load.js';
+import { PostgresBulkLoad } from './bulk-load.js';
 
 export interface PostgresDriverOptions {
   logger: Logger;
   poolSize?: number;
-  env?: NodeJS.ProcessEnv;
+  /** The process settings (default: every default). */
+  settings?: DataPlaneSettings;
   /** Read-only executor for the raw SQL endpoint (wired in when available). */
   readOnly?: {
     query(dataset: DatasetConfig, pool: pg.Pool, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]>;
@@ -96,7 +98,8 @@ export class PostgresDriver implements LocationDriver {
   readonly bulkLoad: PostgresBulkLoad;
 
   constructor(private readonly options: PostgresDriverOptions) {
-    this.urls = new ConnectionUrls(options.env);
+    const settings = options.settings ?? DATAPLANE_DEFAULTS;
+    this.urls = new ConnectionUrls(settings);
     this.capabilities = postgresCapabilities({ rawSql: Boolean(options.readOnly) });
     this.changes = new PostgresChangeFeed({
       pool: (dataset) => this.pool(dataset),
@@ -109,7 +112,7 @@ export class PostgresDriver implements LocationDriver {
     this.bulkLoad = new PostgresBulkLoad(
       (dataset) => this.pool(dataset),
       (dataset, schema) => this.layout(dataset, schema),
-      bulkWriters(options.env),
+      settings.DAS_BULK_WRITERS,
     );
   }
 

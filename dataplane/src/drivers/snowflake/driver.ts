@@ -31,7 +31,7 @@ import { databaseSchemaFor } from '../sql/table-shape.js';
 import { WarehouseBulkLoad } from './bulk-load.js';
 import { transactionsTable } from './bulk-load-sql.js';
 import { CredentialFiles } from './credentials.js';
-import { wholeNumberSetting } from '../../env-settings.js';
+import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 import { WarehouseChangeFeed } from './change-feed.js';
 import { appendChangesSql, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, PRUNED_TABLE, type ChangeRow } from './change-log.js';
 import { CATALOG_SQL, existingColumn, planSchemaChanges } from './ddl.js';
@@ -50,7 +50,8 @@ import { planWrite, type CurrentRows, type PlannedRow, type TablePlan } from './
 export interface SnowflakeDriverOptions {
   logger: Logger;
   format: TableFormat;
-  env?: NodeJS.ProcessEnv;
+  /** The process settings (default: every default). */
+  settings?: DataPlaneSettings;
   sessions?: SessionPoolOptions;
   readOnly?: ReadOnlyOptions;
 }
@@ -103,17 +104,21 @@ export class SnowflakeDriver implements LocationDriver {
     format: () => this.format,
     layout: (d, s) => this.layout(d, s),
     withSession: (d, ctx, fn) => this.withSession(d, ctx, fn),
-    env: () => this.options.env,
+    idleClaimMs: () => this.settings.DAS_BULK_WAREHOUSE_POLL_MS,
     wrote: (d) => this.changes.wrote(d),
   });
   /** The change feed: the change table, polled while someone subscribes (change-feed.ts). */
   readonly changes: WarehouseChangeFeed;
 
+  private get settings(): DataPlaneSettings {
+    return this.options.settings ?? DATAPLANE_DEFAULTS;
+  }
+
   constructor(private readonly options: SnowflakeDriverOptions) {
     this.format = options.format;
     this.kind = options.format.kind;
     this.capabilities = warehouseCapabilities(options.format);
-    this.credentials = new CredentialFiles(options.env);
+    this.credentials = new CredentialFiles(this.settings);
     this.sessions = new SessionPools(options.sessions);
     this.readOnly = new WarehouseReadOnly(options.readOnly);
     this.changes = new WarehouseChangeFeed(
@@ -124,7 +129,7 @@ export class SnowflakeDriver implements LocationDriver {
         dbSchema: (dataset) => databaseSchemaFor(dataset, warehouseSqlDialect(this.format)),
         failure: (err) => outageOf(err) ?? err,
       },
-      wholeNumberSetting(options.env ?? process.env, 'DAS_WAREHOUSE_CHANGE_POLL_MS', 2000, 100),
+      this.settings.DAS_WAREHOUSE_CHANGE_POLL_MS,
     );
   }
 
