@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { inferAuthkind } from '../http/gateway.js';
 import { AuthError } from './errors.js';
 import { cacheUntil, earlyRefusal, looksLikeServiceAccountToken, verdictOf, type TokenReviewStatus } from './service-account.js';
-import { datasetConfig, environmentConfig } from './test-fixtures.js';
+import { datasetConfig, environmentConfig } from '../../test-support/auth-fixtures.js';
 import { ServiceAccountVerifier, type TokenReviewer } from './token-review.js';
 import { authenticateVerifiedIam } from './verified.js';
 

@@ -7,7 +7,7 @@ import { PostgresReadOnlyExecutor } from '../drivers/postgres/readonly.js';
 import type { StatementContext } from '../engine/contract.js';
 import { ApiError } from '../engine/errors.js';
 import type { RawQueryHandler } from '../http/app.js';
-import { demoDataset } from './fixtures.test-support.js';
+import { demoDataset } from '../../test-support/rawsql-fixtures.js';
 import { executeRawQuery, rawSqlLimits, type RawSqlLimits } from './handler.js';
 import { dataPlaneSettings } from '../../../model/settings/dataplane.js';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ApiError } from '../engine/errors.js';
-import { demoDataset } from './fixtures.test-support.js';
+import { demoDataset } from '../../test-support/rawsql-fixtures.js';
 import { MAX_SQL_LENGTH, parseRawSqlRequest } from './request.js';
 
 const dataset = demoDataset();

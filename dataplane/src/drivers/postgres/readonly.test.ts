@@ -8,7 +8,7 @@ import { freshDatabase } from '../../../test-support/postgres.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/embedded.js';
 import { ApiError } from '../../engine/errors.js';
 import { apiErrorOf, fromStore, StoreError } from '../../engine/store-outcomes.js';
-import { demoDataset, DEMO_SCHEMAS } from '../../rawsql/fixtures.test-support.js';
+import { demoDataset, DEMO_SCHEMAS } from '../../../test-support/rawsql-fixtures.js';
 import type { RawQueryOptions } from '../../engine/contract.js';
 import { PostgresDriver } from './driver.js';
 import { firstTokenPosition, PostgresReadOnlyExecutor, readOnlyRoleName, scramVerifier, toRawSqlError as toRefusal } from './readonly.js';

@@ -12,7 +12,7 @@ import { databaseSchemaFor } from '../sql/table-shape.js';
 import { changesTable } from './change-log.js';
 import { warehouseSqlDialect } from './dialect.js';
 import { SnowflakeDriver } from './driver.js';
-import { warehouseDriverUnderTest } from './peer.test-support.js';
+import { warehouseDriverUnderTest } from '../../../test-support/snowflake-peer.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT, type TableFormat } from './table-format.js';
 import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 

@@ -8,7 +8,7 @@ import pino from 'pino';
 import type { OpResult } from '../../engine/contract.js';
 import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { SnowflakeDriver } from './driver.js';
-import { warehouseDriverUnderTest } from './peer.test-support.js';
+import { warehouseDriverUnderTest } from '../../../test-support/snowflake-peer.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT, type TableFormat } from './table-format.js';
 import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 

@@ -10,9 +10,9 @@ import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { StoreError } from '../../engine/contract.js';
 import { SnowflakeDriver } from './driver.js';
 import { snowflakeRawDialect } from './raw-dialect.js';
-import { warehouseDriverUnderTest } from './peer.test-support.js';
+import { warehouseDriverUnderTest } from '../../../test-support/snowflake-peer.js';
 import { SNOWFLAKE_FORMAT } from './table-format.js';
-import { warehouseDataset } from './fixtures.test-support.js';
+import { warehouseDataset } from '../../../test-support/snowflake-fixtures.js';
 
 const rewrite = (body: unknown) => {
   const dataset = warehouseDataset();

@@ -12,7 +12,7 @@ import pino from 'pino';
 import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { StoreError } from '../../engine/contract.js';
 import { SnowflakeDriver } from './driver.js';
-import { sharedSnowflakePeer, warehouseLocation, warehouseSecrets } from './peer.test-support.js';
+import { sharedSnowflakePeer, warehouseLocation, warehouseSecrets } from '../../../test-support/snowflake-peer.js';
 import { SNOWFLAKE_FORMAT } from './table-format.js';
 import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
