@@ -20,8 +20,8 @@ import type { QueryAction } from './actions.js';
 import { ApiError, badRequest } from './errors.js';
 import { schemaDefOf } from './layout.js';
 import { limitOf, runPage, type FieldPath, type ListDeps, type Page, type PagePlan } from './lists.js';
-import { encodeArgument, scalarType } from '../sql/scalar-types.js';
-import type { RawArgument, RawSqlRequest } from '../rawsql/request.js';
+import { encodeArgument, scalarType } from './sql/scalar-types.js';
+import type { RawArgument, RawSqlRequest } from './sql/raw-request.js';
 
 /** Runs rewritten raw SQL on the read-only connection (rawsql/handler.ts runRawSql, lent by the process wiring). */
 export type SqlRunner = (dataset: DatasetConfig, driver: LocationDriver, request: RawSqlRequest, ctx: StatementContext, limits?: { rowLimit?: number }, whenServed?: () => void) => Promise<Record<string, unknown>[]>;

@@ -9,8 +9,8 @@ import type { DatasetConfig, LocationKind } from '../../../model/types.js';
 import { ApiError } from '../engine/errors.js';
 import { fromStore } from '../engine/store-outcomes.js';
 import type { LocationDriver, StatementContext } from '../engine/contract.js';
-import { parseRawSqlRequest, type RawSqlRequest } from './request.js';
-import { rewriteRawSql, sourcePosition, type RewrittenSql } from '../sql/raw-rewrite.js';
+import { parseRawSqlRequest, type RawSqlRequest } from '../engine/sql/raw-request.js';
+import { rewriteRawSql, sourcePosition, type RewrittenSql } from '../engine/sql/raw-rewrite.js';
 
 export interface RawSqlLimits {
   /** More rows than this is a 400 ROW_LIMIT_EXCEEDED (never a silently truncated result). */

@@ -15,7 +15,7 @@ import copyStreams from 'pg-copy-streams';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { stageCsv } from '../sql/stage-csv.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StoredTransaction } from '../../engine/contract.js';
-import { quoteIdent as q, postgresNaming as naming } from '../sql-naming.js';
+import { quoteIdent as q, postgresNaming as naming } from '../../engine/sql/naming.js';
 import { changeChannel, changesTable } from './change-log.js';
 import { addToPending, foldPending, laterCursor, nothingPending, splitIntoParts, unwritten, type PartPending } from './bulk-load-parts.js';
 import { holdConnection } from './checkout.js';

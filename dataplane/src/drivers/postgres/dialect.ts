@@ -1,7 +1,7 @@
 /** PostgreSQL's SQL dialect for the shared SQL layer (drivers/sql/). */
-import type { SqlDialect } from '../sql/dialect.js';
+import type { SqlDialect } from '../../engine/sql/dialect.js';
 import { defaultDatabaseSchema } from '../../../../model/location-kinds.js';
-import { postgresNaming, quoteIdent, snakeCase } from '../sql-naming.js';
+import { postgresNaming, quoteIdent, snakeCase } from '../../engine/sql/naming.js';
 
 const COLUMN_TYPES = {
   string: 'text',

@@ -24,7 +24,7 @@ import {
 } from '../../engine/contract.js';
 import { listSql } from './list-sql.js';
 import { postgresDialect } from './raw-dialect.js';
-import { quoteIdent as q } from '../sql-naming.js';
+import { quoteIdent as q } from '../../engine/sql/naming.js';
 import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SecretNotMountedError } from './connection.js';
 import { planSchemaChanges } from './ddl.js';
 import {

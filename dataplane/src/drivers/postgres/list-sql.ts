@@ -17,7 +17,7 @@
  */
 import type { FieldRef, TypedFilter, TypedValue } from '../../../../model/filter.js';
 import type { SortKey } from '../../../../model/sort.js';
-import { postgresNaming as naming, quoteIdent as q } from '../sql-naming.js';
+import { postgresNaming as naming, quoteIdent as q } from '../../engine/sql/naming.js';
 import { isIndexed } from './indexes.js';
 import type { Statement, TableLayout } from './sql.js';
 

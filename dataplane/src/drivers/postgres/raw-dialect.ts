@@ -1,6 +1,6 @@
 /** PostgreSQL's raw-SQL dialect: where tokens point in its layout, its bind casts and lexical rules. */
-import { POSTGRES_LEXICAL_RULES, type RawSqlDialect } from '../../sql/raw-rewrite.js';
-import { postgresNaming, quoteIdent } from '../sql-naming.js';
+import { POSTGRES_LEXICAL_RULES, type RawSqlDialect } from '../../engine/sql/raw-rewrite.js';
+import { postgresNaming, quoteIdent } from '../../engine/sql/naming.js';
 import { tableLayout } from './sql.js';
 
 export const postgresDialect: RawSqlDialect = {

@@ -3,8 +3,8 @@
  * (warehouseNaming), the table format's column types, and how INFORMATION_SCHEMA spells them.
  */
 import { defaultDatabaseSchema } from '../../../../model/location-kinds.js';
-import type { SqlDialect } from '../sql/dialect.js';
-import { quoteIdent, warehouseNaming } from '../sql-naming.js';
+import type { SqlDialect } from '../../engine/sql/dialect.js';
+import { quoteIdent, warehouseNaming } from '../../engine/sql/naming.js';
 import type { TableFormat } from './table-format.js';
 
 /** Snowflake's synonyms, folded to the name INFORMATION_SCHEMA.COLUMNS.DATA_TYPE reports. */

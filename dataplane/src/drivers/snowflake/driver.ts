@@ -26,7 +26,7 @@ import {
   type WriteOp,
 } from '../../engine/contract.js';
 import { schemaDefOf } from '../../engine/layout.js';
-import { quoteIdent as q } from '../sql-naming.js';
+import { quoteIdent as q } from '../../engine/sql/naming.js';
 import { databaseSchemaFor } from '../sql/table-shape.js';
 import { WarehouseBulkLoad } from './bulk-load.js';
 import { transactionsTable } from './bulk-load-sql.js';

@@ -12,7 +12,7 @@
  */
 import type { FieldRef, TypedFilter, TypedValue } from '../../../../model/filter.js';
 import type { SortKey } from '../../../../model/sort.js';
-import { quoteIdent as q, warehouseNaming as naming } from '../sql-naming.js';
+import { quoteIdent as q, warehouseNaming as naming } from '../../engine/sql/naming.js';
 import type { Statement, WarehouseLayout } from './layout.js';
 
 export interface ListSqlQuery {

@@ -4,9 +4,9 @@
  * '…' strings with backslash escapes, $$…$$ strings (no tagged ones), `--` and `//` line
  * comments, block comments that do not nest.
  */
-import type { RawSqlDialect, SqlLexicalRules } from '../../sql/raw-rewrite.js';
-import type { ScalarType } from '../../sql/scalar-types.js';
-import { quoteIdent, warehouseNaming } from '../sql-naming.js';
+import type { RawSqlDialect, SqlLexicalRules } from '../../engine/sql/raw-rewrite.js';
+import type { ScalarType } from '../../engine/sql/scalar-types.js';
+import { quoteIdent, warehouseNaming } from '../../engine/sql/naming.js';
 import { tableShape } from '../sql/table-shape.js';
 import { warehouseSqlDialect } from './dialect.js';
 import { SNOWFLAKE_FORMAT } from './table-format.js';

@@ -4,8 +4,8 @@
  */
 import { expect } from 'chai';
 import pino from 'pino';
-import { parseRawSqlRequest } from '../../rawsql/request.js';
-import { rewriteRawSql } from '../../sql/raw-rewrite.js';
+import { parseRawSqlRequest } from '../../engine/sql/raw-request.js';
+import { rewriteRawSql } from '../../engine/sql/raw-rewrite.js';
 import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { StoreError } from '../../engine/contract.js';
 import { SnowflakeDriver } from './driver.js';

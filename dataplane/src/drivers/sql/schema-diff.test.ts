@@ -3,8 +3,8 @@ import { expect } from 'chai';
 import { renderDatasetConfig } from '../../../../model/render.js';
 import type { DatasetSpec } from '../../../../model/types.js';
 import { postgresSqlDialect } from '../postgres/dialect.js';
-import { quoteIdent, warehouseNaming } from '../sql-naming.js';
-import type { SqlDialect } from './dialect.js';
+import { quoteIdent, warehouseNaming } from '../../engine/sql/naming.js';
+import type { SqlDialect } from '../../engine/sql/dialect.js';
 import { diffSchema } from './schema-diff.js';
 import { tableShape } from './table-shape.js';
 

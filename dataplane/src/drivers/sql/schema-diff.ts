@@ -4,7 +4,7 @@
  * differs, or two properties on one column, is a destructive change, refused and reported. The
  * driver renders the result in its dialect's DDL. Pure.
  */
-import type { SqlDialect } from './dialect.js';
+import type { SqlDialect } from '../../engine/sql/dialect.js';
 import { columnCollisions, type Column, type TableShape } from './table-shape.js';
 
 /** One column as the catalog reports it (information_schema.columns). */

@@ -5,7 +5,7 @@
  */
 import type { DatasetConfig, RecordSchemaDef } from '../../../../model/types.js';
 import { fieldsOf, type Field } from '../../engine/layout.js';
-import type { SqlDialect } from './dialect.js';
+import type { SqlDialect } from '../../engine/sql/dialect.js';
 
 export interface Column {
   name: string;

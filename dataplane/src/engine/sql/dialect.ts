@@ -6,7 +6,7 @@
  * additive change is are decided here, once.
  */
 import type { ScalarPropertyType } from '../../../../model/types.js';
-import type { NamingStrategy } from '../sql-naming.js';
+import type { NamingStrategy } from './naming.js';
 
 /** Column kinds a record table holds: property types, plus the system columns. */
 export type ColumnKind = ScalarPropertyType | 'link' | 'id' | 'version' | 'time';
