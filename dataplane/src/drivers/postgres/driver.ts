@@ -23,7 +23,7 @@ import {
   type WriteOp,
 } from '../../engine/contract.js';
 import { listSql } from './list-sql.js';
-import { postgresDialect } from './raw-dialect.js';
+import { postgresSqlDialect } from './dialect.js';
 import { quoteIdent as q } from '../../engine/sql/naming.js';
 import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SecretNotMountedError } from './connection.js';
 import { planSchemaChanges } from './ddl.js';
@@ -82,7 +82,7 @@ export function postgresCapabilities(options: { rawSql: boolean }): DriverCapabi
 export class PostgresDriver implements LocationDriver {
   readonly kind = 'postgres' as const;
   readonly capabilities: DriverCapabilities;
-  readonly rawSqlDialect = postgresDialect;
+  readonly rawSqlDialect = postgresSqlDialect;
   private readonly pools = new Map<string, pg.Pool>();
   /** Per dataset, the layouts of the config generation seen last (layout-cache.ts). */
   readonly layouts = new LayoutCache();

@@ -72,7 +72,7 @@ describe('postgres list SQL (pure)', () => {
     expect(statement.text).to.contain('"address_postcode" = $1::text');
     expect(statement.text).to.contain('"name" = ANY($2::text[])');
     expect(statement.text).to.contain('"age" >= $3::bigint');
-    expect(statement.values).to.deep.equal(['N1', ["x'; DROP", 'b'], 3, 'Bob', 'Bob', 'p-1', 'Bob', 11]);
+    expect(statement.values).to.deep.equal(['N1', ["x'; DROP", 'b'], 3, 'Bob', 'Bob', 'Bob', 'p-1', 11]);
   });
 
   it('has no keyset branch past a null that sorts last (only the ties continue)', () => {

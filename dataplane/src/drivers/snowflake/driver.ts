@@ -6,6 +6,7 @@
  * (write-plan.ts) because the warehouse returns no rows from a write. docs/warehouse.md has the
  * statements per consistency level and the round trips they cost.
  */
+import type { SqlDialect } from '../../engine/sql/dialect.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { kindFacts } from '../../../../model/location-kinds.js';
@@ -39,7 +40,6 @@ import { warehouseSqlDialect } from './dialect.js';
 import { outageOf, requestError, statementFailure } from './errors.js';
 import { selectByIdSql, selectManySql, selectVersionSql, warehouseLayout, type Statement, type WarehouseLayout } from './layout.js';
 import { listSql } from './list-sql.js';
-import { snowflakeRawDialect } from './raw-dialect.js';
 import { WarehouseReadOnly, type ReadOnlyOptions } from './readonly.js';
 import { Session, SessionPools, type ExecOptions, type ExecResult, type SessionPoolOptions, type SessionTarget } from './sessions.js';
 import type { TableFormat } from './table-format.js';
@@ -93,7 +93,7 @@ export function sameRow(layout: WarehouseLayout, planned: PlannedRow, stored: Pl
 export class SnowflakeDriver implements LocationDriver {
   readonly kind: TableFormat['kind'];
   readonly capabilities: DriverCapabilities;
-  readonly rawSqlDialect = snowflakeRawDialect;
+  readonly rawSqlDialect: SqlDialect;
   private readonly format: TableFormat;
   private readonly credentials: CredentialFiles;
   readonly sessions: SessionPools;
@@ -116,6 +116,7 @@ export class SnowflakeDriver implements LocationDriver {
 
   constructor(private readonly options: SnowflakeDriverOptions) {
     this.format = options.format;
+    this.rawSqlDialect = warehouseSqlDialect(options.format);
     this.kind = options.format.kind;
     this.capabilities = warehouseCapabilities(options.format);
     this.credentials = new CredentialFiles(this.settings);

@@ -9,10 +9,13 @@ import { rewriteRawSql } from '../../engine/sql/raw-rewrite.js';
 import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { StoreError } from '../../engine/contract.js';
 import { SnowflakeDriver } from './driver.js';
-import { snowflakeRawDialect } from './raw-dialect.js';
+import { warehouseSqlDialect } from './dialect.js';
+
 import { warehouseDriverUnderTest } from '../../../test-support/snowflake-peer.js';
 import { SNOWFLAKE_FORMAT } from './table-format.js';
 import { warehouseDataset } from '../../../test-support/snowflake-fixtures.js';
+
+const snowflakeRawDialect = warehouseSqlDialect(SNOWFLAKE_FORMAT);
 
 const rewrite = (body: unknown) => {
   const dataset = warehouseDataset();

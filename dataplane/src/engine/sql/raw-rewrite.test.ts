@@ -1,4 +1,4 @@
-import { postgresDialect } from '../../drivers/postgres/raw-dialect.js';
+import { postgresSqlDialect as postgresDialect } from '../../drivers/postgres/dialect.js';
 import { expect } from 'chai';
 import { ApiError } from '../errors.js';
 import { demoDataset } from '../../../test-support/rawsql-fixtures.js';

@@ -10,7 +10,7 @@
  * ("…"), dollar-quoted strings ($$…$$, and $tag$…$tag$ where the dialect has them), -- line
  * comments and block comments (nested where the dialect nests them). So `'${x}'` stays the literal
  * text `${x}`. What differs between SQL engines is the dialect's (`RawSqlDialect`), supplied by each
- * SQL driver (PostgreSQL: drivers/postgres/raw-dialect.ts, with standard_conforming_strings on —
+ * SQL driver (PostgreSQL: drivers/postgres/dialect.ts, with standard_conforming_strings on —
  * the read-only role pins it on).
  *
  * Token syntax is strict: `@{alias}` or `@{alias.segment.segment…}` and `${name}`, where each
