@@ -14,7 +14,7 @@ import { firstOverlap, type StorageClaim } from '../../../model/storage.js';
 import type { DatasetSpec, LocationSpec } from '../../../model/types.js';
 import type { ConfigStore } from '../config/store.js';
 import { ApiError, badRequest } from '../engine/errors.js';
-import { isPublicAddress } from '../transactions/locations.js';
+import { isPublicAddress } from '../front-door/addresses.js';
 
 /** 409 STORAGE_IN_USE naming the dataset whose storage the new one would share. */
 export function checkStorageFree(claim: StorageClaim, others: Iterable<StorageClaim>): void {

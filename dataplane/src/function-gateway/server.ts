@@ -14,9 +14,9 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, requireHost, type ClientErrorRenderer } from '../http/client-error.js';
+import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, requireHost, type ClientErrorRenderer } from '../front-door/client-error.js';
 import { AuthError } from '../auth/errors.js';
-import { Drain } from '../http/drain.js';
+import { Drain } from '../front-door/drain.js';
 import { InvocationError, toFunctionResult, toRestCall, type FunctionResult } from './translate.js';
 import { authenticateInvoker, type VerifiedInvocation } from './trust.js';
 

@@ -8,7 +8,7 @@ import { argumentsFromText } from '../engine/queries.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { AppDeps, Handler } from './app.js';
 import { echoResponse } from './echo.js';
-import { sendJson } from './exchange.js';
+import { sendJson } from '../front-door/exchange.js';
 import { cachedOpenApiBody, serversFor, withServers } from './openapi.js';
 import { parseGraphQLRequest, runGraphQLQuery } from '../graphql/http.js';
 import type { RouteName } from './routes.js';

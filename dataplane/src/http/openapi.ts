@@ -19,7 +19,7 @@ import { SCALAR_TYPE_NAMES } from '../engine/sql/scalar-types.js';
 import { graphqlPaths, graphqlSchemas } from './openapi-graphql.js';
 import { transactionPaths, transactionSchemas } from './openapi-transactions.js';
 import { errorResponses, errorSchemas, GET_ERRORS, headerParameters, HEADERS, json, operation, POST_ERRORS, RAW_ERRORS, ref, schemaRef, type Json } from './openapi-parts.js';
-import type { Authkind, GatewayRoute } from './gateway.js';
+import type { Authkind, GatewayRoute } from '../front-door/gateway.js';
 
 export interface ServerObject {
   url: string;
