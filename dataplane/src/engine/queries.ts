@@ -1,5 +1,5 @@
 /**
- * query (DESIGN.md "Lists, links and queries"): a named query of the dataset's `spec.queries`.
+ * query (docs/architecture.md "Lists, links and queries"): a named query of the dataset's `spec.queries`.
  *
  * The caller's arguments are checked against the declaration first (unknown, missing required,
  * wrong type: 400s naming `$.query.arguments.<name>`). Then:

@@ -32,7 +32,7 @@ export interface TableShape {
 
 /** The database schema (namespace) that holds a dataset's tables. */
 export function databaseSchemaFor(dataset: DatasetConfig, dialect: SchemaDialect): string {
-  // PostgreSQL names it `databaseSchema`; the warehouse kinds `schema` (DESIGN.md "Location settings").
+  // PostgreSQL names it `databaseSchema`; the warehouse kinds `schema` (docs/architecture.md "Location settings").
   return dataset.location.databaseSchema ?? dataset.location.schema ?? dialect.defaultDatabaseSchema(dataset.id);
 }
 
