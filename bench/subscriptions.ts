@@ -41,7 +41,7 @@ import WebSocket from 'ws';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
 import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../dataplane/test-support/dynamodb.js';
-import { sharedSnowflakePeer, warehouseDemoManifests } from '../dataplane/src/drivers/snowflake/peer.test-support.js';
+import { sharedSnowflakePeer, warehouseDemoManifests } from '../dataplane/test-support/snowflake-peer.js';
 import { cpuMs, HEADERS, postgresCpuMs, start, waitFor } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);

@@ -1,5 +1,5 @@
 /**
- * The ConfigMap conventions the operator renders by and the data plane watches by (DESIGN.md
+ * The ConfigMap conventions the operator renders by and the data plane watches by (docs/architecture.md
  * "Kubernetes names"): shared through model/, so the operator never imports the data plane.
  */
 

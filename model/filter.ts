@@ -1,5 +1,5 @@
 /**
- * The filter language of list, link and query (DESIGN.md "Lists, links and queries"): one pure
+ * The filter language of list, link and query (docs/architecture.md "Lists, links and queries"): one pure
  * parser shared by the data plane (requests) and the operator (query schemas).
  *
  *   filter     := or

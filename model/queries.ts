@@ -1,5 +1,5 @@
 /**
- * Query schemas (`spec.queries`, DESIGN.md "Lists, links and queries"): the cross-checks JSON
+ * Query schemas (`spec.queries`, docs/architecture.md "Lists, links and queries"): the cross-checks JSON
  * Schema cannot express, shared by `npm start` and the operator. A filter-based query's filter and
  * sort are parsed and typed with the same functions a list request uses; an SQL query's `${arg}`
  * and `@{alias.path}` tokens are checked against its arguments, `using` and the schemas.

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { SecretKeyRef } from './types.js';
 
-/** The keys of a DynamoDB `credentialsSecretRef` Secret (DESIGN.md "Location settings"). */
+/** The keys of a DynamoDB `credentialsSecretRef` Secret (docs/architecture.md "Location settings"). */
 export const CREDENTIALS_SECRET_KEYS = ['accessKeyId', 'secretAccessKey'] as const;
 /**
  * The optional key of the Environment's bulk-load S3 credentials Secret

@@ -1,5 +1,5 @@
 /**
- * Platformatic DB 2.x as a benchmark peer (DESIGN.md "Test peers"): a REST API generated over the
+ * Platformatic DB 2.x as a benchmark peer (docs/architecture.md "Test peers"): a REST API generated over the
  * same PostgreSQL tables, the kind of product the data plane is picked against. Not a dependency
  * of the project: `ensurePlatformatic` installs `@platformatic/db@2` from the npm registry once
  * into a cache outside the repository (about 240 MB, two minutes), and later runs reuse it.

@@ -7,15 +7,14 @@ import type { Logger } from 'pino';
 import { authenticate, TokenVerifierCache } from './auth/authenticator.js';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
 import { PostgresReadOnlyExecutor } from './drivers/postgres/readonly.js';
-import { executeRawQuery, runRawSql } from './rawsql/handler.js';
+import { executeRawQuery, rawSqlLimits, runRawSql } from './rawsql/handler.js';
 import type { ConfigStore } from './config/store.js';
 import { firewallBodyMiddleware, firewallMiddleware, type FirewallConfig } from './firewall/index.js';
 import type { AppDeps } from './http/app.js';
 import { startDataPlane, type ConfigSource, type DataPlane } from './server.js';
-import { pipeliningLimits, servingLimits } from './env-settings.js';
 import { NO_KUBERNETES_CREDENTIALS, serviceAccountVerifier } from './auth/token-review.js';
 import { loadPageTokenKey, PageTokens } from './engine/page-token.js';
-import { importRootOf } from './transactions/locations.js';
+import { importRootOf, pipeliningOf, type DataPlaneSettings } from '../../model/settings/dataplane.js';
 
 export interface BootstrapOptions {
   logger: Logger;
@@ -23,7 +22,8 @@ export interface BootstrapOptions {
   dataDir: string;
   port?: number;
   host?: string;
-  env?: NodeJS.ProcessEnv;
+  /** The process settings, parsed at start-up (main.ts) or by the test harness. */
+  settings: DataPlaneSettings;
 }
 
 /** No environment yet: nothing is blocked by IP, no managed rules (requests then fail with 503 anyway). */
@@ -33,7 +33,8 @@ export const DEV_ISSUER_JWKS_PATH = '/.well-known/dev-issuer/jwks.json';
 
 export async function bootstrapDataPlane(options: BootstrapOptions): Promise<DataPlane> {
   const verifiers = new TokenVerifierCache({ dataDir: options.dataDir });
-  const serviceAccounts = serviceAccountVerifier(options.env ?? process.env);
+  const { settings } = options;
+  const serviceAccounts = serviceAccountVerifier(settings);
   let store: ConfigStore | undefined;
   const firewallConfig = () => store?.environment?.gateways.api.firewall ?? OPEN_FIREWALL;
   const firewallLogger = options.logger.child({ component: 'firewall' });
@@ -56,28 +57,28 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
   };
 
   // Before serving: a bad DAS_PAGE_TOKEN_KEY stops the start instead of failing list requests.
-  const pageTokens = new PageTokens(loadPageTokenKey(options.dataDir, options.env ?? process.env));
-  const limits = servingLimits(options.env);
+  const pageTokens = new PageTokens(loadPageTokenKey(options.dataDir, settings));
+  const sqlLimits = rawSqlLimits(settings);
   const dataPlane = await startDataPlane({
-    bodyBudgetBytes: limits.bodyBudgetBytes,
-    requestTimeoutMs: limits.requestTimeoutMs,
-    pipelining: pipeliningLimits(options.env),
-    asyncWrites: { maxQueuedOps: limits.asyncQueueLimit },
+    bodyBudgetBytes: settings.DAS_BODY_BUDGET_BYTES,
+    requestTimeoutMs: settings.DAS_REQUEST_TIMEOUT_MS,
+    pipelining: pipeliningOf(settings),
+    asyncWrites: { maxQueuedOps: settings.DAS_ASYNC_QUEUE_LIMIT },
     logger: options.logger,
     configSource: options.configSource,
     port: options.port,
     host: options.host,
-    env: options.env,
+    settings,
     authenticate: (input, env, dataset) => authenticate(input, env, dataset, verifiers, serviceAccounts),
     firewall: (s) => {
       store = s;
       return firewallMiddleware(firewallConfig, firewallLogger);
     },
     bodyFirewall: firewallBodyMiddleware(firewallConfig, firewallLogger),
-    rawQuery: executeRawQuery,
+    rawQuery: (input) => executeRawQuery({ ...input, limits: sqlLimits }),
     readOnly: new PostgresReadOnlyExecutor({ logger: options.logger.child({ component: 'raw-sql' }) }),
     extraRoutes,
-    transactions: { importRoot: importRootOf(options.env ?? process.env, options.dataDir) },
+    transactions: { importRoot: importRootOf({ ...settings, DATA_DIR: options.dataDir }) },
     adminDirectory: join(options.dataDir, 'datasets'),
   });
   if (!serviceAccounts && store?.environment?.gateways.iam.trust === 'verified') {
@@ -85,6 +86,6 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     throw new Error(NO_KUBERNETES_CREDENTIALS);
   }
   dataPlane.engine.pageTokens = pageTokens;
-  dataPlane.engine.runSql = runRawSql;
+  dataPlane.engine.runSql = (dataset, driver, request, ctx, limits, whenServed) => runRawSql(dataset, driver, request, ctx, { ...sqlLimits, ...limits }, whenServed);
   return dataPlane;
 }

@@ -1,22 +1,6 @@
 /**
  * The data-plane process: `npm start` locally, the container entry point in the cluster.
  *
- * Environment:
- *   PORT (8080), HOST (127.0.0.1; 0.0.0.0 to listen on every interface), DATA_DIR (.data), LOG_LEVEL (info)
- *   DAS_CONFIG_SOURCE  files (default) | kubernetes
- *   DAS_MANIFESTS      files: manifest file or directory (examples)
- *   DAS_ENVIRONMENT    the Environment to serve (files: default the first one; kubernetes: required)
- *   DAS_NAMESPACE      kubernetes: the namespace of the ConfigMaps
- *   DATABASE_URL / PG* an external PostgreSQL; without them an embedded one under DATA_DIR
- *   DAS_SHUTDOWN_DELAY_MS after SIGTERM, how long to keep serving with /readyz "draining" (5000 in a Pod, else 0)
- *   SHUTDOWN_TIMEOUT_MS how long SIGTERM may take to drain after that delay (25000)
- *   DAS_MAX_PIPELINED_REQUESTS, DAS_MAX_UNSENT_RESPONSE_BYTES, DAS_SEND_TIMEOUT_MS per-connection
- *                      bounds of both modes (env-settings.ts pipeliningLimits, model/pipelining.ts)
- *   DAS_MODE           dataplane (default) | function-gateway (with DAS_UPSTREAM_URL, DAS_FUNCTION_NAME;
- *                      DAS_TRUST=verified and its settings: function-gateway/trust.ts; the Lambda
- *                      Invoke API's access keys, DAS_ACCESS_KEYS or DAS_MANIFESTS: function-gateway/access-keys.ts)
- *
- * `--help` prints the usage (usage.ts) and exits 0.
  *
  * This file owns the process's signals: one shutdown path, whatever started. On SIGTERM or SIGINT
  * /readyz turns `draining` and the server keeps serving for DAS_SHUTDOWN_DELAY_MS (every response
@@ -28,17 +12,35 @@
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ManifestError } from '../../model/manifests.js';
+import { SettingError, unknownSettings } from '../../model/settings/declare.js';
+import { DATAPLANE_SETTINGS, dataPlaneSettings, pipeliningOf, shutdownDelayMsOf, type DataPlaneSettings } from '../../model/settings/dataplane.js';
 import { BatchedLogDestination } from './log-destination.js';
 import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
-import { pipeliningLimits, wholeNumberSetting } from './env-settings.js';
-import { defaultShutdownDelayMs } from './http/drain.js';
 import { USAGE } from './usage.js';
 
 if (process.argv.slice(2).some((a) => a === '--help' || a === '-h')) {
   process.stdout.write(USAGE);
   process.exit(0);
 }
+
+/** A start-up refusal: one line on stderr, nothing started, exit 1. */
+function refuse(message: string): never {
+  process.stderr.write(`data plane not started: ${message}\n`);
+  process.exit(1);
+}
+
+function parsedSettings(): DataPlaneSettings {
+  try {
+    return dataPlaneSettings(process.env);
+  } catch (err) {
+    if (err instanceof SettingError) refuse(err.message);
+    throw err;
+  }
+}
+
+/** Every variable, parsed before anything starts. */
+const settings = parsedSettings();
 
 // Buffered, asynchronous writes: one access-log line per request must not block the event loop,
 // and lines are batched for up to 100 ms (see log-destination.ts). Every exit path below calls
@@ -51,17 +53,19 @@ process.on('exit', () => {
     /* stdout gone: nothing left to tell */
   }
 });
-const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { service: 'data-plane' } }, destination);
+const logger = pino({ level: settings.LOG_LEVEL, base: { service: 'data-plane' } }, destination);
+for (const warning of unknownSettings(DATAPLANE_SETTINGS, process.env)) logger.warn(warning);
 
-function configSource(env: NodeJS.ProcessEnv): ConfigSource {
-  if ((env.DAS_CONFIG_SOURCE ?? 'files') === 'kubernetes') {
-    if (!env.DAS_NAMESPACE || !env.DAS_ENVIRONMENT) throw new Error('DAS_CONFIG_SOURCE=kubernetes needs DAS_NAMESPACE and DAS_ENVIRONMENT');
-    return { kind: 'kubernetes', namespace: env.DAS_NAMESPACE, environment: env.DAS_ENVIRONMENT };
+/** Where the configuration comes from; settings that must go together are checked here, before anything starts. */
+function configSource(s: DataPlaneSettings): ConfigSource {
+  if (s.DAS_CONFIG_SOURCE === 'kubernetes') {
+    if (!s.DAS_NAMESPACE || !s.DAS_ENVIRONMENT) refuse('DAS_CONFIG_SOURCE=kubernetes needs DAS_NAMESPACE and DAS_ENVIRONMENT');
+    return { kind: 'kubernetes', namespace: s.DAS_NAMESPACE, environment: s.DAS_ENVIRONMENT };
   }
-  return { kind: 'files', path: resolve(env.DAS_MANIFESTS ?? 'examples'), environment: env.DAS_ENVIRONMENT };
+  return { kind: 'files', path: resolve(s.DAS_MANIFESTS ?? 'examples'), environment: s.DAS_ENVIRONMENT };
 }
 
-const usesExternalDatabase = (env: NodeJS.ProcessEnv) => Boolean(env.DATABASE_URL || env.PGHOST || env.PGDATABASE);
+const usesExternalDatabase = (s: DataPlaneSettings) => Boolean(s.DATABASE_URL || s.PGHOST || s.PGDATABASE);
 
 /** What a signal stops, in order; filled in as the parts start. */
 const parts: { name: string; stop: () => Promise<number | void> }[] = [];
@@ -100,39 +104,33 @@ async function shutdown(signal: string): Promise<void> {
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(signal));
 
-const shutdownDelayMs = (env: NodeJS.ProcessEnv) => wholeNumberSetting(env, 'DAS_SHUTDOWN_DELAY_MS', defaultShutdownDelayMs(env));
-
-/** Loopback unless HOST says otherwise: a laptop on a shared network exposes nothing by default (the image sets HOST=0.0.0.0). */
-const DEFAULT_HOST = '127.0.0.1';
-
 /** DAS_MODE=function-gateway: the environment's function gateway, a proxy to the internal REST API. */
-async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
-  if (!env.DAS_UPSTREAM_URL || !env.DAS_FUNCTION_NAME) throw new Error('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
-  const delayMs = shutdownDelayMs(env);
+async function functionGateway(s: DataPlaneSettings): Promise<void> {
+  if (!s.DAS_UPSTREAM_URL || !s.DAS_FUNCTION_NAME) refuse('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
   const { startFunctionGateway } = await import('./function-gateway/server.js');
   const { functionGatewayTrust } = await import('./function-gateway/trust.js');
   const { accessKeyStore, accessKeysFromEnv } = await import('./function-gateway/access-keys.js');
   const gateway = await startFunctionGateway({
-    upstreamUrl: env.DAS_UPSTREAM_URL,
-    principal: env.DAS_FUNCTION_NAME,
+    upstreamUrl: s.DAS_UPSTREAM_URL,
+    principal: s.DAS_FUNCTION_NAME,
     logger,
-    port: Number(env.PORT ?? 8080),
-    host: env.HOST ?? DEFAULT_HOST,
-    ...functionGatewayTrust(env),
-    pipelining: pipeliningLimits(env),
-    accessKeys: accessKeyStore(accessKeysFromEnv(env), env),
+    port: s.PORT,
+    host: s.HOST,
+    ...functionGatewayTrust(s),
+    pipelining: pipeliningOf(s),
+    accessKeys: accessKeyStore(accessKeysFromEnv(s), s),
   });
-  parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs }) });
+  parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs: shutdownDelayMsOf(s) }) });
 }
 
 async function main(): Promise<void> {
-  const env = { ...process.env };
-  if (env.DAS_MODE === 'function-gateway') return functionGateway(env);
-  if (env.DAS_MODE && env.DAS_MODE !== 'dataplane') throw new Error(`unknown DAS_MODE "${env.DAS_MODE}": dataplane or function-gateway`);
-  const deadlineMs = wholeNumberSetting(env, 'SHUTDOWN_TIMEOUT_MS', 25_000);
-  const delayMs = shutdownDelayMs(env);
-  const dataDir = resolve(env.DATA_DIR ?? '.data');
-  if (!usesExternalDatabase(env)) {
+  if (settings.DAS_MODE === 'function-gateway') return functionGateway(settings);
+  const source = configSource(settings);
+  const deadlineMs = settings.SHUTDOWN_TIMEOUT_MS;
+  const delayMs = shutdownDelayMsOf(settings);
+  const dataDir = resolve(settings.DATA_DIR);
+  let databaseUrl = settings.DATABASE_URL;
+  if (!usesExternalDatabase(settings)) {
     const { startEmbeddedPostgres } = await import('./db/embedded.js');
     const dir = resolve(dataDir, 'postgres');
     const embedded: EmbeddedDatabase = await startEmbeddedPostgres({
@@ -141,7 +139,7 @@ async function main(): Promise<void> {
       onNotice: (line) => logger.warn({ component: 'postgres' }, line),
     });
     parts.push({ name: 'embedded PostgreSQL', stop: () => embedded.stop() });
-    env.DATABASE_URL = embedded.url;
+    databaseUrl = embedded.url;
     logger.info({ port: embedded.port, dir }, 'embedded PostgreSQL started');
   }
   if (exiting) return; // a signal came while the database started: shutdown() stops it
@@ -149,11 +147,11 @@ async function main(): Promise<void> {
   const { bootstrapDataPlane } = await import('./bootstrap.js');
   const dataPlane = await bootstrapDataPlane({
     logger,
-    configSource: configSource(env),
+    configSource: source,
     dataDir,
-    port: Number(env.PORT ?? 8080),
-    host: env.HOST ?? DEFAULT_HOST,
-    env,
+    port: settings.PORT,
+    host: settings.HOST,
+    settings: { ...settings, DATABASE_URL: databaseUrl },
   });
   parts.push({ name: 'data plane', stop: () => dataPlane.stop({ deadlineMs, delayMs }) });
 }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DATAPLANE_DEFAULT_RESOURCES, quantityValue } from '../../model/workloads.js';
 import { DEFAULT_BYTES_PER_SUBSCRIBER, DEFAULT_RESERVE_BYTES, memoryCaps, memoryLimitOf, MiB, processMemoryCaps, readCgroupFiles, UNLIMITED_DEFAULT_CAP } from './memory-caps.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 const HOST = 16 * 1024 * MiB;
 
@@ -49,15 +50,15 @@ describe('memory caps from the cgroup limit', () => {
     try {
       writeFileSync(join(root, 'memory.max'), `${256 * MiB}\n`);
       expect(readCgroupFiles(root)).to.deep.equal({ v2: `${256 * MiB}\n`, v1: undefined });
-      const caps = processMemoryCaps({ DAS_CGROUP_ROOT: root, DAS_MEMORY_RESERVE_BYTES: String(56 * MiB), DAS_MEMORY_PER_SUBSCRIBER_BYTES: String(100 * 1024) });
+      const caps = processMemoryCaps(dataPlaneSettings({ DAS_CGROUP_ROOT: root, DAS_MEMORY_RESERVE_BYTES: String(56 * MiB), DAS_MEMORY_PER_SUBSCRIBER_BYTES: String(100 * 1024) }));
       expect(caps).to.deep.include({ limitBytes: 256 * MiB, subscriptions: 2048, connections: 2048 });
 
       rmSync(join(root, 'memory.max'));
       mkdirSync(join(root, 'memory'));
       writeFileSync(join(root, 'memory/memory.limit_in_bytes'), '9223372036854771712\n');
-      expect(processMemoryCaps({ DAS_CGROUP_ROOT: root }).subscriptions).to.equal(UNLIMITED_DEFAULT_CAP);
-      expect(processMemoryCaps({ DAS_CGROUP_ROOT: root, DAS_SUBSCRIPTIONS_PER_REPLICA: '3' }).subscriptions).to.equal(3);
-      expect(() => processMemoryCaps({ DAS_CGROUP_ROOT: root, DAS_WS_MAX_CONNECTIONS: 'lots' })).to.throw('DAS_WS_MAX_CONNECTIONS must be a whole number');
+      expect(processMemoryCaps(dataPlaneSettings({ DAS_CGROUP_ROOT: root })).subscriptions).to.equal(UNLIMITED_DEFAULT_CAP);
+      expect(processMemoryCaps(dataPlaneSettings({ DAS_CGROUP_ROOT: root, DAS_SUBSCRIPTIONS_PER_REPLICA: '3' })).subscriptions).to.equal(3);
+      expect(() => dataPlaneSettings({ DAS_CGROUP_ROOT: root, DAS_WS_MAX_CONNECTIONS: 'lots' })).to.throw('DAS_WS_MAX_CONNECTIONS="lots" is not allowed: a whole number of at least 1');
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -15,13 +15,13 @@
 import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
-import { wholeNumberSetting } from './env-settings.js';
+import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../model/settings/dataplane.js';
 
 export const MiB = 1024 * 1024;
 
 /** The defaults of the formula (docs/subscriptions.md, "Memory"). */
-export const DEFAULT_RESERVE_BYTES = 192 * MiB;
-export const DEFAULT_BYTES_PER_SUBSCRIBER = 40 * 1024;
+export const DEFAULT_RESERVE_BYTES = DATAPLANE_DEFAULTS.DAS_MEMORY_RESERVE_BYTES;
+export const DEFAULT_BYTES_PER_SUBSCRIBER = DATAPLANE_DEFAULTS.DAS_MEMORY_PER_SUBSCRIBER_BYTES;
 /** Without a memory limit (and no setting): the caps' defaults, unless the caller gives its own. */
 export const UNLIMITED_DEFAULT_CAP = 10_000;
 
@@ -89,16 +89,16 @@ export function memoryCaps(limitBytes: number | undefined, settings: MemoryCapSe
   return { subscriptions: subscriptions.cap, connections: connections.cap, limitBytes, source: { subscriptions: subscriptions.source, connections: connections.source } };
 }
 
-const optional = (env: NodeJS.ProcessEnv, name: string) => (env[name]?.trim() ? wholeNumberSetting(env, name, 0, 1) : undefined);
+export type MemoryCapVariables = Pick<DataPlaneSettings, 'DAS_CGROUP_ROOT' | 'DAS_MEMORY_RESERVE_BYTES' | 'DAS_MEMORY_PER_SUBSCRIBER_BYTES' | 'DAS_SUBSCRIPTIONS_PER_REPLICA' | 'DAS_WS_MAX_CONNECTIONS'>;
 
-/** The caps of this process: its cgroup's limit and the settings in `env` (a bad value stops the start). */
-export function processMemoryCaps(env: NodeJS.ProcessEnv = process.env, unlimited?: MemoryCapSettings['unlimited']): MemoryCaps {
-  const limit = memoryLimitOf(readCgroupFiles(env.DAS_CGROUP_ROOT || undefined), totalmem());
+/** The caps of this process: its cgroup's limit and its settings. */
+export function processMemoryCaps(settings: MemoryCapVariables, unlimited?: MemoryCapSettings['unlimited']): MemoryCaps {
+  const limit = memoryLimitOf(readCgroupFiles(settings.DAS_CGROUP_ROOT), totalmem());
   return memoryCaps(limit, {
-    reserveBytes: wholeNumberSetting(env, 'DAS_MEMORY_RESERVE_BYTES', DEFAULT_RESERVE_BYTES),
-    bytesPerSubscriber: wholeNumberSetting(env, 'DAS_MEMORY_PER_SUBSCRIBER_BYTES', DEFAULT_BYTES_PER_SUBSCRIBER, 1),
-    subscriptions: optional(env, 'DAS_SUBSCRIPTIONS_PER_REPLICA'),
-    connections: optional(env, 'DAS_WS_MAX_CONNECTIONS'),
+    reserveBytes: settings.DAS_MEMORY_RESERVE_BYTES,
+    bytesPerSubscriber: settings.DAS_MEMORY_PER_SUBSCRIBER_BYTES,
+    subscriptions: settings.DAS_SUBSCRIPTIONS_PER_REPLICA,
+    connections: settings.DAS_WS_MAX_CONNECTIONS,
     unlimited,
   });
 }

@@ -17,10 +17,10 @@ import { RecordEngine } from './engine/engine.js';
 import type { AsyncWriterOptions } from './engine/async-writes.js';
 import { isUnavailable } from './engine/store-outcomes.js';
 import { BodyBudget } from './http/body.js';
-import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, renderRestError, requireHost } from './http/client-error.js';
-import { Drain } from './http/drain.js';
+import { HOST_CHECKED_BY_HANDLER, installClientErrorHandler, renderRestError, requireHost } from './front-door/client-error.js';
+import { Drain } from './front-door/drain.js';
 import { boundPipelining, type PipeliningLimits } from '../../model/pipelining.js';
-import { pipeliningLogHooks } from './http/pipelining-log.js';
+import { pipeliningLogHooks } from './front-door/pipelining-log.js';
 import { StoreHealth } from './store-health.js';
 import { createRequestHandler, type AppDeps, type Authenticate, type NodeMiddleware, type RawQueryHandler } from './http/app.js';
 import type { PostgresDriverOptions } from './drivers/postgres/driver.js';
@@ -34,7 +34,7 @@ import { TransactionRunner, runnerSettings, type RunnerOptions } from './transac
 import { TransactionService } from './transactions/service.js';
 import { FilesAdmin } from './admin/files-admin.js';
 import { KubeAdmin } from './admin/kube-admin.js';
-import { allowedEndpointsOf } from './admin/admin-checks.js';
+import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../model/settings/dataplane.js';
 
 export type ConfigSource =
   | { kind: 'files'; path: string; environment?: string }
@@ -45,8 +45,8 @@ export interface DataPlaneOptions {
   configSource: ConfigSource;
   port?: number;
   host?: string;
-  /** Environment for connection resolution (DATABASE_URL, mounted secrets). */
-  env?: NodeJS.ProcessEnv;
+  /** The process settings (default: every default). */
+  settings?: DataPlaneSettings;
   authenticate: Authenticate;
   firewall?: (store: ConfigStore, logger: Logger) => NodeMiddleware;
   bodyFirewall?: NodeMiddleware;
@@ -94,16 +94,17 @@ export interface DataPlane {
 
 export async function startDataPlane(options: DataPlaneOptions): Promise<DataPlane> {
   const { logger } = options;
+  const settings = options.settings ?? DATAPLANE_DEFAULTS;
   const drivers = new DriverRegistry(
     {
-      postgres: () => new PostgresDriver({ logger, env: options.env, readOnly: options.readOnly }),
-      dynamodb: () => new DynamoDbDriver({ logger, env: options.env }),
-      snowflake: () => new SnowflakeDriver({ logger, env: options.env, format: SNOWFLAKE_FORMAT }),
-      iceberg: () => new SnowflakeDriver({ logger, env: options.env, format: ICEBERG_FORMAT }),
+      postgres: () => new PostgresDriver({ logger, settings, readOnly: options.readOnly }),
+      dynamodb: () => new DynamoDbDriver({ logger, settings }),
+      snowflake: () => new SnowflakeDriver({ logger, settings, format: SNOWFLAKE_FORMAT }),
+      iceberg: () => new SnowflakeDriver({ logger, settings, format: ICEBERG_FORMAT }),
     },
     logger,
   );
-  const adminSettings = { allowedEndpoints: allowedEndpointsOf(options.env ?? process.env) };
+  const adminSettings = { allowedEndpoints: settings.DAS_ADMIN_ALLOWED_ENDPOINTS };
   const store = new ConfigStore({
     async prepare(config: DatasetConfig) {
       const report = await drivers.for(config).prepare(config);
@@ -152,19 +153,19 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     }),
     paused: (id) => Boolean(store.dataset(id)?.config.paused),
     driverFor: (d) => drivers.for(d),
-    sources: { importRoot, env: options.env ?? process.env, s3: () => store.environment?.bulkLoad?.s3 },
+    sources: { importRoot, settings, s3: () => store.environment?.bulkLoad?.s3 },
     executors: () => store.environment?.executors ?? [],
-    ...runnerSettings(options.env ?? process.env),
+    ...runnerSettings(settings),
     ...options.transactions?.runner,
   });
   engine.transactions = new TransactionService((d) => drivers.for(d), importRoot, () => runner.kick());
   runner.start();
   const health = new StoreHealth(store, (d) => drivers.for(d));
-  const settings = subscriptionSettings(options.env);
-  const dispatcher = new ChangeDispatcher((d) => drivers.for(d), logger.child({ component: 'subscriptions' }), settings.dispatcher);
+  const subscriptionLimits = subscriptionSettings(settings);
+  const dispatcher = new ChangeDispatcher((d) => drivers.for(d), logger.child({ component: 'subscriptions' }), subscriptionLimits.dispatcher);
   // One firewall for requests and WebSocket upgrades alike.
   const firewall = options.firewall?.(store, logger);
-  const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: settings.limits, queryLimits: settings.query });
+  const subscriptions = new SubscriptionServer({ store, engine, dispatcher, authenticate: options.authenticate, firewall, logger: logger.child({ component: 'subscriptions' }), limits: subscriptionLimits.limits, queryLimits: subscriptionLimits.query });
   const metrics = subscriptionMetrics(dispatcher, subscriptions, registry);
   const requests = requestMetrics(registry, (id) => store.dataset(id) !== undefined);
   datasetMetrics(registry, () => store.datasetIds().map((id) => ({ id, paused: store.dataset(id)?.config.paused === true })));
@@ -183,7 +184,8 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     draining: () => drain.draining,
     metrics: async () => ({ contentType: metrics.contentType, body: await metrics.metrics() }),
     observeRequest: (sample) => requests.observe(sample),
-    queryLimits: settings.query,
+    queryLimits: subscriptionLimits.query,
+    inCluster: Boolean(settings.KUBERNETES_SERVICE_HOST),
     extraRoutes: options.extraRoutes,
     // The administrative API writes manifests locally, Dataset resources in a cluster.
     admin:
@@ -212,7 +214,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     server.listen(options.port ?? 8080, options.host ?? '0.0.0.0', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  logger.info({ port, datasets: store.datasetIds(), caps: settings.caps }, 'data plane listening');
+  logger.info({ port, datasets: store.datasetIds(), caps: subscriptionLimits.caps }, 'data plane listening');
 
   let stopping: Promise<number> | undefined;
   const stop = (stopOptions: StopOptions = {}) =>

@@ -7,6 +7,7 @@ import { bootstrapDataPlane } from '../src/bootstrap.js';
 import type { DataPlane } from '../src/server.js';
 import { client } from './http.js';
 import { freshDatabase } from './postgres.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 export interface TestDataPlane {
   url: string;
@@ -37,7 +38,7 @@ export async function startTestDataPlane(options: TestDataPlaneOptions = {}): Pr
     dataDir,
     port: 0,
     host: '127.0.0.1',
-    env: { ...process.env, ...options.env, DATABASE_URL: databaseUrl },
+    settings: dataPlaneSettings({ ...process.env, ...options.env, DATABASE_URL: databaseUrl }),
   });
   return { url: dataPlane.url, databaseUrl, dataDir, dataPlane, stop: async () => void (await dataPlane.stop()) };
 }

@@ -10,6 +10,7 @@ import pino from 'pino';
 import { sharedDynamoDbLocal } from '../../e2e/peers/dynamodb/peer.js';
 import { DynamoDbDriver } from '../src/drivers/dynamodb/driver.js';
 import { demoManifestsAt } from './transactions.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 let n = 0;
 
@@ -31,7 +32,7 @@ export async function dynamoDbLocation(secretName = 'ddb-credentials') {
 
 export async function dynamoDbUnderTest(sortBound?: number) {
   const secrets = await dynamoDbSecrets();
-  const driver = new DynamoDbDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: secrets.dir }, sortBound });
+  const driver = new DynamoDbDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DAS_SECRETS_DIR: secrets.dir }), sortBound });
   return { driver, location: await dynamoDbLocation(secrets.name) };
 }
 /** transactionManifests() with the demo dataset on DynamoDB (its SQL query and raw SQL left out: DynamoDB has none). */

@@ -9,6 +9,7 @@ import { PostgresDriver } from '../src/drivers/postgres/driver.js';
 import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { client } from '../test-support/http.js';
 import { freshDatabase } from '../test-support/postgres.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 const dataset = (generation: number, person: RecordSchemaDef): DatasetResource => ({
   apiVersion: 'dataaccess.dev/v1alpha1',
@@ -25,7 +26,7 @@ describe('schema changes on PostgreSQL', function () {
   let url: string;
   before(async () => {
     url = await freshDatabase();
-    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: url } });
+    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: url }) });
     store = new ConfigStore({
       async prepare(config) {
         const report = await driver.prepare(config);

@@ -16,12 +16,13 @@ import { renderDatasetConfig } from '../../model/render.js';
 import { secretFilePath } from '../../model/secrets.js';
 import type { DatasetConfig, DatasetResource } from '../../model/types.js';
 import { freePort } from '../src/db/embedded.js';
-import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SECRET_RECHECK_MS, SecretNotMountedError, secretsDirOf } from '../src/drivers/postgres/connection.js';
+import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SECRET_RECHECK_MS, SecretNotMountedError } from '../src/drivers/postgres/connection.js';
 import { PostgresDriver } from '../src/drivers/postgres/driver.js';
 import { tableLayout } from '../src/drivers/postgres/sql.js';
 import { EXAMPLES_DIR, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { call, client } from '../test-support/http.js';
 import { freshDatabase } from '../test-support/postgres.js';
+import { dataPlaneSettings, secretsDirOf } from '../../model/settings/dataplane.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -89,13 +90,13 @@ describe('connection Secrets as files', function () {
     const dataset = (ref: { name: string; key: string }) => renderDatasetConfig(ordersDataset('d', ref));
 
     it('DAS_SECRETS_DIR, else DATA_DIR/secrets, else .data/secrets, resolved against the working directory', () => {
-      expect(secretsDirOf({ DAS_SECRETS_DIR: '/var/run/dataaccess/secrets' })).to.equal('/var/run/dataaccess/secrets');
-      expect(secretsDirOf({ DATA_DIR: '/srv/das' })).to.equal('/srv/das/secrets');
-      expect(secretsDirOf({})).to.equal(resolve('.data/secrets'));
+      expect(secretsDirOf(dataPlaneSettings({ DAS_SECRETS_DIR: '/var/run/dataaccess/secrets' }))).to.equal('/var/run/dataaccess/secrets');
+      expect(secretsDirOf(dataPlaneSettings({ DATA_DIR: '/srv/das' }))).to.equal('/srv/das/secrets');
+      expect(secretsDirOf(dataPlaneSettings({}))).to.equal(resolve('.data/secrets'));
     });
 
     it('refuses a name or key that is not one path segment, whatever the model let through', () => {
-      const urls = new ConnectionUrls({ DAS_SECRETS_DIR: mkdtempSync(join(tmpdir(), 'das-secrets-')) });
+      const urls = new ConnectionUrls(dataPlaneSettings({ DAS_SECRETS_DIR: mkdtempSync(join(tmpdir(), 'das-secrets-')) }));
       for (const ref of [{ name: '..', key: 'url' }, { name: 'db', key: '..' }, { name: 'db', key: 'a/b' }, { name: 'a/..', key: 'url' }, { name: 'db', key: 'u\0rl' }, { name: '.', key: 'url' }]) {
         const base = dataset(ORDERS_DB);
         const config = { ...base, location: { ...base.location, connectionSecretRef: ref } };
@@ -105,14 +106,14 @@ describe('connection Secrets as files', function () {
 
     it('a missing file names the Secret, the key and the file expected', () => {
       const root = mkdtempSync(join(tmpdir(), 'das-secrets-'));
-      const urls = new ConnectionUrls({ DAS_SECRETS_DIR: root });
+      const urls = new ConnectionUrls(dataPlaneSettings({ DAS_SECRETS_DIR: root }));
       expect(() => urls.urlFor(dataset(ORDERS_DB))).to.throw(SecretNotMountedError, `secret orders-db/url is not mounted: expected file ${root}/orders-db/url`);
     });
 
     it('reads the file again once SECRET_RECHECK_MS has passed, not before; a trailing newline is not part of the URL', () => {
       const root = mkdtempSync(join(tmpdir(), 'das-secrets-'));
       let now = 1_000_000;
-      const urls = new ConnectionUrls({ DAS_SECRETS_DIR: root }, SECRET_RECHECK_MS, () => now);
+      const urls = new ConnectionUrls(dataPlaneSettings({ DAS_SECRETS_DIR: root }), SECRET_RECHECK_MS, () => now);
       writeSecret(root, ORDERS_DB, 'postgres://a@h/one\n');
       expect(urls.urlFor(dataset(ORDERS_DB))).to.equal('postgres://a@h/one');
       writeSecret(root, ORDERS_DB, 'postgres://a@h/two');
@@ -125,7 +126,7 @@ describe('connection Secrets as files', function () {
     it('an empty file is refused, naming the file', () => {
       const root = mkdtempSync(join(tmpdir(), 'das-secrets-'));
       writeSecret(root, ORDERS_DB, '\n');
-      expect(() => new ConnectionUrls({ DAS_SECRETS_DIR: root }).urlFor(dataset(ORDERS_DB))).to.throw(SecretNotMountedError, /secret orders-db\/url is empty/);
+      expect(() => new ConnectionUrls(dataPlaneSettings({ DAS_SECRETS_DIR: root })).urlFor(dataset(ORDERS_DB))).to.throw(SecretNotMountedError, /secret orders-db\/url is empty/);
     });
   });
 
@@ -170,7 +171,7 @@ describe('connection Secrets as files', function () {
       const config = dp.dataPlane.store.dataset('orders')!.config;
       // A rotated URL reaches the same data (new credentials, a new host): here a copy of the
       // tables in a second database, so where a record lands shows which URL was used.
-      const preparer = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: second } });
+      const preparer = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: second }) });
       const { connectionSecretRef: _ref, ...location } = config.location;
       await preparer.prepare({ ...config, location });
       await preparer.close();

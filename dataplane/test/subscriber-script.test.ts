@@ -13,6 +13,7 @@ import type { DataPlane } from '../src/server.js';
 import { EXAMPLES_DIR, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { call } from '../test-support/http.js';
 import { capturingLogger } from '../test-support/logs.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 const SCRIPT = resolve(import.meta.dirname, '../../scripts/subscriptions/subscribe.ts');
 const ADMIN = { authorization: 'Proxy demo-admin' };
@@ -95,7 +96,7 @@ describe('scripts/subscriptions/subscribe.ts', function () {
     await dp.dataPlane.stop();
     await until('the close', () => /closed 1012/.test(s.stderr()));
     // Written while nobody listened: the resumed subscription must deliver it.
-    restarted = await bootstrapDataPlane({ logger, configSource: { kind: 'files', path: EXAMPLES_DIR }, dataDir: dp.dataDir, port, host: '127.0.0.1', env: { ...process.env, DATABASE_URL: dp.databaseUrl } });
+    restarted = await bootstrapDataPlane({ logger, configSource: { kind: 'files', path: EXAMPLES_DIR }, dataDir: dp.dataDir, port, host: '127.0.0.1', settings: dataPlaneSettings({ ...process.env, DATABASE_URL: dp.databaseUrl }) });
     await call(restarted.url, { path: '/demo', headers: ADMIN, body: { create: { schema: 'demo.Company', id: 'second', data: { name: 'Second' } } } });
     await until('the second event', () => s.stdout().includes('"second"'));
     expect(s.stderr()).to.match(/reconnecting in \d+ ms after \S+/);

@@ -11,6 +11,7 @@ import { schemaTables } from '../src/drivers/dynamodb/tables.js';
 import { dynamoDbSecrets, dynamoDbTransactionManifests, dynamoDbUnderTest } from '../test-support/dynamodb.js';
 import { describeFeedAcrossReplicas, startReplicaPair } from '../test-support/feed-replicas.js';
 import { suiteDataset } from '../test-support/driver-suite.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 describeFeedAcrossReplicas('DynamoDB (Streams on DynamoDB Local)', async () => {
   const secrets = await dynamoDbSecrets();
@@ -39,7 +40,7 @@ describe('DynamoDB change feed: streams on tables from before it', function () {
     const { driver, location } = await dynamoDbUnderTest();
     const dataset = suiteDataset('dynamodb', location);
     const secrets = await dynamoDbSecrets();
-    const { raw } = createClient(dataset, { DAS_SECRETS_DIR: secrets.dir });
+    const { raw } = createClient(dataset, dataPlaneSettings({ DAS_SECRETS_DIR: secrets.dir }));
     try {
       const table = schemaTables(dataset, 'suite.Company').records;
       await raw.send(new CreateTableCommand({ TableName: table, KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }], AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }], BillingMode: 'PAY_PER_REQUEST' }));

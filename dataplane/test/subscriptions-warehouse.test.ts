@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { connectSdk, destroy, exec } from '../../e2e/peers/snowflake/sdk-client.js';
-import { sharedSnowflakePeer, warehouseDemoManifests } from '../src/drivers/snowflake/peer.test-support.js';
+import { sharedSnowflakePeer, warehouseDemoManifests } from '../test-support/snowflake-peer.js';
 import type { TestDataPlane } from '../test-support/dataplane.js';
 import { describeFeedAcrossReplicas, startReplicaPair, type FeedReplicas } from '../test-support/feed-replicas.js';
 import { gqlClient } from '../test-support/graphql-ws.js';

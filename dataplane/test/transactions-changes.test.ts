@@ -16,6 +16,7 @@ import { changeLockKey } from '../src/drivers/postgres/change-log.js';
 import { PostgresDriver } from '../src/drivers/postgres/driver.js';
 import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { parquetFile, transactionManifests, waitForTransaction, type Api } from '../test-support/transactions.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 describe('transactions: a bulk load beside single writes to the same records', function () {
   this.timeout(120_000);
@@ -100,7 +101,7 @@ describe('transactions: a bulk load beside single writes to the same records', f
   it('a chunk waiting for a row a single write holds takes no change-log lock meanwhile: a change-log reader is not held up, and the chunk finishes after the single write (no deadlock)', async () => {
     await dp.dataPlane.runner.stop(); // this test claims its transaction itself
     const config = dp.dataPlane.store.dataset('demo')!.config;
-    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: dp.databaseUrl } });
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: dp.databaseUrl }) });
     const single = new pg.Client({ connectionString: dp.databaseUrl });
     await single.connect();
     try {

@@ -21,6 +21,7 @@ import { startMain, waitReady, type MainProcess } from '../test-support/main-pro
 import { freshDatabase } from '../test-support/postgres.js';
 import { transactionManifests, waitForTransaction, writePeopleParquet } from '../test-support/transactions.js';
 import { freePort } from '../src/db/embedded.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 describe('transactions: a data plane killed mid-load, the load finished by another', function () {
   this.timeout(180_000);
@@ -81,7 +82,7 @@ describe('transactions: a data plane killed mid-load, the load finished by anoth
 
   it('a chunk offered twice is written once; a replica without the lease writes nothing', async () => {
     const config = second!.dataPlane.store.dataset('demo')!.config;
-    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl } });
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: databaseUrl }) });
     try {
       const store = driver.bulkLoad;
       // Created and claimed here: the data plane's runner must not take it first.
@@ -139,7 +140,7 @@ describe('transactions: a data plane killed mid-load, the load finished by anoth
 
   it("killed after a chunk's parts wrote and before the chunk committed: offered again, even cut differently, nothing is written twice and the counts come out exact", async () => {
     const config = second!.dataPlane.store.dataset('demo')!.config;
-    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '3' } });
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '3' }) });
     try {
       const store = driver.bulkLoad;
       await second!.dataPlane.runner.stop();
@@ -172,8 +173,8 @@ describe('transactions: a data plane killed mid-load, the load finished by anoth
 
   it('a transaction keeps the parts it started with when a replica with another DAS_BULK_WRITERS continues it; INSERT refusals are counted once', async () => {
     const config = second!.dataPlane.store.dataset('demo')!.config;
-    const two = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '2' } });
-    const five = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '5' } });
+    const two = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '2' }) });
+    const five = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '5' }) });
     try {
       await second!.dataPlane.runner.stop();
       const spec = { actions: [{ locationUri: 'file:///x', operation: 'INSERT' as const, format: 'NDJSON', schema: 'demo.Company' }], context: {} };
@@ -206,7 +207,7 @@ describe('transactions: a data plane killed mid-load, the load finished by anoth
 
   it("a load that fails after one part of a chunk committed still counts that part's rows", async () => {
     const config = second!.dataPlane.store.dataset('demo')!.config;
-    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '2' } });
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: databaseUrl, DAS_BULK_WRITERS: '2' }) });
     try {
       const store = driver.bulkLoad;
       await second!.dataPlane.runner.stop();

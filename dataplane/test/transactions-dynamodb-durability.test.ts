@@ -22,6 +22,7 @@ import { startMain, waitReady, type MainProcess } from '../test-support/main-pro
 import { freshDatabase } from '../test-support/postgres.js';
 import { transactionManifests, waitForTransaction, writePeopleParquet } from '../test-support/transactions.js';
 import { freePort } from '../src/db/embedded.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 describe('transactions on DynamoDB: a data plane killed mid-load, the load finished by another', function () {
   this.timeout(180_000);
@@ -86,7 +87,7 @@ describe('transactions on DynamoDB: a data plane killed mid-load, the load finis
     first.child.kill('SIGKILL');
     await first.exited;
 
-    const doc = createClient(config, { DAS_SECRETS_DIR: secretsDir }).doc;
+    const doc = createClient(config, dataPlaneSettings({ DAS_SECRETS_DIR: secretsDir })).doc;
     try {
       const { Item: atKill } = await doc.send(new GetCommand({ TableName: transactionsTable(config), Key: { id: created.json.id }, ConsistentRead: true }));
       expect(atKill).to.include({ status: 'RUNNING', leaseOwner: running.lease.owner });

@@ -16,6 +16,7 @@ import { schemaTables } from '../src/drivers/dynamodb/tables.js';
 import { adminClient, startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../test-support/dynamodb.js';
 import { itemsParquet, LOADED_ITEM_I1, parquetFile, waitForTransaction, type Api } from '../test-support/transactions.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 describe('transactions (bulk loads) on DynamoDB', function () {
   this.timeout(120_000);
@@ -47,7 +48,7 @@ describe('transactions (bulk loads) on DynamoDB', function () {
     // The dataset serves once its tables exist.
     for (let i = 0; i < 200 && (await api({ path: '/demo/demo.Company/none' })).status !== 404; i++) await new Promise((r) => setTimeout(r, 100));
     expect(config().location.kind).to.equal('dynamodb');
-    doc = createClient(config(), { DAS_SECRETS_DIR: secrets.dir }).doc;
+    doc = createClient(config(), dataPlaneSettings({ DAS_SECRETS_DIR: secrets.dir })).doc;
     const acme = await api({ path: '/demo', body: { create: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } } } });
     expect(acme.status, acme.text).to.equal(201);
   });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import type { SnowflakeTestPeerHandle } from '../../e2e/peers/snowflake/peer.js';
-import { sharedSnowflakePeer, warehouseExampleManifests } from '../src/drivers/snowflake/peer.test-support.js';
+import { sharedSnowflakePeer, warehouseExampleManifests } from '../test-support/snowflake-peer.js';
 import { startFunctionGateway } from '../src/function-gateway/server.js';
 import { startTestDataPlane, type TestDataPlane } from '../test-support/dataplane.js';
 import { call, client } from '../test-support/http.js';

@@ -4,7 +4,9 @@
  * lease); SIGHUP queues every resource for a full resync.
  */
 import { pino } from 'pino';
-import { ConfigError, USAGE, loadConfig } from './config.js';
+import { ConfigError, USAGE, configOf } from './config.js';
+import { SettingError } from '../../model/settings/declare.js';
+import { operatorSettings } from '../../model/settings/operator.js';
 import { loadKubeConfig } from './kube/kubeconfig.js';
 import { Controller } from './controller.js';
 import { EventRecorder } from './kube/events.js';
@@ -21,9 +23,10 @@ async function main(): Promise<void> {
     process.stdout.write(USAGE);
     return;
   }
-  const config = loadConfig(process.env);
+  const settings = operatorSettings(process.env);
+  const config = configOf(settings);
   const logger = pino({ name: OPERATOR_NAME, level: config.logLevel });
-  const kubeConfig = loadKubeConfig(process.env);
+  const kubeConfig = loadKubeConfig(settings);
   const metrics = createMetrics();
   const client = new KubeObjectClient(kubeConfig, [requestCounter(metrics.apiRequests)]);
   const cluster = await discoverCapabilities(client, logger);
@@ -87,7 +90,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  const message = err instanceof ConfigError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
+  const message = err instanceof ConfigError || err instanceof SettingError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
   process.stderr.write(`${OPERATOR_NAME}: ${message}\n`);
   process.exit(1);
 });

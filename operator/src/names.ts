@@ -1,5 +1,5 @@
 /**
- * Names, labels and annotations of everything the operator creates (DESIGN.md "Kubernetes names").
+ * Names, labels and annotations of everything the operator creates (docs/architecture.md "Kubernetes names").
  * The ConfigMap conventions are shared with the data plane and live in model/configmaps.ts.
  */
 import { API_GROUP, API_GROUP_VERSION } from '../../model/types.js';

@@ -1,9 +1,10 @@
 /** The admin API's endpoint rule (admin-checks.ts): public addresses only, unless the origin is allowed. */
 import { expect } from 'chai';
+import { dataPlaneSettings } from '../../../model/settings/dataplane.js';
 import type { LookupAddress } from 'node:dns';
 import type { LocationSpec } from '../../../model/types.js';
 import { ApiError } from '../engine/errors.js';
-import { allowedEndpointsOf, checkEndpoints, servedOrigins } from './admin-checks.js';
+import { checkEndpoints, servedOrigins } from './admin-checks.js';
 
 const dynamo = (endpoint: string): LocationSpec => ({ kind: 'dynamodb', endpoint });
 /** A resolver answering from a table, as DNS would. */
@@ -43,7 +44,7 @@ describe('admin API: endpoints a Dataset names', () => {
 
   it('accepts public addresses, and an allowed origin whatever its address', async () => {
     expect(await refusal(dynamo('https://dynamodb.eu-west-1.amazonaws.com'), [], { 'dynamodb.eu-west-1.amazonaws.com': ['52.94.0.1'] })).to.equal(undefined);
-    expect(await refusal(dynamo('http://127.0.0.1:8000'), allowedEndpointsOf({ DAS_ADMIN_ALLOWED_ENDPOINTS: 'http://127.0.0.1:8000, http://peer:8085' }))).to.equal(undefined);
+    expect(await refusal(dynamo('http://127.0.0.1:8000'), dataPlaneSettings({ DAS_ADMIN_ALLOWED_ENDPOINTS: 'http://127.0.0.1:8000, http://peer:8085' }).DAS_ADMIN_ALLOWED_ENDPOINTS)).to.equal(undefined);
     // The origin is scheme, host and port: another port of an allowed host is not allowed.
     expect(await refusal(dynamo('http://127.0.0.1:8001'), ['http://127.0.0.1:8000'])).to.not.equal(undefined);
     expect(await refusal(dynamo('http://127.0.0.1:8000/'), servedOrigins([{ kind: 'dynamodb', endpoint: 'http://127.0.0.1:8000' }]))).to.equal(undefined);
@@ -51,7 +52,7 @@ describe('admin API: endpoints a Dataset names', () => {
   });
 
   it('DAS_ADMIN_ALLOWED_ENDPOINTS must list origins', () => {
-    expect(allowedEndpointsOf({})).to.deep.equal([]);
-    expect(() => allowedEndpointsOf({ DAS_ADMIN_ALLOWED_ENDPOINTS: 'not a url' })).to.throw(/not a URL origin/);
+    expect(dataPlaneSettings({}).DAS_ADMIN_ALLOWED_ENDPOINTS).to.deep.equal([]);
+    expect(() => dataPlaneSettings({ DAS_ADMIN_ALLOWED_ENDPOINTS: 'not a url' })).to.throw(/DAS_ADMIN_ALLOWED_ENDPOINTS="not a url" is not allowed: comma-separated URL origins/);
   });
 });

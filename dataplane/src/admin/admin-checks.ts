@@ -7,13 +7,14 @@
  * operator of the data plane allows them (DAS_ADMIN_ALLOWED_ENDPOINTS) or a dataset already served
  * uses them.
  */
+import { originOf } from '../../../model/settings/dataplane.js';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { firstOverlap, type StorageClaim } from '../../../model/storage.js';
 import type { DatasetSpec, LocationSpec } from '../../../model/types.js';
 import type { ConfigStore } from '../config/store.js';
 import { ApiError, badRequest } from '../engine/errors.js';
-import { isPublicAddress } from '../transactions/locations.js';
+import { isPublicAddress } from '../front-door/addresses.js';
 
 /** 409 STORAGE_IN_USE naming the dataset whose storage the new one would share. */
 export function checkStorageFree(claim: StorageClaim, others: Iterable<StorageClaim>): void {
@@ -28,28 +29,8 @@ export function checkStorageFree(claim: StorageClaim, others: Iterable<StorageCl
 /** The location fields that name a URL the data plane will connect to. */
 const ENDPOINT_FIELDS = ['endpoint', 'accessUrl'] as const;
 
-/** `scheme://host:port` of a URL, as DAS_ADMIN_ALLOWED_ENDPOINTS lists them; undefined when it is no URL. */
-export function originOf(url: string): string | undefined {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}`.toLowerCase();
-  } catch {
-    return undefined;
-  }
-}
-
-/** DAS_ADMIN_ALLOWED_ENDPOINTS: comma-separated origins (`http://127.0.0.1:8000`) an admin's Dataset may name although they are not public. */
-export function allowedEndpointsOf(env: NodeJS.ProcessEnv): string[] {
-  const origins = (env.DAS_ADMIN_ALLOWED_ENDPOINTS ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  return origins.map((origin) => {
-    const normalised = originOf(origin);
-    if (!normalised) throw new Error(`DAS_ADMIN_ALLOWED_ENDPOINTS: "${origin}" is not a URL origin such as http://127.0.0.1:8000`);
-    return normalised;
-  });
-}
+// `scheme://host:port` of a URL, as DAS_ADMIN_ALLOWED_ENDPOINTS lists them (parsed with the other settings).
+export { originOf };
 
 /**
  * Each endpoint of the location resolves to public addresses only, or its origin is allowed

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { authenticate, TokenVerifierCache } from './authenticator.js';
 import { loadOrCreateDevIssuer } from './dev-issuer.js';
 import { AuthError } from './errors.js';
-import { datasetConfig, environmentConfig } from './test-fixtures.js';
+import { datasetConfig, environmentConfig } from '../../test-support/auth-fixtures.js';
 
 describe('authenticate', () => {
   let dataDir: string;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { AuthError } from './errors.js';
 import { authenticateIam } from './iam.js';
-import { datasetConfig } from './test-fixtures.js';
+import { datasetConfig } from '../../test-support/auth-fixtures.js';
 
 function failure(fn: () => unknown): AuthError {
   try {

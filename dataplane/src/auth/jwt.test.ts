@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { base64url, exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { AuthError } from './errors.js';
 import { authenticatePublic, TokenVerifier, type IdentityProviderConfig } from './jwt.js';
-import { datasetConfig } from './test-fixtures.js';
+import { datasetConfig } from '../../test-support/auth-fixtures.js';
 
 const ISSUER = 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_TEST';
 const AUDIENCE = 'client-123';

@@ -6,10 +6,10 @@
  * e2e/operator/verified-callers.test.ts.
  */
 import { expect } from 'chai';
-import { inferAuthkind } from '../http/gateway.js';
+import { inferAuthkind } from '../front-door/gateway.js';
 import { AuthError } from './errors.js';
 import { cacheUntil, earlyRefusal, looksLikeServiceAccountToken, verdictOf, type TokenReviewStatus } from './service-account.js';
-import { datasetConfig, environmentConfig } from './test-fixtures.js';
+import { datasetConfig, environmentConfig } from '../../test-support/auth-fixtures.js';
 import { ServiceAccountVerifier, type TokenReviewer } from './token-review.js';
 import { authenticateVerifiedIam } from './verified.js';
 

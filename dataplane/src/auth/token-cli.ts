@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadManifests } from '../../../model/manifests.js';
 import { renderEnvironmentConfig } from '../../../model/render.js';
+import { dataPlaneSettings, type DataPlaneSettings } from '../../../model/settings/dataplane.js';
 import { loadOrCreateDevIssuer, MAX_DEV_TTL_SECONDS } from './dev-issuer.js';
 
 const USAGE = `usage: npm run -s token -- --sub <subject> [--email <email>] [--ttl <seconds>] [--environment <name>]
@@ -30,7 +31,7 @@ function packageRoot(from: string): string {
   return process.cwd();
 }
 
-async function main(argv: string[]): Promise<string> {
+async function main(argv: string[], settings: DataPlaneSettings): Promise<string> {
   let values: { sub?: string; email?: string; ttl?: string; environment?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
@@ -57,7 +58,7 @@ async function main(argv: string[]): Promise<string> {
   if (values.email !== undefined && !/^[^\s@]+@[^\s@]+$/.test(values.email)) throw new UsageError('--email must look like an email address');
 
   const repoRoot = packageRoot(dirname(fileURLToPath(import.meta.url)));
-  const manifestDir = process.env.DAS_MANIFESTS || resolve(repoRoot, 'examples');
+  const manifestDir = settings.DAS_MANIFESTS || resolve(repoRoot, 'examples');
   const environments = loadManifests(manifestDir).environments.map(renderEnvironmentConfig);
   const candidates = values.environment
     ? environments.filter((e) => e.id === values.environment)
@@ -74,12 +75,15 @@ async function main(argv: string[]): Promise<string> {
   const idp = env.identityProvider;
   if (!idp?.development) throw new Error(`environment "${env.id}" does not use the development issuer; get tokens from its identity provider (${idp?.issuer ?? 'none'})`);
 
-  const dataDir = process.env.DATA_DIR || '.data';
+  const dataDir = settings.DATA_DIR;
   const issuer = await loadOrCreateDevIssuer(dataDir, { issuer: idp.issuer, audience: idp.audiences[0] });
   return issuer.sign({ sub: values.sub, email: values.email, ttlSeconds });
 }
 
-main(process.argv.slice(2)).then(
+// The data plane's settings (DATA_DIR, DAS_MANIFESTS), parsed as the data plane parses them.
+Promise.resolve()
+  .then(() => main(process.argv.slice(2), dataPlaneSettings(process.env)))
+  .then(
   (token) => {
     process.stdout.write(`${token}\n`);
   },

@@ -12,7 +12,7 @@ import { request as httpRequest } from 'node:http';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { wholeNumberSetting } from '../env-settings.js';
+import type { DataPlaneSettings } from '../../../model/settings/dataplane.js';
 import { AuthError } from './errors.js';
 import { cacheUntil, earlyRefusal, unverifiedClaims, verdictOf, type TokenReviewStatus, type Verdict } from './service-account.js';
 
@@ -98,13 +98,13 @@ export class ServiceAccountVerifier {
 }
 
 /** Whether this process has Kubernetes credentials: KUBECONFIG, ~/.kube/config, or in-cluster. */
-export function kubernetesCredentialsSource(env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function kubernetesCredentialsSource(env: Pick<DataPlaneSettings, 'KUBECONFIG' | 'KUBERNETES_SERVICE_HOST'>): string | undefined {
   if (env.KUBECONFIG) {
     const files = env.KUBECONFIG.split(':').filter(Boolean);
     return files.some((f) => existsSync(f)) ? `KUBECONFIG (${env.KUBECONFIG})` : undefined;
   }
   if (env.KUBERNETES_SERVICE_HOST && existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')) return 'in-cluster ServiceAccount';
-  const home = join(env.HOME ?? homedir(), '.kube', 'config');
+  const home = join(homedir(), '.kube', 'config');
   return existsSync(home) ? home : undefined;
 }
 
@@ -168,11 +168,11 @@ export class KubeTokenReviewer implements TokenReviewer {
  * ServiceAccount token verification (trust verified), when this process has Kubernetes
  * credentials. DAS_TOKEN_REVIEW_CACHE_MS shortens how long a verdict is reused (at most 5 minutes).
  */
-export function serviceAccountVerifier(env: NodeJS.ProcessEnv): ServiceAccountVerifier | undefined {
+export function serviceAccountVerifier(env: Pick<DataPlaneSettings, 'KUBECONFIG' | 'KUBERNETES_SERVICE_HOST' | 'DAS_TOKEN_REVIEW_CACHE_MS'>): ServiceAccountVerifier | undefined {
   if (!kubernetesCredentialsSource(env)) return undefined;
   let reviewer: KubeTokenReviewer | undefined;
   return new ServiceAccountVerifier(() => (reviewer ??= KubeTokenReviewer.fromDefault()), {
-    maxAgeMs: wholeNumberSetting(env, 'DAS_TOKEN_REVIEW_CACHE_MS', MAX_VERDICT_AGE_MS),
+    maxAgeMs: env.DAS_TOKEN_REVIEW_CACHE_MS,
   });
 }
 

@@ -9,7 +9,7 @@ import type { Consistency, DatasetConfig, LocationKind } from '../../../model/ty
 import type { TypedFilter } from '../../../model/filter.js';
 import type { SortKey } from '../../../model/sort.js';
 import type { StoreFailure } from './store-outcomes.js';
-import type { RawSqlDialect } from '../sql/raw-rewrite.js';
+import type { RawSqlDialect } from './sql/raw-rewrite.js';
 
 export type { StoreFailure } from './store-outcomes.js';
 export { StoreError } from './store-outcomes.js';

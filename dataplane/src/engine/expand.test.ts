@@ -10,6 +10,7 @@ import type { LocationDriver } from './contract.js';
 import { PostgresDriver } from '../drivers/postgres/driver.js';
 import { freshDatabase } from '../../test-support/postgres.js';
 import { RecordEngine } from './engine.js';
+import { dataPlaneSettings } from '../../../model/settings/dataplane.js';
 
 const dataset = renderDatasetConfig({
   apiVersion: 'dataaccess.dev/v1alpha1',
@@ -42,7 +43,7 @@ describe('record engine: expand reads the link fields concurrently', function ()
   let calls = 0;
 
   before(async () => {
-    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: await freshDatabase() } });
+    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: await freshDatabase() }) });
     expect((await driver.prepare(dataset)).refused).to.deep.equal([]);
     // The real driver, with its readMany watched: how many run at the same time.
     const watched: LocationDriver = Object.create(driver);

@@ -1,5 +1,5 @@
 /**
- * list and link (DESIGN.md "Lists, links and queries"): the request's filter and sort compiled
+ * list and link (docs/architecture.md "Lists, links and queries"): the request's filter and sort compiled
  * against the schema, the page token opened and checked, one driver call for limit + 1 records
  * (the extra one says whether a next page exists), and the next token signed from the last record.
  */

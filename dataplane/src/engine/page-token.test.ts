@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiError } from './errors.js';
 import { loadPageTokenKey, PageTokens, pageTokenKeyPath, type PageBinding } from './page-token.js';
+import { dataPlaneSettings } from '../../../model/settings/dataplane.js';
 
 const binding: PageBinding = { dataset: 'demo', target: 'list:demo.Person', filter: '{"kind":"null"}', sort: 'age:asc:nulls-last,id:asc:nulls-last' };
 const key = Buffer.alloc(32, 7);
@@ -79,15 +80,15 @@ describe('page tokens', () => {
 
   it('creates the key once under DATA_DIR (0600) and reuses it; DAS_PAGE_TOKEN_KEY overrides it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'das-tokens-'));
-    const first = loadPageTokenKey(dir, {});
+    const first = loadPageTokenKey(dir, dataPlaneSettings({}));
     expect(first.length).to.equal(32);
     expect(statSync(pageTokenKeyPath(dir)).mode & 0o777).to.equal(0o600);
-    expect(loadPageTokenKey(dir, {}).equals(first)).to.equal(true);
+    expect(loadPageTokenKey(dir, dataPlaneSettings({})).equals(first)).to.equal(true);
     const configured = 'k'.repeat(40);
     expect(loadPageTokenKey(dir, { DAS_PAGE_TOKEN_KEY: configured }).toString()).to.equal(configured);
-    expect(() => loadPageTokenKey(dir, { DAS_PAGE_TOKEN_KEY: 'short' })).to.throw(/at least 32 bytes/);
+    expect(() => dataPlaneSettings({ DAS_PAGE_TOKEN_KEY: 'short' })).to.throw('DAS_PAGE_TOKEN_KEY=(a value, not shown) is not allowed: at least 32 bytes of text');
     writeFileSync(pageTokenKeyPath(dir), 'abc\n');
-    expect(() => loadPageTokenKey(dir, {})).to.throw(/too short; delete it/);
+    expect(() => loadPageTokenKey(dir, dataPlaneSettings({}))).to.throw(/too short; delete it/);
     expect(readFileSync(pageTokenKeyPath(dir), 'utf8')).to.equal('abc\n');
   });
 });

@@ -11,6 +11,7 @@ import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from
 import { chmodSync, linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { badRequest } from './errors.js';
+import { MIN_PAGE_TOKEN_KEY_BYTES, type DataPlaneSettings } from '../../../model/settings/dataplane.js';
 
 /** What a page belongs to: a token from one request is refused by any other. */
 export interface PageBinding {
@@ -32,7 +33,7 @@ export const DEFAULT_TOKEN_TTL_MS = 24 * 3600 * 1000;
 /** Longer input is not a token of ours: refused before any decoding. */
 export const MAX_TOKEN_LENGTH = 8192;
 const MAC_BYTES = 32;
-const MIN_KEY_BYTES = 32;
+const MIN_KEY_BYTES = MIN_PAGE_TOKEN_KEY_BYTES;
 
 const invalidToken = (why: string) =>
   badRequest('INVALID_NEXT_TOKEN', `nextToken is not valid for this request: ${why}; start again without nextToken`, [{ path: 'nextToken', message: why }]);
@@ -91,13 +92,9 @@ export function pageTokenKeyPath(dataDir: string): string {
  * The signing key: `DAS_PAGE_TOKEN_KEY` (at least 32 bytes of text) when set, else the one under
  * DATA_DIR, created (32 random bytes, 0600) the first time.
  */
-export function loadPageTokenKey(dataDir: string, env: NodeJS.ProcessEnv = process.env): Buffer {
-  const configured = env.DAS_PAGE_TOKEN_KEY;
-  if (configured !== undefined) {
-    const key = Buffer.from(configured, 'utf8');
-    if (key.length < MIN_KEY_BYTES) throw new Error(`DAS_PAGE_TOKEN_KEY must hold at least ${MIN_KEY_BYTES} bytes`);
-    return key;
-  }
+export function loadPageTokenKey(dataDir: string, settings: Pick<DataPlaneSettings, 'DAS_PAGE_TOKEN_KEY'>): Buffer {
+  // Its length is checked with the other settings (model/settings/dataplane.ts).
+  if (settings.DAS_PAGE_TOKEN_KEY !== undefined) return Buffer.from(settings.DAS_PAGE_TOKEN_KEY, 'utf8');
   const path = pageTokenKeyPath(dataDir);
   return readKey(path) ?? createKey(path);
 }

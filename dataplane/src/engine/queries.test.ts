@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { compileFilter } from '../../../model/filter.js';
 import { sqlTokens } from '../../../model/queries.js';
 import { QUERY_ARGUMENT_TYPES, type RecordSchemaDef } from '../../../model/types.js';
-import { scanTokens } from '../sql/raw-rewrite.js';
-import { SCALAR_TYPE_NAMES } from '../sql/scalar-types.js';
+import { scanTokens } from './sql/raw-rewrite.js';
+import { SCALAR_TYPE_NAMES } from './sql/scalar-types.js';
 import { bindFilter } from './queries.js';
 
 const person: RecordSchemaDef = { properties: { name: { type: 'string' }, age: { type: 'integer' } } };

@@ -1,5 +1,5 @@
 /**
- * query (DESIGN.md "Lists, links and queries"): a named query of the dataset's `spec.queries`.
+ * query (docs/architecture.md "Lists, links and queries"): a named query of the dataset's `spec.queries`.
  *
  * The caller's arguments are checked against the declaration first (unknown, missing required,
  * wrong type: 400s naming `$.query.arguments.<name>`). Then:
@@ -20,8 +20,8 @@ import type { QueryAction } from './actions.js';
 import { ApiError, badRequest } from './errors.js';
 import { schemaDefOf } from './layout.js';
 import { limitOf, runPage, type FieldPath, type ListDeps, type Page, type PagePlan } from './lists.js';
-import { encodeArgument, scalarType } from '../sql/scalar-types.js';
-import type { RawArgument, RawSqlRequest } from '../rawsql/request.js';
+import { encodeArgument, scalarType } from './sql/scalar-types.js';
+import type { RawArgument, RawSqlRequest } from './sql/raw-request.js';
 
 /** Runs rewritten raw SQL on the read-only connection (rawsql/handler.ts runRawSql, lent by the process wiring). */
 export type SqlRunner = (dataset: DatasetConfig, driver: LocationDriver, request: RawSqlRequest, ctx: StatementContext, limits?: { rowLimit?: number }, whenServed?: () => void) => Promise<Record<string, unknown>[]>;

@@ -15,7 +15,8 @@ import { resolve } from 'node:path';
 import { loadManifests } from '../../../model/manifests.js';
 import { secretFilePath, secretRefProblem } from '../../../model/secrets.js';
 import type { FunctionGatewayAccessKey } from '../../../model/types.js';
-import { SECRET_RECHECK_MS, secretsDirOf } from '../drivers/postgres/connection.js';
+import { SECRET_RECHECK_MS } from '../drivers/postgres/connection.js';
+import { DATAPLANE_DEFAULTS, secretsDirOf, type DataPlaneSettings } from '../../../model/settings/dataplane.js';
 
 /** The secret key of a configured access key cannot be read (not mounted, empty): a server-side problem. */
 export class AccessKeyUnreadable extends Error {}
@@ -43,7 +44,7 @@ export function accessKeysProblem(value: unknown): string | undefined {
 }
 
 /** The configured keys (see the header); throws a one-line error the process refuses to start with. */
-export function accessKeysFromEnv(env: NodeJS.ProcessEnv): FunctionGatewayAccessKey[] {
+export function accessKeysFromEnv(env: Partial<Pick<DataPlaneSettings, 'DAS_ACCESS_KEYS' | 'DAS_MANIFESTS' | 'DAS_ENVIRONMENT'>>): FunctionGatewayAccessKey[] {
   if (env.DAS_ACCESS_KEYS !== undefined) {
     let keys: unknown;
     try {
@@ -63,8 +64,8 @@ export function accessKeysFromEnv(env: NodeJS.ProcessEnv): FunctionGatewayAccess
   return environment.spec.functionGateway?.accessKeys ?? [];
 }
 
-export function accessKeyStore(keys: readonly FunctionGatewayAccessKey[], env: NodeJS.ProcessEnv, now: () => number = Date.now): AccessKeyStore {
-  const root = secretsDirOf(env);
+export function accessKeyStore(keys: readonly FunctionGatewayAccessKey[], s: Partial<Pick<DataPlaneSettings, 'DAS_SECRETS_DIR' | 'DATA_DIR'>>, now: () => number = Date.now): AccessKeyStore {
+  const root = secretsDirOf({ DAS_SECRETS_DIR: s.DAS_SECRETS_DIR, DATA_DIR: s.DATA_DIR ?? DATAPLANE_DEFAULTS.DATA_DIR });
   const byId = new Map(keys.map((k) => [k.accessKeyId, k]));
   const cache = new Map<string, { secret: string; readAt: number }>();
   const read = (key: FunctionGatewayAccessKey): string => {

@@ -9,6 +9,7 @@
  *   DAS_INVOKERS              JSON array of principal patterns
  *   DAS_UPSTREAM_TOKEN_FILE   the gateway's own projected ServiceAccount token
  */
+import type { DataPlaneSettings } from '../../../model/settings/dataplane.js';
 import { readFileSync } from 'node:fs';
 import { parseAuthorization } from '../auth/authorization.js';
 import { forbidden, quote, unauthorized } from '../auth/errors.js';
@@ -43,21 +44,14 @@ export function tokenFile(path: string, now: () => number = Date.now): () => str
 }
 
 /** The function gateway's trust settings from its environment; throws (refusing to start) when verified cannot work. */
-export function functionGatewayTrust(env: NodeJS.ProcessEnv): { verified?: VerifiedInvocation } {
-  const trust = env.DAS_TRUST ?? 'network';
-  if (trust === 'network') return {};
-  if (trust !== 'verified') throw new Error(`DAS_TRUST must be network or verified, not "${trust}"`);
+export function functionGatewayTrust(env: DataPlaneSettings): { verified?: VerifiedInvocation } {
+  if (env.DAS_TRUST === 'network') return {};
   const verifier = serviceAccountVerifier(env);
   if (!verifier) throw new Error(NO_KUBERNETES_CREDENTIALS);
   if (!env.DAS_TOKEN_AUDIENCE) throw new Error('DAS_TRUST=verified needs DAS_TOKEN_AUDIENCE (the audience of callers\' tokens)');
   if (!env.DAS_UPSTREAM_TOKEN_FILE) throw new Error('DAS_TRUST=verified needs DAS_UPSTREAM_TOKEN_FILE (the gateway\'s own projected ServiceAccount token)');
-  let invokers: unknown;
-  try {
-    invokers = JSON.parse(env.DAS_INVOKERS ?? '[]');
-  } catch {
-    invokers = undefined;
-  }
-  if (!Array.isArray(invokers) || !invokers.every((p) => typeof p === 'string')) throw new Error('DAS_INVOKERS must be a JSON array of principal patterns');
+  // A JSON array of strings: checked with the other settings.
+  const invokers = JSON.parse(env.DAS_INVOKERS ?? '[]') as string[];
   const token = tokenFile(env.DAS_UPSTREAM_TOKEN_FILE);
   token(); // unreadable now: refuse to start rather than fail every call
   return { verified: { verifier, audience: env.DAS_TOKEN_AUDIENCE, invokers, upstreamAuthorization: () => `Bearer ${token()}` } };

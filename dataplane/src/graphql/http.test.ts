@@ -37,7 +37,7 @@ describe('GraphQL over HTTP', function () {
   });
   after(async () => dp?.stop());
 
-  it('introspection gives the schema DESIGN.md describes', async () => {
+  it('introspection gives the schema docs/architecture.md describes', async () => {
     const r = await gql(getIntrospectionQuery());
     expect(r.status, r.text).to.equal(200);
     expect(r.json.errors).to.equal(undefined);

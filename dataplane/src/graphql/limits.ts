@@ -19,6 +19,7 @@
  * selections — 1,000 conflicting selections took 0.3–0.4 s, 4,000 took 0.6 s on one core. Counting
  * is one pass over the parsed document. Pure.
  */
+import { DATAPLANE_DEFAULTS } from '../../../model/settings/dataplane.js';
 import {
   getArgumentValues,
   getDirectiveValues,
@@ -57,7 +58,13 @@ export interface QueryLimits {
   maxCost: number;
 }
 
-export const DEFAULT_QUERY_LIMITS: QueryLimits = { maxTokens: 10_000, maxSelections: 500, maxDepth: 15, maxAliases: 100, maxCost: 5_000 };
+export const DEFAULT_QUERY_LIMITS: QueryLimits = {
+  maxTokens: DATAPLANE_DEFAULTS.DAS_GRAPHQL_MAX_TOKENS,
+  maxSelections: DATAPLANE_DEFAULTS.DAS_GRAPHQL_MAX_SELECTIONS,
+  maxDepth: DATAPLANE_DEFAULTS.DAS_GRAPHQL_MAX_DEPTH,
+  maxAliases: DATAPLANE_DEFAULTS.DAS_GRAPHQL_MAX_ALIASES,
+  maxCost: DATAPLANE_DEFAULTS.DAS_GRAPHQL_MAX_COST,
+};
 
 /** What a field of the schema reads: one record, or a page of them, or writes one (schema.ts sets it). */
 export type FieldReads = 'record' | 'page' | 'write';

@@ -12,7 +12,7 @@ import { adminClient, startTestDataPlane, type TestDataPlane } from '../../test-
 import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../../test-support/dynamodb.js';
 import { gqlClient, take } from '../../test-support/graphql-ws.js';
 import { legacyOperation } from '../../test-support/legacy-ws.js';
-import { warehouseDemoManifests } from '../drivers/snowflake/peer.test-support.js';
+import { warehouseDemoManifests } from '../../test-support/snowflake-peer.js';
 
 type Answer = { data?: any; errors?: { message: string; path?: string[]; extensions?: Record<string, any> }[] };
 

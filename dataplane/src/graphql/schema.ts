@@ -1,5 +1,5 @@
 /**
- * The GraphQL schema of a dataset, generated from its config (DESIGN.md "Subscriptions"): an object
+ * The GraphQL schema of a dataset, generated from its config (docs/architecture.md "Subscriptions"): an object
  * type per record schema (dots become `_`: `demo_Person`), nested objects as their own types, links
  * as fields resolved through the engine, inverse links as paged fields; `Query.<Type>(id, version)`,
  * `Query.list_<Type>(filter, sort, limit, nextToken)`, and `Subscription.<Type>(filter, ids, after)`

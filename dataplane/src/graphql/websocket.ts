@@ -13,6 +13,7 @@
  * Every socket has an 'error' listener: a frame `ws` refuses (too large, invalid UTF-8, a bad
  * opcode) ends that one connection with ws's close code (1009, 1007, 1002), not the process.
  */
+import { DATAPLANE_DEFAULTS } from '../../../model/settings/dataplane.js';
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GraphQLError } from 'graphql';
@@ -24,10 +25,10 @@ import type { Caller } from '../auth/caller.js';
 import type { ConfigStore } from '../config/store.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { ApiError } from '../engine/errors.js';
-import type { Authenticate, NodeMiddleware } from '../http/app.js';
-import { AddressingError, inferAuthkind, resolveGateway, type Authkind } from '../http/gateway.js';
+import type { Authenticate, NodeMiddleware } from '../front-door/authenticate.js';
+import { AddressingError, inferAuthkind, resolveGateway, type Authkind } from '../front-door/gateway.js';
 import { logRefusal, upgradeRequestId } from './refusals.js';
-import { toApiError } from '../http/errors.js';
+import { toApiError } from '../front-door/errors.js';
 import type { ChangeDispatcher } from './dispatcher.js';
 import { serveLegacyProtocol } from './legacy-protocol.js';
 import { subscribeShared } from './shared-execution.js';
@@ -64,15 +65,16 @@ export interface SubscriptionLimits {
 
 /** The defaults (README "Process environment"); settings.ts reads the overrides, and so may a memory-based sizing. */
 export const DEFAULT_LIMITS: SubscriptionLimits = {
-  perConnection: 100,
-  initTimeoutMs: 10_000,
-  keepAliveMs: 12_000,
+  perConnection: DATAPLANE_DEFAULTS.DAS_SUBSCRIPTIONS_PER_CONNECTION,
+  initTimeoutMs: DATAPLANE_DEFAULTS.DAS_SUBSCRIPTION_INIT_TIMEOUT_MS,
+  keepAliveMs: DATAPLANE_DEFAULTS.DAS_SUBSCRIPTION_KEEPALIVE_MS,
+  // Without a memory limit and without DAS_WS_MAX_CONNECTIONS.
   maxConnections: 5_000,
-  maxUnauthenticated: 500,
-  maxBufferedBytes: 4 * 1024 * 1024,
-  closeGraceMs: 5_000,
-  maxMessageBytes: 1024 * 1024,
-  reverifyMs: 60_000,
+  maxUnauthenticated: DATAPLANE_DEFAULTS.DAS_WS_MAX_UNAUTHENTICATED,
+  maxBufferedBytes: DATAPLANE_DEFAULTS.DAS_WS_MAX_BUFFERED_BYTES,
+  closeGraceMs: DATAPLANE_DEFAULTS.DAS_WS_CLOSE_GRACE_MS,
+  maxMessageBytes: DATAPLANE_DEFAULTS.DAS_WS_MAX_MESSAGE_BYTES,
+  reverifyMs: DATAPLANE_DEFAULTS.DAS_SUBSCRIPTION_REVERIFY_MS,
 };
 
 export interface SubscriptionServerDeps {

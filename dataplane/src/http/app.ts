@@ -21,18 +21,20 @@ import { rawSqlIamOnly } from '../rawsql/handler.js';
 import { datasetHandlers } from './dataset-handlers.js';
 import { readinessOf } from './readiness.js';
 import { matchRoute, type RouteMatch } from './routes.js';
-import { respondWithError } from './errors.js';
-import { AddressingError, resolveGateway, type Authkind, type GatewayRoute } from './gateway.js';
+import { respondWithError } from '../front-door/errors.js';
+import { AddressingError, resolveGateway, type Authkind, type GatewayRoute } from '../front-door/gateway.js';
 import { checkAddressingHeaders, statementContext } from './headers.js';
-import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from './exchange.js';
+import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from '../front-door/exchange.js';
 import type { RequestSample } from '../metrics.js';
 import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
 import { isAssetPath, sendAsset, sendDatasetPage, sendPage } from './browser/serve.js';
 import { swaggerPage } from './browser/pages.js';
 import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
 import type { QueryLimits } from '../graphql/limits.js';
+import type { Authenticate, NodeMiddleware } from '../front-door/authenticate.js';
 
-export type Authenticate = (input: { authkind: Authkind; authorization?: string; remoteAddress?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
+export type { Authenticate, NodeMiddleware };
+
 
 export type RawQueryHandler = (input: {
   dataset: DatasetConfig;
@@ -44,8 +46,6 @@ export type RawQueryHandler = (input: {
   whenServed?: () => void;
 }) => Promise<Record<string, unknown>[]>;
 
-/** Connect-style middleware on node requests (Express middleware fits). */
-export type NodeMiddleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 export interface AppDeps {
   store: ConfigStore;
@@ -58,6 +58,8 @@ export interface AppDeps {
   /** Body rules of the firewall, run on the raw body once it is read. */
   bodyFirewall?: NodeMiddleware;
   rawQuery?: RawQueryHandler;
+  /** The process runs in a Pod (KUBERNETES_SERVICE_HOST): the OpenAPI `servers` name the cluster's addresses. */
+  inCluster?: boolean;
   /** Largest accepted body, in bytes. */
   bodyLimit?: number;
   /** Bytes all requests together may hold while their bodies arrive. */

@@ -8,7 +8,7 @@ import { argumentsFromText } from '../engine/queries.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { AppDeps, Handler } from './app.js';
 import { echoResponse } from './echo.js';
-import { sendJson } from './exchange.js';
+import { sendJson } from '../front-door/exchange.js';
 import { cachedOpenApiBody, serversFor, withServers } from './openapi.js';
 import { parseGraphQLRequest, runGraphQLQuery } from '../graphql/http.js';
 import type { RouteName } from './routes.js';
@@ -92,7 +92,7 @@ export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'
   const openapi: Handler = async (x, d) => {
     for (const key of Object.keys(x.query)) throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; none is accepted`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
     const proto = x.req.headers['x-forwarded-proto'];
-    const known = { inCluster: Boolean(process.env.KUBERNETES_SERVICE_HOST) };
+    const known = { inCluster: deps.inCluster ?? false };
     const servers = serversFor({ host: x.req.headers.host, forwardedProto: typeof proto === 'string' ? proto : undefined, route: d.route, known }, d.dataset, d.env);
     // The Transaction paths only where the location takes bulk loads (its driver says so).
     const transactions = Boolean(deps.engine.transactions && deps.driverFor(d.dataset).capabilities.bulkLoad);

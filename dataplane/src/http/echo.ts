@@ -1,5 +1,5 @@
 /** The echo endpoint's response: what the service saw of the request and the caller. */
-import type { Exchange } from './exchange.js';
+import type { Exchange } from '../front-door/exchange.js';
 import type { Caller } from '../auth/caller.js';
 
 /** Headers every HTTP client or proxy sends; `headers.empty` says whether anything else came. */

@@ -11,7 +11,7 @@ import { SCHEMA_NAME_PATTERN } from '../../../model/json-schema.js';
 import { loadManifests } from '../../../model/manifests.js';
 import { renderDatasetConfig, renderEnvironmentConfig } from '../../../model/render.js';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
-import type { GatewayRoute } from './gateway.js';
+import type { GatewayRoute } from '../front-door/gateway.js';
 import { cachedOpenApiBody, openApiBody, openApiDocument, serversFor } from './openapi.js';
 import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
 import { componentValidator, unresolvedRefs } from '../../test-support/openapi.js';

@@ -15,11 +15,11 @@ import { MAX_BATCH_ACTIONS, MAX_VERSION } from '../engine/actions.js';
 import { fieldsOf } from '../engine/layout.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../engine/lists.js';
 import { recordJsonSchema } from '../engine/record-validation.js';
-import { SCALAR_TYPE_NAMES } from '../sql/scalar-types.js';
+import { SCALAR_TYPE_NAMES } from '../engine/sql/scalar-types.js';
 import { graphqlPaths, graphqlSchemas } from './openapi-graphql.js';
 import { transactionPaths, transactionSchemas } from './openapi-transactions.js';
 import { errorResponses, errorSchemas, GET_ERRORS, headerParameters, HEADERS, json, operation, POST_ERRORS, RAW_ERRORS, ref, schemaRef, type Json } from './openapi-parts.js';
-import type { Authkind, GatewayRoute } from './gateway.js';
+import type { Authkind, GatewayRoute } from '../front-door/gateway.js';
 
 export interface ServerObject {
   url: string;

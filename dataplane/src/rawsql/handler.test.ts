@@ -7,8 +7,9 @@ import { PostgresReadOnlyExecutor } from '../drivers/postgres/readonly.js';
 import type { StatementContext } from '../engine/contract.js';
 import { ApiError } from '../engine/errors.js';
 import type { RawQueryHandler } from '../http/app.js';
-import { demoDataset } from './fixtures.test-support.js';
+import { demoDataset } from '../../test-support/rawsql-fixtures.js';
 import { executeRawQuery, rawSqlLimits, type RawSqlLimits } from './handler.js';
+import { dataPlaneSettings } from '../../../model/settings/dataplane.js';
 
 const dataset = demoDataset();
 const other = demoDataset({ id: 'other', databaseSchema: 'other', schemas: { 'other.Secret': { properties: { value: { type: 'string' } } } } });
@@ -50,7 +51,7 @@ describe('raw SQL endpoint on PostgreSQL', function () {
 
   before(async function () {
     const url = await freshDatabase('rawsql');
-    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: url }, readOnly: new PostgresReadOnlyExecutor() });
+    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: url }), readOnly: new PostgresReadOnlyExecutor() });
     for (const d of [dataset, other]) expect((await driver.prepare(d)).refused).to.deep.equal([]);
     const write = await driver.write(
       dataset,
@@ -404,10 +405,10 @@ describe('raw SQL endpoint on PostgreSQL', function () {
 
   describe('limits from the environment', () => {
     it('reads RAW_SQL_ROW_LIMIT, RAW_SQL_TIMEOUT_MS and RAW_SQL_MAX_BYTES, defaulting to 10000 rows, 15 s and 8 MiB', () => {
-      expect(rawSqlLimits({})).to.deep.equal({ rowLimit: 10000, timeoutMs: 15000, maxBytes: 8388608 });
-      expect(rawSqlLimits({ RAW_SQL_ROW_LIMIT: '50', RAW_SQL_TIMEOUT_MS: '2500', RAW_SQL_MAX_BYTES: '1048576' })).to.deep.equal({ rowLimit: 50, timeoutMs: 2500, maxBytes: 1048576 });
-      expect(() => rawSqlLimits({ RAW_SQL_ROW_LIMIT: '0' })).to.throw(/RAW_SQL_ROW_LIMIT/);
-      expect(() => rawSqlLimits({ RAW_SQL_TIMEOUT_MS: '1.5s' })).to.throw(/RAW_SQL_TIMEOUT_MS/);
+      expect(rawSqlLimits(dataPlaneSettings({}))).to.deep.equal({ rowLimit: 10000, timeoutMs: 15000, maxBytes: 8388608 });
+      expect(rawSqlLimits(dataPlaneSettings({ RAW_SQL_ROW_LIMIT: '50', RAW_SQL_TIMEOUT_MS: '2500', RAW_SQL_MAX_BYTES: '1048576' }))).to.deep.equal({ rowLimit: 50, timeoutMs: 2500, maxBytes: 1048576 });
+      expect(() => dataPlaneSettings({ RAW_SQL_ROW_LIMIT: '0' })).to.throw(/RAW_SQL_ROW_LIMIT/);
+      expect(() => dataPlaneSettings({ RAW_SQL_TIMEOUT_MS: '1.5s' })).to.throw(/RAW_SQL_TIMEOUT_MS/);
     });
   });
 });

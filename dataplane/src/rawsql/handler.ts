@@ -3,13 +3,14 @@
  * location's read-only connection. The HTTP route calls executeRawQuery and sends its rows as the
  * JSON array response; every client error is an ApiError.
  */
+import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../../model/settings/dataplane.js';
 import { kindFacts } from '../../../model/location-kinds.js';
 import type { DatasetConfig, LocationKind } from '../../../model/types.js';
 import { ApiError } from '../engine/errors.js';
 import { fromStore } from '../engine/store-outcomes.js';
 import type { LocationDriver, StatementContext } from '../engine/contract.js';
-import { parseRawSqlRequest, type RawSqlRequest } from './request.js';
-import { rewriteRawSql, sourcePosition, type RewrittenSql } from '../sql/raw-rewrite.js';
+import { parseRawSqlRequest, type RawSqlRequest } from '../engine/sql/raw-request.js';
+import { rewriteRawSql, sourcePosition, type RewrittenSql } from '../engine/sql/raw-rewrite.js';
 
 export interface RawSqlLimits {
   /** More rows than this is a 400 ROW_LIMIT_EXCEEDED (never a silently truncated result). */
@@ -23,29 +24,12 @@ export interface RawSqlLimits {
   maxBytes: number;
 }
 
-export const DEFAULT_RAW_SQL_LIMITS: RawSqlLimits = { rowLimit: 10000, timeoutMs: 15000, maxBytes: 8 * 1024 * 1024 };
-
-/** Limits from RAW_SQL_ROW_LIMIT, RAW_SQL_TIMEOUT_MS and RAW_SQL_MAX_BYTES; a value that is not a positive integer is a startup error. */
-export function rawSqlLimits(env: NodeJS.ProcessEnv = process.env): RawSqlLimits {
-  const read = (name: string, fallback: number) => {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
-    return value;
-  };
-  return {
-    rowLimit: read('RAW_SQL_ROW_LIMIT', DEFAULT_RAW_SQL_LIMITS.rowLimit),
-    timeoutMs: read('RAW_SQL_TIMEOUT_MS', DEFAULT_RAW_SQL_LIMITS.timeoutMs),
-    maxBytes: read('RAW_SQL_MAX_BYTES', DEFAULT_RAW_SQL_LIMITS.maxBytes),
-  };
+/** The limits of the settings RAW_SQL_ROW_LIMIT, RAW_SQL_TIMEOUT_MS and RAW_SQL_MAX_BYTES. */
+export function rawSqlLimits(s: Pick<DataPlaneSettings, 'RAW_SQL_ROW_LIMIT' | 'RAW_SQL_TIMEOUT_MS' | 'RAW_SQL_MAX_BYTES'>): RawSqlLimits {
+  return { rowLimit: s.RAW_SQL_ROW_LIMIT, timeoutMs: s.RAW_SQL_TIMEOUT_MS, maxBytes: s.RAW_SQL_MAX_BYTES };
 }
 
-let processLimits: RawSqlLimits | undefined;
-/** Read from the environment once, on first use. */
-function defaultLimits(): RawSqlLimits {
-  return (processLimits ??= rawSqlLimits());
-}
+export const DEFAULT_RAW_SQL_LIMITS: RawSqlLimits = rawSqlLimits(DATAPLANE_DEFAULTS);
 
 
 export interface RawQueryInput {
@@ -57,7 +41,7 @@ export interface RawQueryInput {
   driver: LocationDriver;
   /** Tags and executor from the request headers. */
   ctx: StatementContext;
-  /** Overrides of the process-wide limits (tests, per-route settings). */
+  /** The process's limits (bootstrap.ts, from its settings), else the defaults. */
   limits?: Partial<RawSqlLimits>;
   /** Called once the SQL is checked, before the store is asked: 503 while the dataset is not served. */
   whenServed?: () => void;
@@ -89,7 +73,7 @@ export async function runRawSql(dataset: DatasetConfig, driver: LocationDriver, 
   if (!driver.capabilities.rawSql || !dialect || !driver.rawQuery) throw new ApiError(501, 'RAW_SQL_NOT_AVAILABLE', `SQL is not available yet on ${driver.kind} locations`);
   const rewritten = rewriteRawSql(request.sql, request.using, request.arguments, dataset, dialect);
   whenServed?.(); // SQL that can never run is refused 400 first, whatever the store's readiness
-  const limits = { ...defaultLimits(), ...overrides };
+  const limits = { ...DEFAULT_RAW_SQL_LIMITS, ...overrides };
   try {
     return await driver.rawQuery(dataset, { text: rewritten.text, values: rewritten.values }, { ...limits, tags: ctx.tags, executor: ctx.executor, warehouse: ctx.warehouse });
   } catch (err) {

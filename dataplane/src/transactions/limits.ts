@@ -5,7 +5,7 @@
  * for it. A file over a budget fails its load with a message naming the budget and its setting.
  */
 
-import { wholeNumberSetting } from '../env-settings.js';
+import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../../model/settings/dataplane.js';
 
 export interface FileLimits {
   /** Longest NDJSON line or CSV record, in bytes (DAS_BULK_MAX_ROW_BYTES). */
@@ -30,19 +30,6 @@ export interface FileLimits {
   maxZstdWindowBytes: number;
 }
 
-export const DEFAULT_FILE_LIMITS: FileLimits = {
-  maxRowBytes: 1024 * 1024,
-  maxFooterBytes: 16 * 1024 * 1024,
-  maxGroupRows: 1024 * 1024,
-  maxGroupValues: 16 * 1024 * 1024,
-  maxGroupBytes: 256 * 1024 * 1024,
-  maxPageBytes: 64 * 1024 * 1024,
-  maxColumns: 1024,
-  maxDecompressedBytes: 16 * 1024 ** 3,
-  maxCompressionRatio: 200,
-  // zstd's own decoder refuses larger windows unless told otherwise (--long=28 and above, --memory).
-  maxZstdWindowBytes: 128 * 1024 * 1024,
-};
 
 /** Settings for remote sources (https://, s3://): an overall deadline per file and a minimum rate. */
 export interface SourceLimits {
@@ -53,37 +40,33 @@ export interface SourceLimits {
   rateWindowMs: number;
 }
 
-export const DEFAULT_SOURCE_LIMITS: SourceLimits = { deadlineMs: 60 * 60_000, minBytesPerSecond: 1024, rateWindowMs: 30_000 };
 
-// Like every numeric process setting: absent is the default, anything but a whole number ≥ 1 an error.
-const positive = (env: NodeJS.ProcessEnv, name: string, fallback: number) => wholeNumberSetting(env, name, fallback, 1);
-
-export function fileLimits(env: NodeJS.ProcessEnv): FileLimits {
-  const d = DEFAULT_FILE_LIMITS;
+/** The file budgets of the settings (the group and page budgets are at most 1 GiB: a single read is one Buffer, and node reads at most 2 GiB at once). */
+export function fileLimits(s: DataPlaneSettings): FileLimits {
   return {
-    maxRowBytes: positive(env, 'DAS_BULK_MAX_ROW_BYTES', d.maxRowBytes),
-    maxFooterBytes: positive(env, 'DAS_BULK_MAX_FOOTER_BYTES', d.maxFooterBytes),
-    maxGroupRows: positive(env, 'DAS_BULK_MAX_GROUP_ROWS', d.maxGroupRows),
-    maxGroupValues: positive(env, 'DAS_BULK_MAX_GROUP_VALUES', d.maxGroupValues),
-    // At most 1 GiB: a single read is one Buffer, and node reads at most 2 GiB at once.
-    maxGroupBytes: Math.min(positive(env, 'DAS_BULK_MAX_GROUP_BYTES', d.maxGroupBytes), 1024 ** 3),
-    maxPageBytes: Math.min(positive(env, 'DAS_BULK_MAX_PAGE_BYTES', d.maxPageBytes), 1024 ** 3),
-    maxColumns: positive(env, 'DAS_BULK_MAX_COLUMNS', d.maxColumns),
-    maxDecompressedBytes: positive(env, 'DAS_BULK_MAX_DECOMPRESSED_BYTES', d.maxDecompressedBytes),
-    maxCompressionRatio: positive(env, 'DAS_BULK_MAX_COMPRESSION_RATIO', d.maxCompressionRatio),
-    // At most 2 GiB: the most a zstd frame can declare that a decoder here can hold.
-    maxZstdWindowBytes: Math.min(positive(env, 'DAS_BULK_MAX_ZSTD_WINDOW_BYTES', d.maxZstdWindowBytes), 2 * 1024 ** 3),
+    maxRowBytes: s.DAS_BULK_MAX_ROW_BYTES,
+    maxFooterBytes: s.DAS_BULK_MAX_FOOTER_BYTES,
+    maxGroupRows: s.DAS_BULK_MAX_GROUP_ROWS,
+    maxGroupValues: s.DAS_BULK_MAX_GROUP_VALUES,
+    maxGroupBytes: s.DAS_BULK_MAX_GROUP_BYTES,
+    maxPageBytes: s.DAS_BULK_MAX_PAGE_BYTES,
+    maxColumns: s.DAS_BULK_MAX_COLUMNS,
+    maxDecompressedBytes: s.DAS_BULK_MAX_DECOMPRESSED_BYTES,
+    maxCompressionRatio: s.DAS_BULK_MAX_COMPRESSION_RATIO,
+    maxZstdWindowBytes: s.DAS_BULK_MAX_ZSTD_WINDOW_BYTES,
   };
 }
 
-export function sourceLimits(env: NodeJS.ProcessEnv): SourceLimits {
-  const d = DEFAULT_SOURCE_LIMITS;
+export function sourceLimits(s: DataPlaneSettings): SourceLimits {
   return {
-    deadlineMs: positive(env, 'DAS_BULK_SOURCE_DEADLINE_MS', d.deadlineMs),
-    minBytesPerSecond: positive(env, 'DAS_BULK_SOURCE_MIN_BYTES_PER_S', d.minBytesPerSecond),
-    rateWindowMs: positive(env, 'DAS_BULK_SOURCE_RATE_WINDOW_MS', d.rateWindowMs),
+    deadlineMs: s.DAS_BULK_SOURCE_DEADLINE_MS,
+    minBytesPerSecond: s.DAS_BULK_SOURCE_MIN_BYTES_PER_S,
+    rateWindowMs: s.DAS_BULK_SOURCE_RATE_WINDOW_MS,
   };
 }
+
+export const DEFAULT_FILE_LIMITS: FileLimits = fileLimits(DATAPLANE_DEFAULTS);
+export const DEFAULT_SOURCE_LIMITS: SourceLimits = sourceLimits(DATAPLANE_DEFAULTS);
 
 /** Longest text of a stored error (a refused row's message, a failed load's reason). */
 export const MAX_MESSAGE_CHARS = 500;

@@ -4,7 +4,8 @@ import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { checkLocation, isPublicAddress, LocationError } from './locations.js';
+import { checkLocation, LocationError } from './locations.js';
+import { isPublicAddress } from '../front-door/addresses.js';
 
 const refused = async (uri: string, root: string, lookup?: Parameters<typeof checkLocation>[2]) => {
   try {

@@ -17,6 +17,7 @@ import { DEFAULT_FILE_LIMITS, storableMessage, type FileLimits } from './limits.
 import { flatColumns, sliceRows } from './parquet-bounds.js';
 import { FormatError, readChunks, type Format, type RawChunk } from './readers.js';
 import { openLocation } from './sources.js';
+import { dataPlaneSettings } from '../../../model/settings/dataplane.js';
 
 describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact', () => {
   const ndjson = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `${JSON.stringify({ id: `n${from + i}`, name: `name ${from + i}` })}\n`).join('');
@@ -29,7 +30,7 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     return path;
   };
   const read = async (path: string, format: Format, options: { start?: number; chunkRows?: number; limits?: Partial<FileLimits> } = {}) => {
-    const [file] = await openLocation(pathToFileURL(path).href, { importRoot: root, env: {} });
+    const [file] = await openLocation(pathToFileURL(path).href, { importRoot: root, settings: dataPlaneSettings({}) });
     const chunks: RawChunk[] = [];
     for await (const c of readChunks(file, format, options.start ?? 0, options.chunkRows ?? 1000, { ...DEFAULT_FILE_LIMITS, ...options.limits })) chunks.push(c);
     return { chunks, rows: chunks.flatMap((c) => c.rows), bytes: chunks.reduce((s, c) => s + c.bytes, 0), size: file.size };

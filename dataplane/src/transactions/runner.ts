@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../model/types.js';
+import type { DataPlaneSettings } from '../../../model/settings/dataplane.js';
 import type { ActionProgress, BulkLoadStore, LoadChunk, LoadCursor, LocationDriver, StatementContext, StoredTransaction } from '../engine/contract.js';
 import { isUnavailable } from '../engine/store-outcomes.js';
 import { pipelined, yieldToIo } from './pipeline.js';
@@ -57,21 +58,16 @@ export interface RunnerOptions {
   metrics?: BulkLoadMetrics;
 }
 
-/** Runner settings from the environment (DAS_BULK_*). */
-export function runnerSettings(env: NodeJS.ProcessEnv): Pick<RunnerOptions, 'chunkRows' | 'leaseMs' | 'pollMs' | 'concurrency' | 'maxErrors' | 'maxLostLeases' | 'fileLimits'> {
-  const num = (name: string, fallback: number) => {
-    const value = Number(env[name]);
-    return Number.isInteger(value) && value > 0 ? value : fallback;
-  };
+/** Runner settings (DAS_BULK_*). DAS_BULK_MAX_ERRORS is at most 100: each stored error is at most 500 characters, so a Transaction record stays under ~60 KB per action. */
+export function runnerSettings(s: DataPlaneSettings): Pick<RunnerOptions, 'chunkRows' | 'leaseMs' | 'pollMs' | 'concurrency' | 'maxErrors' | 'maxLostLeases' | 'fileLimits'> {
   return {
-    chunkRows: num('DAS_BULK_CHUNK_ROWS', 10_000),
-    leaseMs: num('DAS_BULK_LEASE_MS', 30_000),
-    pollMs: num('DAS_BULK_POLL_MS', 2000),
-    concurrency: num('DAS_BULK_CONCURRENCY', 2),
-    // Each stored error is at most 500 characters: 100 of them keep a Transaction record under ~60 KB per action.
-    maxErrors: Math.min(num('DAS_BULK_MAX_ERRORS', 10), 100),
-    maxLostLeases: num('DAS_BULK_MAX_LOST_LEASES', 3),
-    fileLimits: fileLimits(env),
+    chunkRows: s.DAS_BULK_CHUNK_ROWS,
+    leaseMs: s.DAS_BULK_LEASE_MS,
+    pollMs: s.DAS_BULK_POLL_MS,
+    concurrency: s.DAS_BULK_CONCURRENCY,
+    maxErrors: s.DAS_BULK_MAX_ERRORS,
+    maxLostLeases: s.DAS_BULK_MAX_LOST_LEASES,
+    fileLimits: fileLimits(s),
   };
 }
 

@@ -7,9 +7,9 @@
  * Without it, `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`, else the AWS default chain (IRSA).
  */
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
-import { CREDENTIALS_SECRET_KEYS, SECRETS_DIR_ENV, SESSION_TOKEN_SECRET_KEY, pathSegmentProblem, secretFilePath } from '../../../model/secrets.js';
+import { secretsDirOf, type DataPlaneSettings } from '../../../model/settings/dataplane.js';
+import { CREDENTIALS_SECRET_KEYS, SESSION_TOKEN_SECRET_KEY, pathSegmentProblem, secretFilePath } from '../../../model/secrets.js';
 import { SourceError } from './sources.js';
 
 interface AwsCredentialIdentity {
@@ -21,19 +21,14 @@ interface AwsCredentialIdentity {
 /** As for the connection Secrets (drivers/postgres/connection.ts SECRET_RECHECK_MS). */
 export const RECHECK_MS = 2000;
 
-/** DAS_SECRETS_DIR, else `DATA_DIR/secrets`: where the data plane finds every Secret's files. */
-function secretsDir(env: NodeJS.ProcessEnv): string {
-  return resolve(env[SECRETS_DIR_ENV] || join(env.DATA_DIR || '.data', 'secrets'));
-}
-
 /**
  * Reads the Secret's files. A missing or empty access key is a SourceError naming the file (the
  * transaction fails saying so); a missing session token means long-lived keys.
  */
-export function readS3Credentials(name: string, env: NodeJS.ProcessEnv): AwsCredentialIdentity {
+export function readS3Credentials(name: string, s: DataPlaneSettings): AwsCredentialIdentity {
   const problem = pathSegmentProblem(name);
   if (problem) throw new SourceError('SOURCE_UNREADABLE', `the S3 credentials secret ${JSON.stringify(name)} cannot be read: the name ${problem}`);
-  const dir = secretsDir(env);
+  const dir = secretsDirOf(s);
   const read = (key: string): string | undefined => {
     try {
       return readFileSync(secretFilePath(dir, { name, key }), 'utf8').trim() || undefined;
@@ -51,13 +46,13 @@ export function readS3Credentials(name: string, env: NodeJS.ProcessEnv): AwsCred
 }
 
 /** The `credentials` option of the S3 client: the Secret's files, else AWS_*, else undefined (the SDK's default chain). */
-export function s3Credentials(env: NodeJS.ProcessEnv, secretRef?: { name: string }): S3ClientConfig['credentials'] {
+export function s3Credentials(s: DataPlaneSettings, secretRef?: { name: string }): S3ClientConfig['credentials'] {
   if (secretRef) {
     // An expiration this close makes the SDK ask again on every request: the files are re-read.
-    return async () => ({ ...readS3Credentials(secretRef.name, env), expiration: new Date(Date.now() + RECHECK_MS) });
+    return async () => ({ ...readS3Credentials(secretRef.name, s), expiration: new Date(Date.now() + RECHECK_MS) });
   }
-  if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY) {
-    return { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) };
+  if (s.AWS_ACCESS_KEY_ID && s.AWS_SECRET_ACCESS_KEY) {
+    return { accessKeyId: s.AWS_ACCESS_KEY_ID, secretAccessKey: s.AWS_SECRET_ACCESS_KEY, ...(s.AWS_SESSION_TOKEN ? { sessionToken: s.AWS_SESSION_TOKEN } : {}) };
   }
   return undefined;
 }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import type { BulkLoadS3Spec } from '../../../model/types.js';
+import { defaultRegionOf, type DataPlaneSettings } from '../../../model/settings/dataplane.js';
 import { sourceLimits, type SourceLimits } from './limits.js';
 import { checkLocation, type Location } from './locations.js';
 import { guarded, readAtMost } from './source-limits.js';
@@ -35,26 +36,26 @@ export class SourceError extends Error {
 
 export interface SourceSettings {
   importRoot: string;
-  env: NodeJS.ProcessEnv;
+  settings: DataPlaneSettings;
   /** The Environment's `spec.bulkLoad.s3`, read when a load starts (it may change). */
   s3?: () => BulkLoadS3Spec | undefined;
 }
 
 /** Where the S3 client goes: the Environment's settings first, then `DAS_S3_ENDPOINT` / `AWS_REGION`. */
-export function s3Options(env: NodeJS.ProcessEnv, spec: BulkLoadS3Spec = {}): { region: string; endpoint?: string; forcePathStyle?: boolean } {
-  const endpoint = spec.endpoint || env.DAS_S3_ENDPOINT || undefined;
-  const forcePathStyle = spec.forcePathStyle ?? (env.DAS_S3_FORCE_PATH_STYLE ? env.DAS_S3_FORCE_PATH_STYLE !== 'false' : undefined) ?? (endpoint ? true : undefined);
+export function s3Options(s: DataPlaneSettings, spec: BulkLoadS3Spec = {}): { region: string; endpoint?: string; forcePathStyle?: boolean } {
+  const endpoint = spec.endpoint || s.DAS_S3_ENDPOINT || undefined;
+  const forcePathStyle = spec.forcePathStyle ?? s.DAS_S3_FORCE_PATH_STYLE ?? (endpoint ? true : undefined);
   return {
-    region: spec.region || env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
+    region: spec.region || defaultRegionOf(s),
     ...(endpoint ? { endpoint } : {}),
     ...(forcePathStyle !== undefined ? { forcePathStyle } : {}),
   };
 }
 
 /** The S3 client for `s3://`: s3Options; credentials from the Environment's Secret, else AWS_*, else the AWS default chain (IRSA): s3-credentials.ts. */
-export function s3ClientFor(env: NodeJS.ProcessEnv, spec?: BulkLoadS3Spec): S3Client {
-  const credentials = s3Credentials(env, spec?.credentialsSecretRef);
-  return new S3Client({ ...s3Options(env, spec), ...(credentials ? { credentials } : {}) });
+export function s3ClientFor(s: DataPlaneSettings, spec?: BulkLoadS3Spec): S3Client {
+  const credentials = s3Credentials(s, spec?.credentialsSecretRef);
+  return new S3Client({ ...s3Options(s, spec), ...(credentials ? { credentials } : {}) });
 }
 
 /** The files at a location, in name order (a directory or prefix holds several). Checks the location again: it may have changed since the create. */
@@ -65,9 +66,9 @@ export async function openLocation(uri: string, settings: SourceSettings): Promi
   } catch (err) {
     throw new SourceError('SOURCE_FORBIDDEN', (err as Error).message);
   }
-  const limits = sourceLimits(settings.env);
+  const limits = sourceLimits(settings.settings);
   if (location.scheme === 'file') return fileSources(location.path);
-  if (location.scheme === 's3') return s3Sources(s3ClientFor(settings.env, settings.s3?.()), location.bucket, location.key, limits);
+  if (location.scheme === 's3') return s3Sources(s3ClientFor(settings.settings, settings.s3?.()), location.bucket, location.key, limits);
   return [await httpsSource(location.url, location.address, location.family, limits)];
 }
 

@@ -8,6 +8,10 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../config.js';
+import type { OperatorSettings } from '../../../model/settings/operator.js';
+
+/** The variables that say where the cluster is. */
+export type ClusterSettings = Partial<Pick<OperatorSettings, 'KUBECONFIG' | 'KUBERNETES_SERVICE_HOST' | 'KUBERNETES_SERVICE_PORT'>>;
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
@@ -15,14 +19,14 @@ export const NO_CLUSTER_MESSAGE =
   'no cluster: set KUBECONFIG to a kubeconfig file (or put one at ~/.kube/config), or run the operator in a Pod with a service account';
 
 /** Undefined when a cluster source exists; else why not. */
-export function missingClusterSource(env: NodeJS.ProcessEnv, exists: (path: string) => boolean = existsSync, home = homedir()): string | undefined {
+export function missingClusterSource(env: ClusterSettings, exists: (path: string) => boolean = existsSync, home = homedir()): string | undefined {
   if (env.KUBECONFIG) return undefined;
   if (home && exists(join(home, '.kube', 'config'))) return undefined;
   if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && exists(SERVICE_ACCOUNT_TOKEN)) return undefined;
   return NO_CLUSTER_MESSAGE;
 }
 
-export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
+export function loadKubeConfig(env: ClusterSettings): KubeConfig {
   const problem = missingClusterSource(env);
   if (problem) throw new ConfigError(problem);
   const kubeConfig = new KubeConfig();

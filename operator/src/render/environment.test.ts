@@ -29,7 +29,7 @@ function byKindAndName(objects: DesiredObject[], kind: string, name: string): an
 describe('operator: rendering an Environment', () => {
   const objects = renderEnvironmentObjects(environment(), DEFAULT_RENDER_SETTINGS);
 
-  it('renders the objects named in DESIGN.md, in the Environment\'s namespace', () => {
+  it('renders the objects named in docs/architecture.md, in the Environment\'s namespace', () => {
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).to.have.members(EXAMPLE_ENVIRONMENT_OBJECTS);
     for (const o of objects) expect(o.metadata.namespace).to.equal('team-a');
   });

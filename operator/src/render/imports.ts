@@ -9,7 +9,7 @@ import type { EnvironmentResource } from '../../../model/types.js';
 
 export const IMPORTS_VOLUME = 'imports';
 export const IMPORTS_MOUNT_PATH = '/var/lib/data-access-imports';
-/** The data plane's variable for the import root (dataplane/src/transactions/locations.ts importRootOf). */
+/** The data plane's variable for the import root (DAS_IMPORT_ROOT in model/settings/dataplane.ts). */
 export const IMPORT_ROOT_ENV = 'DAS_IMPORT_ROOT';
 
 export interface ImportsParts {

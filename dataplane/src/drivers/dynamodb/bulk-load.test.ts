@@ -16,6 +16,7 @@ import { DynamoDbBulkLoad, emptyProgress, transactionsTable } from './bulk-load.
 import { createClient } from './client.js';
 import { DynamoDbDriver, storeFailure } from './driver.js';
 import { schemaTables } from './tables.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 /** The error a promise rejects with (a test failure when it resolves). */
 async function failure(promise: Promise<unknown>): Promise<Error> {
@@ -73,7 +74,7 @@ describe('DynamoDB bulk loads: transactions, leases and chunks on DynamoDB Local
   };
   /** A bulk-load store whose client fails (a simulated crash) at the first call `crashAt` picks. */
   const crashing = (crashAt: (command: { constructor: { name: string }; input: Record<string, unknown> }) => boolean) => {
-    const real = createClient(dataset, env);
+    const real = createClient(dataset, dataPlaneSettings(env));
     let crashed = false;
     const send = async (command: never) => {
       if (!crashed && crashAt(command)) {
@@ -95,10 +96,10 @@ describe('DynamoDB bulk loads: transactions, leases and chunks on DynamoDB Local
   before(async () => {
     const secrets = await dynamoDbSecrets();
     env = { DAS_SECRETS_DIR: secrets.dir };
-    driver = new DynamoDbDriver({ logger: pino({ level: 'silent' }), env });
+    driver = new DynamoDbDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings(env) });
     dataset = suiteDataset('dynamodb', await dynamoDbLocation(secrets.name));
     await driver.prepare(dataset);
-    doc = createClient(dataset, env).doc;
+    doc = createClient(dataset, dataPlaneSettings(env)).doc;
   });
   after(() => driver?.close());
 

@@ -12,20 +12,21 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CREDENTIALS_SECRET_KEYS, pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
 import type { DatasetConfig } from '../../../../model/types.js';
-import { SECRET_RECHECK_MS, SecretNotMountedError, secretsDirOf } from '../postgres/connection.js';
+import { SECRET_RECHECK_MS, SecretNotMountedError } from '../postgres/connection.js';
+import { defaultRegionOf, secretsDirOf, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 /** A dataset's client settings; equal settings share one client. */
-export function clientKey(dataset: DatasetConfig, env: NodeJS.ProcessEnv): string {
+export function clientKey(dataset: DatasetConfig, s: DataPlaneSettings): string {
   const { region, endpoint, credentialsSecretRef } = dataset.location;
-  return JSON.stringify([region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? '', endpoint ?? '', credentialsSecretRef?.name ?? '']);
+  return JSON.stringify([region ?? defaultRegionOf(s), endpoint ?? '', credentialsSecretRef?.name ?? '']);
 }
 
 /** Reads the two keys of a credentials Secret; a missing or empty file is SecretNotMountedError (a 503). */
-export function readCredentials(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { accessKeyId: string; secretAccessKey: string } {
+export function readCredentials(dataset: DatasetConfig, s: DataPlaneSettings): { accessKeyId: string; secretAccessKey: string } {
   const ref = dataset.location.credentialsSecretRef!;
   const problem = pathSegmentProblem(ref.name);
   if (problem) throw new SecretNotMountedError(`dataset ${dataset.id}: credentials secret ${String(ref.name)} cannot be read: the name ${problem}`);
-  const dir = secretsDirOf(env);
+  const dir = secretsDirOf(s);
   const [accessKeyId, secretAccessKey] = CREDENTIALS_SECRET_KEYS.map((key) => {
     const file = secretFilePath(dir, { name: ref.name, key });
     let text: string;
@@ -41,13 +42,13 @@ export function readCredentials(dataset: DatasetConfig, env: NodeJS.ProcessEnv):
 }
 
 /** Region, endpoint, credentials and timeouts: the same for the tables and their streams. */
-function clientConfig(dataset: DatasetConfig, env: NodeJS.ProcessEnv) {
+function clientConfig(dataset: DatasetConfig, s: DataPlaneSettings) {
   const { region, endpoint, credentialsSecretRef } = dataset.location;
   return {
-    region: region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
+    region: region ?? defaultRegionOf(s),
     ...(endpoint ? { endpoint } : {}),
     ...(credentialsSecretRef
-      ? { credentials: async () => ({ ...readCredentials(dataset, env), expiration: new Date(Date.now() + SECRET_RECHECK_MS) }) }
+      ? { credentials: async () => ({ ...readCredentials(dataset, s), expiration: new Date(Date.now() + SECRET_RECHECK_MS) }) }
       : {}),
     // A store that does not answer is a 503 within seconds, not a request hanging on retries.
     maxAttempts: 3,
@@ -55,8 +56,8 @@ function clientConfig(dataset: DatasetConfig, env: NodeJS.ProcessEnv) {
   };
 }
 
-export function createClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { raw: DynamoDBClient; doc: DynamoDBDocumentClient } {
-  const raw = new DynamoDBClient(clientConfig(dataset, env));
+export function createClient(dataset: DatasetConfig, s: DataPlaneSettings): { raw: DynamoDBClient; doc: DynamoDBDocumentClient } {
+  const raw = new DynamoDBClient(clientConfig(dataset, s));
   // Record numbers are JSON numbers (doubles): written as they are beyond 2^53, and read back as
   // numbers (the SDK would otherwise refuse them, or hand back BigInts no JSON can hold).
   const doc = DynamoDBDocumentClient.from(raw, {
@@ -67,7 +68,7 @@ export function createClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): { 
 }
 
 /** The DynamoDB Streams client of a dataset (change feeds), configured like its tables' client. */
-export function createStreamsClient(dataset: DatasetConfig, env: NodeJS.ProcessEnv): DynamoDBStreamsClient {
+export function createStreamsClient(dataset: DatasetConfig, s: DataPlaneSettings): DynamoDBStreamsClient {
   // The feed backs off on throttling itself (change-feed.ts): one attempt per call.
-  return new DynamoDBStreamsClient({ ...clientConfig(dataset, env), maxAttempts: 1 });
+  return new DynamoDBStreamsClient({ ...clientConfig(dataset, s), maxAttempts: 1 });
 }

@@ -47,7 +47,7 @@ import {
 } from '../../engine/contract.js';
 import { SecretNotMountedError } from '../postgres/connection.js';
 import { DynamoDbBulkLoad } from './bulk-load.js';
-import { wholeNumberSetting } from '../../env-settings.js';
+import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 import { DynamoDbChangeFeed, STREAM_RETENTION_MS } from './change-feed.js';
 import { clientKey, createClient, createStreamsClient } from './client.js';
 import { filterExpression, type FilterExpression } from './filter-expression.js';
@@ -82,7 +82,8 @@ export const dynamodbCapabilities: DriverCapabilities = {
 
 export interface DynamoDbDriverOptions {
   logger: Logger;
-  env?: NodeJS.ProcessEnv;
+  /** The process settings (default: every default). */
+  settings?: DataPlaneSettings;
   /** Most matching records a list sorts in memory (default DEFAULT_SORT_BOUND). */
   sortBound?: number;
 }
@@ -119,20 +120,20 @@ class LostRace extends Error {}
 export class DynamoDbDriver implements LocationDriver {
   readonly kind = 'dynamodb' as const;
   readonly capabilities = dynamodbCapabilities;
-  private readonly env: NodeJS.ProcessEnv;
+  private readonly settings: DataPlaneSettings;
   private readonly clients = new Map<string, { raw: DynamoDBClient; doc: DynamoDBDocumentClient }>();
   private readonly streamClients = new Map<string, DynamoDBStreamsClient>();
   readonly bulkLoad: DynamoDbBulkLoad;
   readonly changes: DynamoDbChangeFeed;
 
   constructor(private readonly options: DynamoDbDriverOptions) {
-    this.env = options.env ?? process.env;
+    this.settings = options.settings ?? DATAPLANE_DEFAULTS;
     this.bulkLoad = new DynamoDbBulkLoad(
       (dataset) => this.client(dataset),
       (dataset, schema) => this.def(dataset, schema),
       storeFailure,
     );
-    const shardReadMs = wholeNumberSetting(this.env, 'DAS_DYNAMODB_STREAM_READ_MS', 500, 10);
+    const shardReadMs = this.settings.DAS_DYNAMODB_STREAM_READ_MS;
     this.changes = new DynamoDbChangeFeed(
       {
         tables: (dataset) => this.client(dataset).raw,
@@ -147,23 +148,23 @@ export class DynamoDbDriver implements LocationDriver {
         wakeMs: shardReadMs,
         listingMs: 10_000,
         // Streams keep 24 hours, however long the change retention is set.
-        retentionMs: Math.min(STREAM_RETENTION_MS, wholeNumberSetting(this.env, 'DAS_CHANGE_RETENTION_HOURS', 24, 1) * 3600_000),
+        retentionMs: Math.min(STREAM_RETENTION_MS, this.settings.DAS_CHANGE_RETENTION_HOURS * 3600_000),
       },
     );
   }
 
   private streams(dataset: DatasetConfig): DynamoDBStreamsClient {
-    const key = clientKey(dataset, this.env);
+    const key = clientKey(dataset, this.settings);
     let client = this.streamClients.get(key);
-    if (!client) this.streamClients.set(key, (client = createStreamsClient(dataset, this.env)));
+    if (!client) this.streamClients.set(key, (client = createStreamsClient(dataset, this.settings)));
     return client;
   }
 
   private client(dataset: DatasetConfig): { raw: DynamoDBClient; doc: DynamoDBDocumentClient } {
-    const key = clientKey(dataset, this.env);
+    const key = clientKey(dataset, this.settings);
     let client = this.clients.get(key);
     if (!client) {
-      client = createClient(dataset, this.env);
+      client = createClient(dataset, this.settings);
       this.clients.set(key, client);
     }
     return client;

@@ -11,6 +11,7 @@ import type { OpResult, StoredRecord, WriteOp } from '../../engine/contract.js';
 import { StoreError } from '../../engine/store-outcomes.js';
 import { dynamoDbUnderTest } from '../../../test-support/dynamodb.js';
 import { DynamoDbDriver, MAX_ATOMIC_ACTIONS } from './driver.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 const ok = (r: OpResult) => {
   if (!r.ok) throw new Error(`expected success, got ${JSON.stringify(r.failure)}`);
@@ -148,7 +149,7 @@ describe('DynamoDB driver: limits, concurrency and paging on DynamoDB Local', fu
         s.close(() => done(port));
       });
     });
-    const down = new DynamoDbDriver({ logger: pino({ level: 'silent' }), env: { AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y' } });
+    const down = new DynamoDbDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y' }) });
     const gone = { ...dataset, location: { ...dataset.location, endpoint: `http://127.0.0.1:${port}`, credentialsSecretRef: undefined } };
     try {
       const kind = async (run: () => Promise<unknown>) => run().then(() => 'ok', (err) => (err instanceof StoreError ? err.failure.kind : String(err)));

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { bulkWriters, emptyProgress } from './bulk-load.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
+import { emptyProgress } from './bulk-load.js';
 import { addToPending, compareCursors, foldPending, nothingPending, partOf, splitIntoParts, unwritten } from './bulk-load-parts.js';
 
 describe('postgres bulk-load parts (pure)', () => {
@@ -67,7 +68,8 @@ describe('postgres bulk-load parts (pure)', () => {
     expect(before.rowsWritten, 'the progress given is not changed').to.equal(0);
   });
 
-  it('DAS_BULK_WRITERS: 1 to 8 connections, else the default 2', () => {
-    expect([undefined, '1', '4', '8', '0', '9', '2.5', 'many'].map((v) => bulkWriters(v === undefined ? {} : { DAS_BULK_WRITERS: v }))).to.deep.equal([2, 1, 4, 8, 2, 2, 2, 2]);
+  it('DAS_BULK_WRITERS: 1 to 8 connections (default 2); anything else stops the start naming the range', () => {
+    expect([undefined, '1', '4', '8'].map((v) => dataPlaneSettings(v === undefined ? {} : { DAS_BULK_WRITERS: v }).DAS_BULK_WRITERS)).to.deep.equal([2, 1, 4, 8]);
+    for (const bad of ['0', '9', '20', '2.5', 'many']) expect(() => dataPlaneSettings({ DAS_BULK_WRITERS: bad }), bad).to.throw(`DAS_BULK_WRITERS="${bad}" is not allowed: a whole number from 1 to 8`);
   });
 });

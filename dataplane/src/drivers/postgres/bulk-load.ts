@@ -7,6 +7,7 @@
  * (`das_transaction_parts`), so a part re-run after a crash writes nothing twice. Then the chunk
  * commits: the transaction's cursor moves and its progress takes in what the parts wrote.
  */
+import { DATAPLANE_DEFAULTS } from '../../../../model/settings/dataplane.js';
 import type pg from 'pg';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,26 +15,18 @@ import copyStreams from 'pg-copy-streams';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { stageCsv } from '../sql/stage-csv.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StoredTransaction } from '../../engine/contract.js';
-import { quoteIdent as q, postgresNaming as naming } from '../sql-naming.js';
+import { quoteIdent as q, postgresNaming as naming } from '../../engine/sql/naming.js';
 import { changeChannel, changesTable } from './change-log.js';
 import { addToPending, foldPending, laterCursor, nothingPending, splitIntoParts, unwritten, type PartPending } from './bulk-load-parts.js';
-import { holdConnection } from './checkout.js';
+import { ddlLockKey, inTransaction } from './checkout.js';
 import { outageOf } from './outage.js';
 import { reportOutcomes } from '../bulk-load-outcomes.js';
 import { databaseSchemaOf, type TableLayout } from './sql.js';
 
 const TABLE = 'das_transactions';
 const PARTS_TABLE = 'das_transaction_parts';
-/** Connections a chunk is written on at once, unless DAS_BULK_WRITERS says otherwise. */
-export const DEFAULT_WRITERS = 2;
-/** Each writer holds a connection of the dataset's pool (10), which requests share. */
-const MAX_WRITERS = 8;
-
-/** DAS_BULK_WRITERS: an integer from 1 to 8 (else the default). */
-export function bulkWriters(env: NodeJS.ProcessEnv | undefined): number {
-  const value = Number(env?.DAS_BULK_WRITERS);
-  return Number.isInteger(value) && value >= 1 && value <= MAX_WRITERS ? value : DEFAULT_WRITERS;
-}
+/** Connections a chunk is written on at once, unless DAS_BULK_WRITERS (1 to 8: each writer holds a connection of the dataset's pool of 10, which requests share) says otherwise. */
+export const DEFAULT_WRITERS = DATAPLANE_DEFAULTS.DAS_BULK_WRITERS;
 
 type Row = Record<string, unknown>;
 
@@ -77,8 +70,7 @@ export class PostgresBulkLoad implements BulkLoadStore {
       if (!found.rows[0].present) return undefined;
     }
     // Also when the table exists: one made before parts existed gets its parts table.
-    await withTransaction(pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`data-access:ddl:${dataset.id}`]);
+    await inTransaction(pool, { lockKey: ddlLockKey(dataset.id) }, async (client) => {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${q(schema)}`);
       await client.query(
         `CREATE TABLE IF NOT EXISTS ${this.table(dataset)} (id text PRIMARY KEY, status text NOT NULL, spec jsonb NOT NULL, progress jsonb NOT NULL, ` +
@@ -194,7 +186,7 @@ export class PostgresBulkLoad implements BulkLoadStore {
       await pool.query(`UPDATE ${this.table(dataset)} SET status = 'PENDING', lease_owner = NULL, lease_expires_at = NULL, updated_at = clock_timestamp() WHERE id = $1 AND lease_owner = $2`, [id, owner]);
       return;
     }
-    await withTransaction(pool, async (client) => {
+    await inTransaction(pool, {}, async (client) => {
       // A load that failed after some parts of a chunk committed: what they wrote still counts
       // (the counts only: the chunk's refused rows were never reported as errors).
       const parts = await client.query(`DELETE FROM ${this.partsTable(dataset)} WHERE transaction_id = $1 RETURNING pending`, [id]);
@@ -252,7 +244,7 @@ export class PostgresBulkLoad implements BulkLoadStore {
 
   /** One part of a chunk: its records not yet written, with their history and changes, and its cursor, in one database transaction. */
   private async writePart(pool: pg.Pool, dataset: DatasetConfig, layout: TableLayout, chunk: LoadChunk, part: number, records: LoadChunk['records']): Promise<PartOutcome> {
-    return await withTransaction(pool, async (client) => {
+    return await inTransaction(pool, {}, async (client) => {
       // Shared: the parts of a chunk run at once; a claim (FOR UPDATE SKIP LOCKED) passes over the row meanwhile.
       const current = await client.query(`SELECT "cursor", lease_owner FROM ${this.table(dataset)} WHERE id = $1 FOR SHARE`, [chunk.transaction]);
       const row = current.rows[0];
@@ -286,7 +278,7 @@ export class PostgresBulkLoad implements BulkLoadStore {
 
   /** The chunk's commit: the transaction's cursor moves to its end and its progress takes in what every part wrote. */
   private async commitChunk(pool: pg.Pool, dataset: DatasetConfig, chunk: LoadChunk, progress: ActionProgress): Promise<ChunkOutcome> {
-    return await withTransaction(pool, async (client) => {
+    return await inTransaction(pool, {}, async (client) => {
       const current = await client.query(`SELECT "cursor", lease_owner FROM ${this.table(dataset)} WHERE id = $1 FOR UPDATE`, [chunk.transaction]);
       const row = current.rows[0];
       if (!row || row.lease_owner !== chunk.owner) return { kind: 'lease-lost' as const };
@@ -341,23 +333,6 @@ function dedupe(records: LoadChunk['records'], operation: LoadChunk['operation']
     }
   }
   return { records: [...byId.values()], duplicates };
-}
-
-async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const held = await holdConnection(pool);
-  let failure: unknown;
-  try {
-    await held.client.query('BEGIN');
-    const result = await work(held.client);
-    await held.client.query('COMMIT');
-    return result;
-  } catch (err) {
-    failure = err;
-    await held.client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    held.release(failure);
-  }
 }
 
 /**

@@ -12,6 +12,7 @@ import { freshDatabase } from '../../../test-support/postgres.js';
 import { StoreError, type RecordChange, type WriteLevel } from '../../engine/contract.js';
 import { appendChanges, changeLogDdl, changesTable, numberAndReadSql } from './change-log.js';
 import { PostgresDriver } from './driver.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 const dataset = renderDatasetConfig({
   apiVersion: 'dataaccess.dev/v1alpha1',
@@ -34,7 +35,7 @@ describe('postgres change log', function () {
 
   before(async () => {
     const url = await freshDatabase();
-    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: url }, poolSize: 12 });
+    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: url }), poolSize: 12 });
     const report = await driver.prepare(dataset);
     expect(report.applied.some((s) => s.includes('"das$changes"'))).to.equal(true);
     db = new pg.Client(url);

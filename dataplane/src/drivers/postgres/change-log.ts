@@ -21,8 +21,8 @@
  * that version (a delete's tombstone included), so a reader joins it.
  */
 import { createHash } from 'node:crypto';
-import { quoteIdent as q } from '../sql-naming.js';
-import { postgresNaming as naming } from '../sql-naming.js';
+import { quoteIdent as q } from '../../engine/sql/naming.js';
+import { postgresNaming as naming } from '../../engine/sql/naming.js';
 import type { ChangeOp } from '../../engine/contract.js';
 import type { Statement, TableLayout } from './sql.js';
 

@@ -40,3 +40,37 @@ function isBroken(failure: unknown): boolean {
   // SQLSTATEs of statement errors leave the session usable; connection-level codes do not.
   return !(typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08') && !code.startsWith('57P'));
 }
+
+/** The advisory lock that serialises a dataset's DDL (schema changes, purge, the transactions table) between replicas. */
+export const ddlLockKey = (datasetId: string): string => `data-access:ddl:${datasetId}`;
+
+export interface TransactionOptions<T> {
+  /** Taken with pg_advisory_xact_lock first: released by the COMMIT or ROLLBACK. */
+  lockKey?: string;
+  /** Whether the result is committed (default: always); false rolls back and still returns it. */
+  commit?: (result: T) => boolean;
+}
+
+/**
+ * `fn` in one transaction on a connection of the pool: BEGIN, the lock, `fn`, COMMIT (or ROLLBACK
+ * when `fn` throws or `commit` says no), and the connection back to the pool — destroyed when the
+ * failure left it unusable.
+ */
+export async function inTransaction<T>(pool: pg.Pool, options: TransactionOptions<T>, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const held = await holdConnection(pool);
+  const { client } = held;
+  let failure: unknown;
+  try {
+    await client.query('BEGIN');
+    if (options.lockKey !== undefined) await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [options.lockKey]);
+    const result = await fn(client);
+    await client.query(options.commit && !options.commit(result) ? 'ROLLBACK' : 'COMMIT');
+    return result;
+  } catch (err) {
+    failure = err;
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    held.release(failure);
+  }
+}

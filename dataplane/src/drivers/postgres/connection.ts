@@ -9,8 +9,8 @@
  * database: DATABASE_URL, else the standard PG* variables (pg reads them itself).
  */
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { SECRETS_DIR_ENV, pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
+import { pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
+import { secretsDirOf, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 import type { DatasetConfig } from '../../../../model/types.js';
 
 /** How long a URL read from a Secret file is used before the file is read again. */
@@ -21,28 +21,23 @@ export class SecretNotMountedError extends Error {
   override readonly name = 'SecretNotMountedError';
 }
 
-/** The directory the Secret files live under: DAS_SECRETS_DIR, else `DATA_DIR/secrets` (relative to the working directory). */
-export function secretsDirOf(env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(env[SECRETS_DIR_ENV] || join(env.DATA_DIR || '.data', 'secrets'));
-}
-
 /** Resolves datasets' connection URLs; one per driver, so its short cache is the driver's. */
 export class ConnectionUrls {
   private readonly secretsDir: string;
   private readonly cache = new Map<string, { url: string; readAt: number }>();
 
   constructor(
-    private readonly env: NodeJS.ProcessEnv = process.env,
+    private readonly settings: Pick<DataPlaneSettings, 'DAS_SECRETS_DIR' | 'DATA_DIR' | 'DATABASE_URL'>,
     private readonly recheckMs = SECRET_RECHECK_MS,
     private readonly now: () => number = Date.now,
   ) {
-    this.secretsDir = secretsDirOf(env);
+    this.secretsDir = secretsDirOf(settings);
   }
 
   /** The dataset's URL, or undefined for pg's own defaults (PG* variables). Synchronous: called per statement, mostly from the cache. */
   urlFor(dataset: DatasetConfig): string | undefined {
     const ref = dataset.location.connectionSecretRef;
-    if (!ref) return this.env.DATABASE_URL || undefined;
+    if (!ref) return this.settings.DATABASE_URL || undefined;
     // The model already restricts both; refused here too, so no ref can name a file outside its Secret's directory.
     const problem = pathSegmentProblem(ref.name) ?? pathSegmentProblem(ref.key);
     if (problem) throw new SecretNotMountedError(`dataset ${dataset.id}: secret ${String(ref.name)}/${String(ref.key)} cannot be read: the name or key ${problem}`);

@@ -2,7 +2,7 @@
  * Pure planning of additive schema changes on PostgreSQL: the shared diff (drivers/sql/schema-diff.ts)
  * rendered as PostgreSQL DDL, plus the list indexes; destructive changes are refused and reported.
  */
-import { quoteIdent as q } from '../sql-naming.js';
+import { quoteIdent as q } from '../../engine/sql/naming.js';
 import { diffSchema, type ExistingColumn } from '../sql/schema-diff.js';
 import { postgresSqlDialect } from './dialect.js';
 import { sortIndexes } from './indexes.js';

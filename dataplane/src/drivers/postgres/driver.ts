@@ -1,8 +1,9 @@
 /** The PostgreSQL location driver. */
+import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
-import { holdConnection } from './checkout.js';
+import { ddlLockKey, holdConnection, inTransaction } from './checkout.js';
 import { outageOf } from './outage.js';
 import { schemaDefOf, setAt } from '../../engine/layout.js';
 import {
@@ -22,8 +23,8 @@ import {
   type WriteOp,
 } from '../../engine/contract.js';
 import { listSql } from './list-sql.js';
-import { postgresDialect } from './raw-dialect.js';
-import { quoteIdent as q } from '../sql-naming.js';
+import { postgresSqlDialect } from './dialect.js';
+import { quoteIdent as q } from '../../engine/sql/naming.js';
 import { ConnectionUrls, POOL_RETIRE_CHECK_MS, SecretNotMountedError } from './connection.js';
 import { planSchemaChanges } from './ddl.js';
 import {
@@ -44,12 +45,13 @@ import { PostgresChangeFeed } from './change-feed.js';
 import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
 import { applicationName, tagComment } from './tags.js';
-import { bulkWriters, PostgresBulkLoad } from './bulk-load.js';
+import { PostgresBulkLoad } from './bulk-load.js';
 
 export interface PostgresDriverOptions {
   logger: Logger;
   poolSize?: number;
-  env?: NodeJS.ProcessEnv;
+  /** The process settings (default: every default). */
+  settings?: DataPlaneSettings;
   /** Read-only executor for the raw SQL endpoint (wired in when available). */
   readOnly?: {
     query(dataset: DatasetConfig, pool: pg.Pool, query: RawQuery, options: RawQueryOptions): Promise<Record<string, unknown>[]>;
@@ -80,7 +82,7 @@ export function postgresCapabilities(options: { rawSql: boolean }): DriverCapabi
 export class PostgresDriver implements LocationDriver {
   readonly kind = 'postgres' as const;
   readonly capabilities: DriverCapabilities;
-  readonly rawSqlDialect = postgresDialect;
+  readonly rawSqlDialect = postgresSqlDialect;
   private readonly pools = new Map<string, pg.Pool>();
   /** Per dataset, the layouts of the config generation seen last (layout-cache.ts). */
   readonly layouts = new LayoutCache();
@@ -96,7 +98,8 @@ export class PostgresDriver implements LocationDriver {
   readonly bulkLoad: PostgresBulkLoad;
 
   constructor(private readonly options: PostgresDriverOptions) {
-    this.urls = new ConnectionUrls(options.env);
+    const settings = options.settings ?? DATAPLANE_DEFAULTS;
+    this.urls = new ConnectionUrls(settings);
     this.capabilities = postgresCapabilities({ rawSql: Boolean(options.readOnly) });
     this.changes = new PostgresChangeFeed({
       pool: (dataset) => this.pool(dataset),
@@ -109,7 +112,7 @@ export class PostgresDriver implements LocationDriver {
     this.bulkLoad = new PostgresBulkLoad(
       (dataset) => this.pool(dataset),
       (dataset, schema) => this.layout(dataset, schema),
-      bulkWriters(options.env),
+      settings.DAS_BULK_WRITERS,
     );
   }
 
@@ -183,13 +186,8 @@ export class PostgresDriver implements LocationDriver {
   }
 
   private async prepareStorage(dataset: DatasetConfig): Promise<PrepareReport> {
-    const held = await holdConnection(this.pool(dataset));
-    const { client } = held;
-    let failure: unknown;
-    try {
-      await client.query('BEGIN');
-      // Serialises DDL between data-plane replicas starting at once.
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`data-access:ddl:${dataset.id}`]);
+    // The lock serialises DDL between data-plane replicas starting at once; a refused plan rolls back.
+    const report = await inTransaction(this.pool(dataset), { lockKey: ddlLockKey(dataset.id), commit: (r: PrepareReport) => !r.refused.length }, async (client) => {
       const layouts = Object.entries(dataset.schemas).map(([name, schema]) => tableLayout(dataset, name, schema));
       const existing = await client.query<{ table_name: string; column_name: string; data_type: string }>(
         'SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = $1',
@@ -197,36 +195,22 @@ export class PostgresDriver implements LocationDriver {
       );
       const indexes = await client.query<{ indexname: string }>('SELECT indexname FROM pg_indexes WHERE schemaname = $1', [layouts[0]?.dbSchema]);
       const plan = planSchemaChanges(layouts, existing.rows, indexes.rows.map((r) => r.indexname));
-      if (plan.refused.length) {
-        await client.query('ROLLBACK');
-        return { applied: [], refused: plan.refused };
-      }
+      if (plan.refused.length) return { applied: [], refused: plan.refused };
       // The change log, once per database schema and again for a log that predates its current
       // indexes (its DDL is idempotent).
       const logCurrent = existing.rows.some((r) => r.table_name === CHANGES_TABLE && r.column_name === POSITION_COLUMN) && indexes.rows.some((r) => r.indexname === POSITION_INDEX);
       if (layouts[0] && !logCurrent) plan.statements.push(...changeLogDdl(layouts[0].dbSchema));
       for (const statement of plan.statements) await client.query(statement);
-      await client.query('COMMIT');
-      await this.options.readOnly?.prepare?.(dataset, this.pool(dataset));
       return { applied: plan.statements, refused: [] };
-    } catch (err) {
-      failure = err;
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      held.release(failure);
-    }
+    });
+    if (!report.refused.length) await this.options.readOnly?.prepare?.(dataset, this.pool(dataset));
+    return report;
   }
 
   async purge(dataset: DatasetConfig): Promise<string[]> {
     const pool = this.pool(dataset);
-    const held = await holdConnection(pool);
-    const { client } = held;
     const dropped: string[] = [];
-    let failure: unknown;
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`data-access:ddl:${dataset.id}`]);
+    await inTransaction(pool, { lockKey: ddlLockKey(dataset.id) }, async (client) => {
       const layouts = Object.entries(dataset.schemas).map(([name, schema]) => tableLayout(dataset, name, schema));
       for (const layout of layouts) {
         for (const table of [layout.table, layout.history]) {
@@ -248,14 +232,7 @@ export class PostgresDriver implements LocationDriver {
           dropped.push(q(dbSchema));
         }
       }
-      await client.query('COMMIT');
-    } catch (err) {
-      failure = err;
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      held.release(failure);
-    }
+    });
     this.layouts.forget(dataset.id);
     this.bulkLoad.forget(dataset);
     await this.options.readOnly?.retire?.(dataset, pool);
@@ -350,19 +327,17 @@ export class PostgresDriver implements LocationDriver {
   }
 
   private async writeAtomically(pool: pg.Pool, ops: WriteOp[], layouts: TableLayout[], ctx?: StatementContext): Promise<OpResult[]> {
-    const held = await holdConnection(pool);
-    const { client } = held;
-    const results: OpResult[] = [];
-    let failure: unknown;
-    try {
-      await client.query('BEGIN');
+    // An action refused rolls the whole transaction back: nothing is committed unless every action is.
+    let refused = false;
+    return inTransaction(pool, { commit: () => !refused }, async (client) => {
+      const results: OpResult[] = [];
       for (const [i, op] of ops.entries()) {
         try {
           results.push(await this.apply(client, op, layouts[i], ctx, false));
         } catch (err) {
           // The store went away mid-transaction: nothing was committed; the whole request is a 503.
           if (outageOf(err)) throw err;
-          await client.query('ROLLBACK');
+          refused = true;
           const failed = failureOf(err, op);
           return ops.map((_, j) => ({ ok: false as const, failure: j === i ? failed : ({ kind: 'aborted' } as const) }));
         }
@@ -370,15 +345,8 @@ export class PostgresDriver implements LocationDriver {
       // The changes go last, after every record write (change-log.ts: how they are ordered).
       const changed: ChangeRow[] = results.flatMap((r, i) => (r.ok ? [{ schema: ops[i].schema, id: r.record.id, version: r.record.version, op: CHANGE_OP[ops[i].op] }] : []));
       if (layouts[0]) await appendChanges(client, layouts[0].dbSchema, changed);
-      await client.query('COMMIT');
       return results;
-    } catch (err) {
-      failure = err;
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      held.release(failure);
-    }
+    });
   }
 
   /** One action's statement; `changeLog`: it appends its own change (false inside an atomic transaction, which appends them at the end). */

@@ -6,7 +6,7 @@
  * them. Names are deterministic, so `CREATE INDEX IF NOT EXISTS` is additive and repeatable.
  */
 import { createHash } from 'node:crypto';
-import { postgresNaming as naming, quoteIdent as q } from '../sql-naming.js';
+import { postgresNaming as naming, quoteIdent as q } from '../../engine/sql/naming.js';
 import type { Column, TableLayout } from './sql.js';
 
 export interface SortIndex {

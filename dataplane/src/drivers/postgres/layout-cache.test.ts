@@ -6,6 +6,7 @@ import { freshDatabase } from '../../../test-support/postgres.js';
 import { PostgresDriver } from './driver.js';
 import { LayoutCache } from './layout-cache.js';
 import { tableLayout } from './sql.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 const config = (name: string, generation: number): DatasetConfig =>
   renderDatasetConfig({
@@ -58,7 +59,7 @@ describe('postgres driver: the layout cache holds the current generation only', 
   });
 
   it('in the driver: reads through 50 config generations leave the latest generation\'s layouts', async () => {
-    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: await freshDatabase() } });
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: await freshDatabase() }) });
     try {
       expect((await driver.prepare(config('lc', 1))).refused).to.deep.equal([]);
       for (let generation = 1; generation <= 50; generation++) {

@@ -16,6 +16,7 @@ import type { StoredRecord, WriteOp } from '../../engine/contract.js';
 import { PostgresDriver } from './driver.js';
 import { listSql, orderBySql } from './list-sql.js';
 import { tableLayout } from './sql.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 const dataset = suiteDataset('postgres');
 const schema = dataset.schemas['suite.Person'];
@@ -71,7 +72,7 @@ describe('postgres list SQL (pure)', () => {
     expect(statement.text).to.contain('"address_postcode" = $1::text');
     expect(statement.text).to.contain('"name" = ANY($2::text[])');
     expect(statement.text).to.contain('"age" >= $3::bigint');
-    expect(statement.values).to.deep.equal(['N1', ["x'; DROP", 'b'], 3, 'Bob', 'Bob', 'p-1', 'Bob', 11]);
+    expect(statement.values).to.deep.equal(['N1', ["x'; DROP", 'b'], 3, 'Bob', 'Bob', 'Bob', 'p-1', 11]);
   });
 
   it('has no keyset branch past a null that sorts last (only the ties continue)', () => {
@@ -96,7 +97,7 @@ for (const [variant, dataset] of [
     const POSTCODES = ['N1', 'n1', 'E2', null];
 
     before(async () => {
-      driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: await freshDatabase() } });
+      driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: await freshDatabase() }) });
       await driver.prepare(dataset);
       const ops: WriteOp[] = [];
       for (let i = 0; i < 157; i++) {
@@ -237,7 +238,7 @@ describe('postgres list (real PostgreSQL, 20,000 records): a page led by a sorta
 
   before(async () => {
     const url = await freshDatabase();
-    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: url } });
+    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: url }) });
     const report = await driver.prepare(indexed);
     expect(report.applied).to.include(`CREATE INDEX IF NOT EXISTS "suite_person_name_sort" ON "suite"."suite_person" ("name" COLLATE "C", "id" COLLATE "C")`);
     expect(report.applied).to.include(`CREATE INDEX IF NOT EXISTS "suite_person_id_sort" ON "suite"."suite_person" ("id" COLLATE "C")`);

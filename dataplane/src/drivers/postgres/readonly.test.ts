@@ -8,10 +8,11 @@ import { freshDatabase } from '../../../test-support/postgres.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../db/embedded.js';
 import { ApiError } from '../../engine/errors.js';
 import { apiErrorOf, fromStore, StoreError } from '../../engine/store-outcomes.js';
-import { demoDataset, DEMO_SCHEMAS } from '../../rawsql/fixtures.test-support.js';
+import { demoDataset, DEMO_SCHEMAS } from '../../../test-support/rawsql-fixtures.js';
 import type { RawQueryOptions } from '../../engine/contract.js';
 import { PostgresDriver } from './driver.js';
 import { firstTokenPosition, PostgresReadOnlyExecutor, readOnlyRoleName, scramVerifier, toRawSqlError as toRefusal } from './readonly.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 /** The API error a database error becomes: the executor's refusal, mapped by the engine. */
 const toRawSqlError = (...args: Parameters<typeof toRefusal>) => apiErrorOf((toRefusal(...args) as StoreError).failure);
@@ -46,7 +47,7 @@ describe('PostgreSQL read-only executor', function () {
   /** Another data-plane replica: its own driver and executor on the same database. */
   function replica(options: ConstructorParameters<typeof PostgresReadOnlyExecutor>[0] = {}) {
     const ro = new PostgresReadOnlyExecutor(options);
-    const d = new PostgresDriver({ logger: silent, env: { DATABASE_URL: url }, readOnly: ro });
+    const d = new PostgresDriver({ logger: silent, settings: dataPlaneSettings({ DATABASE_URL: url }), readOnly: ro });
     extra.push(d);
     return { ro, d };
   }
@@ -55,7 +56,7 @@ describe('PostgreSQL read-only executor', function () {
     url = await freshDatabase('readonly');
     role = readOnlyRoleName(new URL(url).pathname.slice(1), 'demo');
     executor = new PostgresReadOnlyExecutor({ logger: silent });
-    driver = new PostgresDriver({ logger: silent, env: { DATABASE_URL: url }, readOnly: executor });
+    driver = new PostgresDriver({ logger: silent, settings: dataPlaneSettings({ DATABASE_URL: url }), readOnly: executor });
     expect((await driver.prepare(dataset)).refused).to.deep.equal([]);
     await driver.prepare(demoDataset({ id: 'other', databaseSchema: 'other', schemas: { 'other.Secret': { properties: { value: { type: 'string' } } } } }));
     await driver.write(dataset, [{ op: 'create', schema: 'demo.Company', id: 'acme', data: { name: 'Acme' } }], 'ATOMIC');
@@ -254,7 +255,7 @@ describe('PostgreSQL read-only executor', function () {
       target.username = adminRole;
       target.password = 'admin-pw';
       const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
-      limited = new PostgresDriver({ logger: silent, env: { DATABASE_URL: target.toString() }, readOnly: new PostgresReadOnlyExecutor({ logger }) });
+      limited = new PostgresDriver({ logger: silent, settings: dataPlaneSettings({ DATABASE_URL: target.toString() }), readOnly: new PostgresReadOnlyExecutor({ logger }) });
       extra.push(limited, { close: () => superuser.end() });
     });
 
@@ -462,7 +463,7 @@ describe('PostgreSQL read-only executor', function () {
       }
 
       it('a backend killed without a word (no error message, the socket just closes) is a 503, and the process lives on', async () => {
-        d = new PostgresDriver({ logger: silent, env: { DATABASE_URL: server!.urlFor('stopped') }, readOnly: new PostgresReadOnlyExecutor({ logger: silent, connectionTimeoutMs: 3000 }) });
+        d = new PostgresDriver({ logger: silent, settings: dataPlaneSettings({ DATABASE_URL: server!.urlFor('stopped') }), readOnly: new PostgresReadOnlyExecutor({ logger: silent, connectionTimeoutMs: 3000 }) });
         extra.push(d);
         expect((await d.prepare(dataset)).refused).to.deep.equal([]);
         expect(await raw('SELECT 1 AS one')).to.deep.equal([{ one: 1 }]);

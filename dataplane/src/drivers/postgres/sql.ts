@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { DatasetConfig, RecordSchemaDef } from '../../../../model/types.js';
 import { isGiven, valueAt } from '../../engine/layout.js';
-import { postgresNaming as naming, quoteIdent as q } from '../sql-naming.js';
+import { postgresNaming as naming, quoteIdent as q } from '../../engine/sql/naming.js';
 import { databaseSchemaFor, tableShape, type Column, type TableShape } from '../sql/table-shape.js';
 import { postgresSqlDialect } from './dialect.js';
 import type { PreparedSelect } from './prepared-read.js';

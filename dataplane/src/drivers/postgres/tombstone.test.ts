@@ -12,6 +12,7 @@ import { freshDatabase } from '../../../test-support/postgres.js';
 import { planSchemaChanges } from './ddl.js';
 import { PostgresDriver } from './driver.js';
 import { tableLayout } from './sql.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 const config = (person: RecordSchemaDef, generation = 1) =>
   renderDatasetConfig({
@@ -30,7 +31,7 @@ describe('postgres driver: tombstones in the history table', function () {
 
   before(async () => {
     url = await freshDatabase();
-    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), env: { DATABASE_URL: url } });
+    driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: url }) });
     db = new pg.Client(url);
     await db.connect();
   });

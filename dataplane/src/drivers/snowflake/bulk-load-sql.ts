@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { stageCsv } from '../sql/stage-csv.js';
 import type { ActionProgress, LoadChunk, LoadCursor, LoadOperation, StoredTransaction } from '../../engine/contract.js';
-import { quoteIdent as q, warehouseNaming as naming } from '../sql-naming.js';
+import { quoteIdent as q, warehouseNaming as naming } from '../../engine/sql/naming.js';
 import type { Column } from '../sql/table-shape.js';
 import type { Statement, WarehouseLayout } from './layout.js';
 

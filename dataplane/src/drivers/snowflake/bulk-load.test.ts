@@ -13,8 +13,8 @@ import { isUnavailable } from '../../engine/store-outcomes.js';
 import { chunkTime, cursorText } from './bulk-load-sql.js';
 import { WarehouseBulkLoad, type WarehouseBulkLoadHost } from './bulk-load.js';
 import type { SnowflakeDriver } from './driver.js';
-import { warehouseDataset } from './fixtures.test-support.js';
-import { warehouseDriverUnderTest } from './peer.test-support.js';
+import { warehouseDataset } from '../../../test-support/snowflake-fixtures.js';
+import { warehouseDriverUnderTest } from '../../../test-support/snowflake-peer.js';
 import type { Session } from './sessions.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT, type TableFormat } from './table-format.js';
 

@@ -21,6 +21,7 @@
  *   writes only what is missing) or done. What was written and refused is counted from the rows
  *   at the chunk's time, so a re-run reports the same progress as an uninterrupted run.
  */
+import { DATAPLANE_DEFAULTS } from '../../../../model/settings/dataplane.js';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StatementContext, type StoredTransaction } from '../../engine/contract.js';
 import { databaseSchemaFor } from '../sql/table-shape.js';
@@ -67,23 +68,21 @@ export interface WarehouseBulkLoadHost {
   layout(dataset: DatasetConfig, schema: string): WarehouseLayout;
   /** A session on the dataset's warehouse, or the executor's (ctx.warehouse). */
   withSession<T>(dataset: DatasetConfig, ctx: StatementContext | undefined, fn: (session: Session) => Promise<T>): Promise<T>;
-  /** The data plane's environment: DAS_BULK_WAREHOUSE_POLL_MS. */
-  env?(): NodeJS.ProcessEnv | undefined;
   /** A chunk appended changes to the dataset's change log. */
   wrote?(dataset: DatasetConfig): void;
   /**
    * After a claim found nothing, how long a dataset is not asked again (unless this process
    * created or gave back a transaction in it since): a claim is a query, and polling every few
-   * seconds would keep a warehouse from ever suspending. Default DAS_BULK_WAREHOUSE_POLL_MS, else
-   * 5 minutes. A load this replica creates starts at once; a claim that saw another replica's
+   * seconds would keep a warehouse from ever suspending (DAS_BULK_WAREHOUSE_POLL_MS, default
+   * 5 minutes). A load this replica creates starts at once; a claim that saw another replica's
    * lease looks again when that lease runs out, so a load left by a replica that died is taken up
    * then; one created on another replica that has not started it waits up to this long.
    */
-  idleClaimMs?: number;
+  idleClaimMs?(): number;
 }
 
-/** The default pause between claims that find nothing: 5 minutes. */
-export const DEFAULT_IDLE_CLAIM_MS = 300_000;
+/** The default pause between claims that find nothing. */
+export const DEFAULT_IDLE_CLAIM_MS = DATAPLANE_DEFAULTS.DAS_BULK_WAREHOUSE_POLL_MS;
 
 type Row = Record<string, unknown>;
 /** Snowflake's code for an object that does not exist (the transactions table before the first create). */
@@ -108,10 +107,7 @@ export class WarehouseBulkLoad implements BulkLoadStore {
   }
 
   private idleClaimMs(): number {
-    if (this.host.idleClaimMs !== undefined) return this.host.idleClaimMs;
-    const text = this.host.env?.()?.DAS_BULK_WAREHOUSE_POLL_MS;
-    const configured = text ? Number(text) : NaN;
-    return Number.isInteger(configured) && configured >= 0 ? configured : DEFAULT_IDLE_CLAIM_MS;
+    return this.host.idleClaimMs?.() ?? DEFAULT_IDLE_CLAIM_MS;
   }
 
   private dbSchema(dataset: DatasetConfig): string {

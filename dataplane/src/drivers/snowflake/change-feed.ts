@@ -7,7 +7,7 @@
  */
 import type { DatasetConfig } from '../../../../model/types.js';
 import { StoreError, type ChangeBatch, type ChangeFeed, type ChangeOp, type RecordChange, type StoredRecord } from '../../engine/contract.js';
-import { quoteIdent as q } from '../sql-naming.js';
+import { quoteIdent as q } from '../../engine/sql/naming.js';
 import { headSql, numberSql, parseCursor, pollSql, pruneSql, readSql } from './change-log.js';
 import type { Statement, WarehouseLayout } from './layout.js';
 import type { Session } from './sessions.js';

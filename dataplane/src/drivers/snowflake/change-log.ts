@@ -19,7 +19,7 @@
  * go by their write (its time, then its id) and action order, and then each record's positions are
  * dealt to its rows in version order, so a record's versions keep their order.
  */
-import { quoteIdent as q } from '../sql-naming.js';
+import { quoteIdent as q } from '../../engine/sql/naming.js';
 import type { ChangeOp } from '../../engine/contract.js';
 import type { Statement } from './layout.js';
 

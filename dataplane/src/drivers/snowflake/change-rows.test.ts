@@ -12,8 +12,9 @@ import { databaseSchemaFor } from '../sql/table-shape.js';
 import { changesTable } from './change-log.js';
 import { warehouseSqlDialect } from './dialect.js';
 import { SnowflakeDriver } from './driver.js';
-import { warehouseDriverUnderTest } from './peer.test-support.js';
+import { warehouseDriverUnderTest } from '../../../test-support/snowflake-peer.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT, type TableFormat } from './table-format.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 for (const format of [SNOWFLAKE_FORMAT, ICEBERG_FORMAT] as TableFormat[]) {
   describe(`warehouse change rows commit with their records (${format.kind}, against the test peer)`, function () {
@@ -40,7 +41,7 @@ for (const format of [SNOWFLAKE_FORMAT, ICEBERG_FORMAT] as TableFormat[]) {
       dataset = suiteDataset(format.kind, { ...first.location, externalVolume: 'V', baseLocation: 'b' });
       drivers.push(first.driver);
       // Separate drivers: separate sessions, as separate replicas would have.
-      for (let i = 0; i < 3; i++) drivers.push(new SnowflakeDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: first.secrets.dir }, format }));
+      for (let i = 0; i < 3; i++) drivers.push(new SnowflakeDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DAS_SECRETS_DIR: first.secrets.dir }), format }));
       await first.driver.prepare(dataset);
     });
     after(async () => Promise.all(drivers.map((d) => d.close())));

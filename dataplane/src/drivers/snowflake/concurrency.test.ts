@@ -8,8 +8,9 @@ import pino from 'pino';
 import type { OpResult } from '../../engine/contract.js';
 import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { SnowflakeDriver } from './driver.js';
-import { warehouseDriverUnderTest } from './peer.test-support.js';
+import { warehouseDriverUnderTest } from '../../../test-support/snowflake-peer.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT, type TableFormat } from './table-format.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 for (const [format, levels] of [
   [SNOWFLAKE_FORMAT, ['ATOMIC', 'QUORUM']],
@@ -25,7 +26,7 @@ for (const [format, levels] of [
       dataset = suiteDataset(format.kind, { ...first.location, externalVolume: 'V', baseLocation: 'b' });
       drivers.push(first.driver);
       // Separate drivers: separate sessions, as separate replicas would have.
-      for (let i = 0; i < 3; i++) drivers.push(new SnowflakeDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: first.secrets.dir }, format }));
+      for (let i = 0; i < 3; i++) drivers.push(new SnowflakeDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DAS_SECRETS_DIR: first.secrets.dir }), format }));
       await first.driver.prepare(dataset);
     });
     after(async () => Promise.all(drivers.map((d) => d.close())));
@@ -56,7 +57,7 @@ describe('replicas preparing at once (against the test peer)', function () {
 
   it('a new property prepared by four replicas at once: each reports success, the column is added once', async () => {
     const first = await warehouseDriverUnderTest(SNOWFLAKE_FORMAT);
-    const drivers = [first.driver, ...Array.from({ length: 3 }, () => new SnowflakeDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: first.secrets.dir }, format: SNOWFLAKE_FORMAT }))];
+    const drivers = [first.driver, ...Array.from({ length: 3 }, () => new SnowflakeDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DAS_SECRETS_DIR: first.secrets.dir }), format: SNOWFLAKE_FORMAT }))];
     try {
       const v1 = suiteDataset('snowflake', first.location);
       await first.driver.prepare(v1);

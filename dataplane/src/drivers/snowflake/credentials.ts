@@ -11,7 +11,8 @@ import { readFileSync } from 'node:fs';
 import { pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { StoreError } from '../../engine/contract.js';
-import { SECRET_RECHECK_MS, secretsDirOf } from '../postgres/connection.js';
+import { SECRET_RECHECK_MS } from '../postgres/connection.js';
+import { secretsDirOf, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 export type WarehouseCredentials = { username: string; password: string } | { username: string; privateKey: string; passphrase?: string };
 
@@ -47,11 +48,11 @@ export class CredentialFiles {
   private readonly cache = new Map<string, { resolved: ResolvedCredentials; readAt: number }>();
 
   constructor(
-    env: NodeJS.ProcessEnv = process.env,
+    settings: Pick<DataPlaneSettings, 'DAS_SECRETS_DIR' | 'DATA_DIR'>,
     private readonly recheckMs = SECRET_RECHECK_MS,
     private readonly now: () => number = Date.now,
   ) {
-    this.secretsDir = secretsDirOf(env);
+    this.secretsDir = secretsDirOf(settings);
   }
 
   /** Throws StoreError `unavailable` when the Secret is missing or malformed. */

@@ -4,7 +4,7 @@
  * ALTER [ICEBERG] TABLE … ADD COLUMN; destructive changes refused and reported.
  */
 import type { DatasetConfig } from '../../../../model/types.js';
-import { quoteIdent as q, warehouseNaming as naming } from '../sql-naming.js';
+import { quoteIdent as q, warehouseNaming as naming } from '../../engine/sql/naming.js';
 import { diffSchema, type ExistingColumn } from '../sql/schema-diff.js';
 import { warehouseSqlDialect } from './dialect.js';
 import type { WarehouseLayout } from './layout.js';

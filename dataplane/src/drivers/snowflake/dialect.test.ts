@@ -4,7 +4,7 @@ import { planSchemaChanges, existingColumn } from './ddl.js';
 import { catalogSpelling, sameWarehouseType, warehouseSqlDialect } from './dialect.js';
 import { warehouseLayout } from './layout.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT } from './table-format.js';
-import { ICEBERG_SETTINGS, warehouseDataset } from './fixtures.test-support.js';
+import { ICEBERG_SETTINGS, warehouseDataset } from '../../../test-support/snowflake-fixtures.js';
 
 describe('warehouse dialect and DDL (drivers/snowflake): names, types, the catalog\'s spelling', () => {
   it('names tables and columns upper case, in the schema the location names', () => {

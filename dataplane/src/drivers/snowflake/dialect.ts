@@ -1,10 +1,17 @@
 /**
- * The warehouse's SQL dialect for the shared SQL layer (drivers/sql/): upper-case names
- * (warehouseNaming), the table format's column types, and how INFORMATION_SCHEMA spells them.
+ * The warehouse's SQL dialect (engine/sql/dialect.ts): upper-case names (warehouseNaming), the
+ * table format's column types and how INFORMATION_SCHEMA spells them; for raw SQL, positional `?`
+ * binds with a cast per argument type and Snowflake's lexical rules: '…' strings with backslash
+ * escapes, $$…$$ strings (no tagged ones), `--` and `//` line comments, block comments that do not
+ * nest; for list pages, `?` binds, `IN (…)` lists and no COLLATE (Snowflake compares text without
+ * a collation in binary, UTF-8, order).
  */
 import { defaultDatabaseSchema } from '../../../../model/location-kinds.js';
-import type { SqlDialect } from '../sql/dialect.js';
-import { quoteIdent, warehouseNaming } from '../sql-naming.js';
+import type { SqlDialect } from '../../engine/sql/dialect.js';
+import type { SqlLexicalRules } from '../../engine/sql/raw-rewrite.js';
+import type { ScalarType } from '../../engine/sql/scalar-types.js';
+import { tableShape } from '../sql/table-shape.js';
+import { quoteIdent, warehouseNaming } from '../../engine/sql/naming.js';
 import type { TableFormat } from './table-format.js';
 
 /** Snowflake's synonyms, folded to the name INFORMATION_SCHEMA.COLUMNS.DATA_TYPE reports. */
@@ -60,8 +67,38 @@ export function sameWarehouseType(catalogType: string, sqlType: string): boolean
   return have.scale === undefined || want.scale === undefined || have.scale === want.scale;
 }
 
+export const SNOWFLAKE_LEXICAL_RULES: SqlLexicalRules = {
+  nestedBlockComments: false,
+  taggedDollarQuotes: false,
+  backslashEscapesInStrings: true,
+  escapeStringPrefix: false,
+  slashLineComments: true,
+};
+
+/** The cast of each argument type's bind (values travel as text; the warehouse converts). */
+const SNOWFLAKE_TYPES: Record<string, string> = {
+  string: 'VARCHAR',
+  integer: 'NUMBER(10,0)',
+  long: 'NUMBER(19,0)',
+  float: 'FLOAT',
+  double: 'FLOAT',
+  decimal: 'NUMBER(38,18)',
+  boolean: 'BOOLEAN',
+  date: 'DATE',
+  timestamp: 'TIMESTAMP_TZ',
+  uuid: 'VARCHAR',
+};
+
+export function snowflakePlaceholder(type: Pick<ScalarType, 'name'>): string {
+  // JSON text becomes a VARIANT only through PARSE_JSON (a cast would make a VARIANT string).
+  if (type.name === 'json') return '(PARSE_JSON(?))';
+  const cast = SNOWFLAKE_TYPES[type.name];
+  if (!cast) throw new Error(`no warehouse type for raw SQL argument type "${type.name}"`);
+  return `(?::${cast})`;
+}
+
 export function warehouseSqlDialect(format: TableFormat): SqlDialect {
-  return {
+  const dialect: SqlDialect = {
     name: format.kind,
     naming: warehouseNaming,
     quoteIdent,
@@ -69,5 +106,16 @@ export function warehouseSqlDialect(format: TableFormat): SqlDialect {
     sameColumnType: sameWarehouseType,
     // An unquoted identifier folds to upper case on the warehouse: the dataset id, as one.
     defaultDatabaseSchema: (datasetId) => defaultDatabaseSchema(datasetId).toUpperCase().replace(/[^A-Z0-9_]/g, '_'),
+    lexical: SNOWFLAKE_LEXICAL_RULES,
+    // Table names do not depend on the table format (Snowflake or Iceberg).
+    table: (dataset, schemaName) => tableShape(dataset, schemaName, dataset.schemas[schemaName], dialect).table,
+    column: (_dataset, _schemaName, field) => quoteIdent(warehouseNaming.column(field)),
+    systemColumn: (name) => quoteIdent(warehouseNaming.system[name]),
+    placeholder: (_index, type) => snowflakePlaceholder(type),
+    reusablePlaceholders: false,
+    bind: (_index, sqlType) => `?::${sqlType}`,
+    ordered: (sql) => sql,
+    arrayBinds: false,
   };
+  return dialect;
 }

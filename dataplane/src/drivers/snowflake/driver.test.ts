@@ -1,6 +1,6 @@
 import { describeLocationDriver, suiteDataset } from '../../../test-support/driver-suite.js';
 import { warehouseCapabilities } from './driver.js';
-import { warehouseDriverUnderTest } from './peer.test-support.js';
+import { warehouseDriverUnderTest } from '../../../test-support/snowflake-peer.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT } from './table-format.js';
 
 describeLocationDriver('snowflake (snowflake-sdk against the test peer)', warehouseCapabilities(SNOWFLAKE_FORMAT), async () => {

@@ -6,6 +6,7 @@
  * (write-plan.ts) because the warehouse returns no rows from a write. docs/warehouse.md has the
  * statements per consistency level and the round trips they cost.
  */
+import type { SqlDialect } from '../../engine/sql/dialect.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { kindFacts } from '../../../../model/location-kinds.js';
@@ -26,12 +27,12 @@ import {
   type WriteOp,
 } from '../../engine/contract.js';
 import { schemaDefOf } from '../../engine/layout.js';
-import { quoteIdent as q } from '../sql-naming.js';
+import { quoteIdent as q } from '../../engine/sql/naming.js';
 import { databaseSchemaFor } from '../sql/table-shape.js';
 import { WarehouseBulkLoad } from './bulk-load.js';
 import { transactionsTable } from './bulk-load-sql.js';
 import { CredentialFiles } from './credentials.js';
-import { wholeNumberSetting } from '../../env-settings.js';
+import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 import { WarehouseChangeFeed } from './change-feed.js';
 import { appendChangesSql, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, PRUNED_TABLE, type ChangeRow } from './change-log.js';
 import { CATALOG_SQL, existingColumn, planSchemaChanges } from './ddl.js';
@@ -39,7 +40,6 @@ import { warehouseSqlDialect } from './dialect.js';
 import { outageOf, requestError, statementFailure } from './errors.js';
 import { selectByIdSql, selectManySql, selectVersionSql, warehouseLayout, type Statement, type WarehouseLayout } from './layout.js';
 import { listSql } from './list-sql.js';
-import { snowflakeRawDialect } from './raw-dialect.js';
 import { WarehouseReadOnly, type ReadOnlyOptions } from './readonly.js';
 import { Session, SessionPools, type ExecOptions, type ExecResult, type SessionPoolOptions, type SessionTarget } from './sessions.js';
 import type { TableFormat } from './table-format.js';
@@ -50,7 +50,8 @@ import { planWrite, type CurrentRows, type PlannedRow, type TablePlan } from './
 export interface SnowflakeDriverOptions {
   logger: Logger;
   format: TableFormat;
-  env?: NodeJS.ProcessEnv;
+  /** The process settings (default: every default). */
+  settings?: DataPlaneSettings;
   sessions?: SessionPoolOptions;
   readOnly?: ReadOnlyOptions;
 }
@@ -92,7 +93,7 @@ export function sameRow(layout: WarehouseLayout, planned: PlannedRow, stored: Pl
 export class SnowflakeDriver implements LocationDriver {
   readonly kind: TableFormat['kind'];
   readonly capabilities: DriverCapabilities;
-  readonly rawSqlDialect = snowflakeRawDialect;
+  readonly rawSqlDialect: SqlDialect;
   private readonly format: TableFormat;
   private readonly credentials: CredentialFiles;
   readonly sessions: SessionPools;
@@ -103,17 +104,22 @@ export class SnowflakeDriver implements LocationDriver {
     format: () => this.format,
     layout: (d, s) => this.layout(d, s),
     withSession: (d, ctx, fn) => this.withSession(d, ctx, fn),
-    env: () => this.options.env,
+    idleClaimMs: () => this.settings.DAS_BULK_WAREHOUSE_POLL_MS,
     wrote: (d) => this.changes.wrote(d),
   });
   /** The change feed: the change table, polled while someone subscribes (change-feed.ts). */
   readonly changes: WarehouseChangeFeed;
 
+  private get settings(): DataPlaneSettings {
+    return this.options.settings ?? DATAPLANE_DEFAULTS;
+  }
+
   constructor(private readonly options: SnowflakeDriverOptions) {
     this.format = options.format;
+    this.rawSqlDialect = warehouseSqlDialect(options.format);
     this.kind = options.format.kind;
     this.capabilities = warehouseCapabilities(options.format);
-    this.credentials = new CredentialFiles(options.env);
+    this.credentials = new CredentialFiles(this.settings);
     this.sessions = new SessionPools(options.sessions);
     this.readOnly = new WarehouseReadOnly(options.readOnly);
     this.changes = new WarehouseChangeFeed(
@@ -124,7 +130,7 @@ export class SnowflakeDriver implements LocationDriver {
         dbSchema: (dataset) => databaseSchemaFor(dataset, warehouseSqlDialect(this.format)),
         failure: (err) => outageOf(err) ?? err,
       },
-      wholeNumberSetting(options.env ?? process.env, 'DAS_WAREHOUSE_CHANGE_POLL_MS', 2000, 100),
+      this.settings.DAS_WAREHOUSE_CHANGE_POLL_MS,
     );
   }
 

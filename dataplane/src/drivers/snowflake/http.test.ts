@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import type { QueryLogEntry, SnowflakeTestPeerHandle } from '../../../../e2e/peers/snowflake/peer.js';
 import { startTestDataPlane, type TestDataPlane } from '../../../test-support/dataplane.js';
 import { client } from '../../../test-support/http.js';
-import { sharedSnowflakePeer, warehouseExampleManifests } from './peer.test-support.js';
+import { sharedSnowflakePeer, warehouseExampleManifests } from '../../../test-support/snowflake-peer.js';
 
 describe('warehouse datasets over HTTP (examples/warehouse, snowflake-sdk against the test peer): the statements sent', function () {
   this.timeout(120_000);

@@ -4,7 +4,7 @@
  * column's type; identifiers come from validated names and are quoted.
  */
 import type { DatasetConfig, RecordSchemaDef } from '../../../../model/types.js';
-import { quoteIdent as q, warehouseNaming as naming } from '../sql-naming.js';
+import { quoteIdent as q, warehouseNaming as naming } from '../../engine/sql/naming.js';
 import { tableShape, type TableShape } from '../sql/table-shape.js';
 import { warehouseSqlDialect } from './dialect.js';
 import type { TableFormat } from './table-format.js';

@@ -4,7 +4,7 @@ import { compileSort } from '../../../../model/sort.js';
 import { warehouseLayout } from './layout.js';
 import { listSql } from './list-sql.js';
 import { SNOWFLAKE_FORMAT } from './table-format.js';
-import { warehouseDataset } from './fixtures.test-support.js';
+import { warehouseDataset } from '../../../test-support/snowflake-fixtures.js';
 
 const dataset = warehouseDataset();
 const def = dataset.schemas['shop.Order'];

@@ -4,15 +4,18 @@
  */
 import { expect } from 'chai';
 import pino from 'pino';
-import { parseRawSqlRequest } from '../../rawsql/request.js';
-import { rewriteRawSql } from '../../sql/raw-rewrite.js';
+import { parseRawSqlRequest } from '../../engine/sql/raw-request.js';
+import { rewriteRawSql } from '../../engine/sql/raw-rewrite.js';
 import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { StoreError } from '../../engine/contract.js';
 import { SnowflakeDriver } from './driver.js';
-import { snowflakeRawDialect } from './raw-dialect.js';
-import { warehouseDriverUnderTest } from './peer.test-support.js';
+import { warehouseSqlDialect } from './dialect.js';
+
+import { warehouseDriverUnderTest } from '../../../test-support/snowflake-peer.js';
 import { SNOWFLAKE_FORMAT } from './table-format.js';
-import { warehouseDataset } from './fixtures.test-support.js';
+import { warehouseDataset } from '../../../test-support/snowflake-fixtures.js';
+
+const snowflakeRawDialect = warehouseSqlDialect(SNOWFLAKE_FORMAT);
 
 const rewrite = (body: unknown) => {
   const dataset = warehouseDataset();

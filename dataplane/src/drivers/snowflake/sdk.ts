@@ -3,7 +3,8 @@
  * probes cloud metadata addresses (169.254.169.254, metadata.google.internal) and AWS STS at
  * import time; the data plane has no use for that, and tests must not leave the machine. So the
  * variable that turns it off is set before a dynamic import, here, and nothing else imports the
- * package (model/layering.test.ts keeps it so).
+ * package (model/layering.test.ts keeps it so). The SDK reads it from the process environment
+ * itself, so this is the data plane's one write to it (declared with the settings, reader `library`).
  */
 import { createRequire } from 'node:module';
 import type * as SnowflakeSdk from 'snowflake-sdk';

@@ -12,8 +12,9 @@ import pino from 'pino';
 import { suiteDataset } from '../../../test-support/driver-suite.js';
 import { StoreError } from '../../engine/contract.js';
 import { SnowflakeDriver } from './driver.js';
-import { sharedSnowflakePeer, warehouseLocation, warehouseSecrets } from './peer.test-support.js';
+import { sharedSnowflakePeer, warehouseLocation, warehouseSecrets } from '../../../test-support/snowflake-peer.js';
 import { SNOWFLAKE_FORMAT } from './table-format.js';
+import { dataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 const logger = pino({ level: 'silent' });
 const storeFailure = async (promise: Promise<unknown>) => {
@@ -71,7 +72,7 @@ describe('warehouse sessions (snowflake-sdk against the test peer)', function ()
       });
       peer.registerPublicKey(user, publicKey);
       const secrets = warehouseSecrets({ username: user, privateKey, ...(encrypted ? { passphrase: 'secret phrase' } : {}) });
-      const driver = new SnowflakeDriver({ logger, env: { DAS_SECRETS_DIR: secrets.dir }, format: SNOWFLAKE_FORMAT });
+      const driver = new SnowflakeDriver({ logger, settings: dataPlaneSettings({ DAS_SECRETS_DIR: secrets.dir }), format: SNOWFLAKE_FORMAT });
       try {
         const dataset = suiteDataset('snowflake', location);
         expect((await driver.prepare(dataset)).refused).to.deep.equal([]);
@@ -85,7 +86,7 @@ describe('warehouse sessions (snowflake-sdk against the test peer)', function ()
 
   it('a wrong password is a 503 (unavailable); the rotated Secret is used without a restart', async () => {
     const secrets = warehouseSecrets({ username: 'das', password: 'wrong' });
-    const driver = new SnowflakeDriver({ logger, env: { DAS_SECRETS_DIR: secrets.dir }, format: SNOWFLAKE_FORMAT });
+    const driver = new SnowflakeDriver({ logger, settings: dataPlaneSettings({ DAS_SECRETS_DIR: secrets.dir }), format: SNOWFLAKE_FORMAT });
     try {
       const dataset = suiteDataset('snowflake', await warehouseLocation(secrets.ref));
       const failure = await storeFailure(driver.prepare(dataset));
@@ -102,7 +103,7 @@ describe('warehouse sessions (snowflake-sdk against the test peer)', function ()
 
   it('a missing or malformed Secret is a 503 naming the problem, never the secret', async () => {
     const secrets = warehouseSecrets();
-    const driver = new SnowflakeDriver({ logger, env: { DAS_SECRETS_DIR: secrets.dir }, format: SNOWFLAKE_FORMAT });
+    const driver = new SnowflakeDriver({ logger, settings: dataPlaneSettings({ DAS_SECRETS_DIR: secrets.dir }), format: SNOWFLAKE_FORMAT });
     try {
       const missing = suiteDataset('snowflake', await warehouseLocation({ name: 'nowhere', key: 'login' }));
       expect(await storeFailure(driver.read(missing, { schema: 'suite.Company', id: 'x' }))).to.deep.include({ kind: 'unavailable' });
@@ -118,7 +119,7 @@ describe('warehouse sessions (snowflake-sdk against the test peer)', function ()
     const peer = await sharedSnowflakePeer();
     const gate = await relay(peer.port);
     const secrets = warehouseSecrets();
-    const driver = new SnowflakeDriver({ logger, env: { DAS_SECRETS_DIR: secrets.dir }, format: SNOWFLAKE_FORMAT });
+    const driver = new SnowflakeDriver({ logger, settings: dataPlaneSettings({ DAS_SECRETS_DIR: secrets.dir }), format: SNOWFLAKE_FORMAT });
     try {
       const dataset = suiteDataset('snowflake', await warehouseLocation(secrets.ref, { accessUrl: gate.url }));
       await driver.prepare(dataset);
@@ -142,7 +143,7 @@ describe('warehouse sessions (snowflake-sdk against the test peer)', function ()
   it('pools sessions per warehouse: the executor\'s warehouse is in force without USE WAREHOUSE', async () => {
     const peer = await sharedSnowflakePeer();
     const secrets = warehouseSecrets();
-    const driver = new SnowflakeDriver({ logger, env: { DAS_SECRETS_DIR: secrets.dir }, format: SNOWFLAKE_FORMAT });
+    const driver = new SnowflakeDriver({ logger, settings: dataPlaneSettings({ DAS_SECRETS_DIR: secrets.dir }), format: SNOWFLAKE_FORMAT });
     try {
       const dataset = suiteDataset('snowflake', await warehouseLocation(secrets.ref));
       await driver.prepare(dataset);

@@ -7,7 +7,7 @@
  * facts instead of testing the kind's name.
  */
 import type { DatasetConfig, LocationKind } from '../../../../model/types.js';
-import type { ColumnKind } from '../sql/dialect.js';
+import type { ColumnKind } from '../../engine/sql/dialect.js';
 
 export interface TableFormat {
   readonly kind: Extract<LocationKind, 'snowflake' | 'iceberg'>;

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { OpResult, WriteOp } from '../../engine/contract.js';
 import { fieldsOf } from '../../engine/layout.js';
 import { planWrite, type CurrentRows, type PlannedRow } from './write-plan.js';
-import { warehouseDataset } from './fixtures.test-support.js';
+import { warehouseDataset } from '../../../test-support/snowflake-fixtures.js';
 
 const dataset = warehouseDataset();
 const fields = fieldsOf(dataset.schemas['shop.Customer']);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { warehouseLayout } from './layout.js';
 import { ICEBERG_FORMAT, SNOWFLAKE_FORMAT } from './table-format.js';
-import { ICEBERG_SETTINGS, warehouseDataset } from './fixtures.test-support.js';
+import { ICEBERG_SETTINGS, warehouseDataset } from '../../../test-support/snowflake-fixtures.js';
 import { currentRowsSql, expectedLiveCounts, historyMergeSql, liveMergeSql } from './write-sql.js';
 import type { PlannedRow } from './write-plan.js';
 

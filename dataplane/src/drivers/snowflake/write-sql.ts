@@ -7,7 +7,7 @@
  * means a concurrent writer got there first. The number of statements depends on the schemas
  * touched, never on the number of actions.
  */
-import { quoteIdent as q, warehouseNaming as naming } from '../sql-naming.js';
+import { quoteIdent as q, warehouseNaming as naming } from '../../engine/sql/naming.js';
 import { inList, type Statement, type WarehouseLayout } from './layout.js';
 import type { HistoryRow, LiveChange, PlannedRow } from './write-plan.js';
 

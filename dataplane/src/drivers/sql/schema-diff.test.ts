@@ -3,15 +3,15 @@ import { expect } from 'chai';
 import { renderDatasetConfig } from '../../../../model/render.js';
 import type { DatasetSpec } from '../../../../model/types.js';
 import { postgresSqlDialect } from '../postgres/dialect.js';
-import { quoteIdent, warehouseNaming } from '../sql-naming.js';
-import type { SqlDialect } from './dialect.js';
+import { quoteIdent, warehouseNaming } from '../../engine/sql/naming.js';
+import type { SchemaDialect } from '../../engine/sql/dialect.js';
 import { diffSchema } from './schema-diff.js';
 import { tableShape } from './table-shape.js';
 
 /** Upper-case names, its own type names, and a catalog that reports them in yet another spelling. */
 const WAREHOUSE_TYPES = { string: 'VARCHAR', integer: 'NUMBER(38,0)', number: 'FLOAT', boolean: 'BOOLEAN', date: 'DATE', timestamp: 'TIMESTAMP_TZ', link: 'VARCHAR', id: 'VARCHAR', version: 'NUMBER(10,0)', time: 'TIMESTAMP_TZ' } as const;
 const CATALOG_SPELLING: Record<string, string> = { 'VARCHAR': 'TEXT', 'NUMBER(38,0)': 'NUMBER', 'NUMBER(10,0)': 'NUMBER', 'FLOAT': 'FLOAT', 'BOOLEAN': 'BOOLEAN', 'DATE': 'DATE', 'TIMESTAMP_TZ': 'TIMESTAMP_TZ' };
-const warehouse: SqlDialect = {
+const warehouse: SchemaDialect = {
   name: 'warehouse-like (test)',
   naming: warehouseNaming,
   quoteIdent,

@@ -4,7 +4,7 @@
  * differs, or two properties on one column, is a destructive change, refused and reported. The
  * driver renders the result in its dialect's DDL. Pure.
  */
-import type { SqlDialect } from './dialect.js';
+import type { SchemaDialect } from '../../engine/sql/dialect.js';
 import { columnCollisions, type Column, type TableShape } from './table-shape.js';
 
 /** One column as the catalog reports it (information_schema.columns). */
@@ -22,7 +22,7 @@ export interface SchemaDiff<S extends TableShape> {
   refused: string[];
 }
 
-export function diffSchema<S extends TableShape>(shapes: S[], existing: ExistingColumn[], dialect: SqlDialect): SchemaDiff<S> {
+export function diffSchema<S extends TableShape>(shapes: S[], existing: ExistingColumn[], dialect: SchemaDialect): SchemaDiff<S> {
   const diff: SchemaDiff<S> = { createTables: [], addColumns: [], refused: shapes.flatMap(columnCollisions) };
   const byTable = new Map<string, Map<string, string>>();
   for (const col of existing) {

@@ -5,7 +5,7 @@
  */
 import type { DatasetConfig, RecordSchemaDef } from '../../../../model/types.js';
 import { fieldsOf, type Field } from '../../engine/layout.js';
-import type { SqlDialect } from './dialect.js';
+import type { SchemaDialect } from '../../engine/sql/dialect.js';
 
 export interface Column {
   name: string;
@@ -31,12 +31,12 @@ export interface TableShape {
 }
 
 /** The database schema (namespace) that holds a dataset's tables. */
-export function databaseSchemaFor(dataset: DatasetConfig, dialect: SqlDialect): string {
-  // PostgreSQL names it `databaseSchema`; the warehouse kinds `schema` (DESIGN.md "Location settings").
+export function databaseSchemaFor(dataset: DatasetConfig, dialect: SchemaDialect): string {
+  // PostgreSQL names it `databaseSchema`; the warehouse kinds `schema` (docs/architecture.md "Location settings").
   return dataset.location.databaseSchema ?? dataset.location.schema ?? dialect.defaultDatabaseSchema(dataset.id);
 }
 
-export function tableShape(dataset: DatasetConfig, schemaName: string, schema: RecordSchemaDef, dialect: SqlDialect): TableShape {
+export function tableShape(dataset: DatasetConfig, schemaName: string, schema: RecordSchemaDef, dialect: SchemaDialect): TableShape {
   const { naming, quoteIdent: q } = dialect;
   const dbSchema = databaseSchemaFor(dataset, dialect);
   const fields = fieldsOf(schema);

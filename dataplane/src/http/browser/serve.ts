@@ -3,7 +3,7 @@
  * Pages need no credentials: they hold nothing but markup and ask for the Authorization value.
  */
 import { ApiError, MethodNotAllowed } from '../../engine/errors.js';
-import type { Exchange } from '../exchange.js';
+import type { Exchange } from '../../front-door/exchange.js';
 import { ASSET_PREFIX, assetFor } from './assets.js';
 import { graphiqlPage, pageHeaders, swaggerPage, wantsHtml } from './pages.js';
 

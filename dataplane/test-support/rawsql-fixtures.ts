@@ -1,5 +1,5 @@
 /** Test fixtures for the raw SQL suites: the demo dataset of examples/dataset-demo.yaml, rendered. */
-import type { DatasetConfig, RecordSchemaDef } from '../../../model/types.js';
+import type { DatasetConfig, RecordSchemaDef } from '../../model/types.js';
 
 export const DEMO_SCHEMAS: Record<string, RecordSchemaDef> = {
   'demo.Company': { properties: { name: { type: 'string' } } },

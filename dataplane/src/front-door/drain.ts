@@ -30,8 +30,3 @@ export class Drain {
     this.server.closeIdleConnections();
   }
 }
-
-/** DAS_SHUTDOWN_DELAY_MS's default: 5 s in a Pod (Kubernetes sets KUBERNETES_SERVICE_HOST in every container), 0 elsewhere (npm start, tests). */
-export function defaultShutdownDelayMs(env: NodeJS.ProcessEnv): number {
-  return env.KUBERNETES_SERVICE_HOST ? 5000 : 0;
-}

@@ -2,7 +2,7 @@
  * Physical names for SQL locations. PostgreSQL gets lower snake case; the warehouse upper case.
  * Names are derived from validated identifiers (model/json-schema.ts), and still always quoted.
  */
-import type { Field } from '../engine/layout.js';
+import type { Field } from '../layout.js';
 
 export interface NamingStrategy {
   table(schemaName: string): string;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { ApiError } from '../engine/errors.js';
-import { demoDataset } from './fixtures.test-support.js';
-import { MAX_SQL_LENGTH, parseRawSqlRequest } from './request.js';
+import { ApiError } from '../errors.js';
+import { demoDataset } from '../../../test-support/rawsql-fixtures.js';
+import { MAX_SQL_LENGTH, parseRawSqlRequest } from './raw-request.js';
 
 const dataset = demoDataset();
 

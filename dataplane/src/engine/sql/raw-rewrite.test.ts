@@ -1,8 +1,8 @@
-import { postgresDialect } from '../drivers/postgres/raw-dialect.js';
+import { postgresSqlDialect as postgresDialect } from '../../drivers/postgres/dialect.js';
 import { expect } from 'chai';
-import { ApiError } from '../engine/errors.js';
-import { demoDataset } from '../rawsql/fixtures.test-support.js';
-import { parseRawSqlRequest } from '../rawsql/request.js';
+import { ApiError } from '../errors.js';
+import { demoDataset } from '../../../test-support/rawsql-fixtures.js';
+import { parseRawSqlRequest } from './raw-request.js';
 import { MAX_OPERATOR_RUN, rewriteRawSql, scanTokens, sourcePosition, type RewrittenSql, type SqlLexicalRules } from './raw-rewrite.js';
 
 const dataset = demoDataset();

@@ -1,6 +1,6 @@
 /** A small warehouse dataset for the pure tests of this folder. */
-import { renderDatasetConfig } from '../../../../model/render.js';
-import type { DatasetConfig, LocationKind } from '../../../../model/types.js';
+import { renderDatasetConfig } from '../../model/render.js';
+import type { DatasetConfig, LocationKind } from '../../model/types.js';
 
 export function warehouseDataset(kind: Extract<LocationKind, 'snowflake' | 'iceberg'> = 'snowflake', extra: Partial<DatasetConfig['location']> = {}): DatasetConfig {
   return renderDatasetConfig({

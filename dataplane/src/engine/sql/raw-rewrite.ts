@@ -10,18 +10,18 @@
  * ("…"), dollar-quoted strings ($$…$$, and $tag$…$tag$ where the dialect has them), -- line
  * comments and block comments (nested where the dialect nests them). So `'${x}'` stays the literal
  * text `${x}`. What differs between SQL engines is the dialect's (`RawSqlDialect`), supplied by each
- * SQL driver (PostgreSQL: drivers/postgres/raw-dialect.ts, with standard_conforming_strings on —
+ * SQL driver (PostgreSQL: drivers/postgres/dialect.ts, with standard_conforming_strings on —
  * the read-only role pins it on).
  *
  * Token syntax is strict: `@{alias}` or `@{alias.segment.segment…}` and `${name}`, where each
  * name is `[A-Za-z_][A-Za-z0-9_]*`, no spaces. Anything else between the braces, an unclosed brace
  * and positional parameters written by hand (`$1`) are 400s naming the token.
  */
-import type { DatasetConfig } from '../../../model/types.js';
-import { badRequest } from '../engine/errors.js';
-import { fieldsOf, type Field } from '../engine/layout.js';
+import type { DatasetConfig } from '../../../../model/types.js';
+import { badRequest } from '../errors.js';
+import { fieldsOf, type Field } from '../layout.js';
 import { isOperatorChar, operatorRunEnd, skipBlockComment } from './lexing.js';
-import { IDENTIFIER, type RawArgument } from '../rawsql/request.js';
+import { IDENTIFIER, type RawArgument } from './raw-request.js';
 import type { ScalarType } from './scalar-types.js';
 
 /** The system columns a token may name besides the schema's properties. */

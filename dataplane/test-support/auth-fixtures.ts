@@ -1,6 +1,6 @@
 /** Config fixtures for the auth tests (rendered with the model's own functions). */
-import { renderDatasetConfig, renderEnvironmentConfig } from '../../../model/render.js';
-import type { DatasetConfig, DatasetSpec, EnvironmentConfig, EnvironmentSpec } from '../../../model/types.js';
+import { renderDatasetConfig, renderEnvironmentConfig } from '../../model/render.js';
+import type { DatasetConfig, DatasetSpec, EnvironmentConfig, EnvironmentSpec } from '../../model/types.js';
 
 export function datasetConfig(overrides: Partial<DatasetSpec> = {}): DatasetConfig {
   return renderDatasetConfig({

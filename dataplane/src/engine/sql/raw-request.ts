@@ -3,9 +3,9 @@
  * problem is a 400 ApiError naming the JSON path of the offending input; the first problem found
  * (in the order body, sql, using, arguments) is reported.
  */
-import type { DatasetConfig } from '../../../model/types.js';
-import { badRequest } from '../engine/errors.js';
-import { encodeArgument, scalarType, SCALAR_TYPE_NAMES, type ScalarType } from '../sql/scalar-types.js';
+import type { DatasetConfig } from '../../../../model/types.js';
+import { badRequest } from '../errors.js';
+import { encodeArgument, scalarType, SCALAR_TYPE_NAMES, type ScalarType } from './scalar-types.js';
 
 /** Alias and argument names, and each segment of a property path, in tokens and in the body. */
 export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -7,12 +7,13 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
-import { startSnowflakeTestPeer, type SnowflakeTestPeerHandle } from '../../../../e2e/peers/snowflake/peer.js';
-import type { DatasetConfig } from '../../../../model/types.js';
-import { testPostgresAdminUrl } from '../../../test-support/postgres.js';
-import { demoManifestsAt } from '../../../test-support/transactions.js';
-import { SnowflakeDriver, type SnowflakeDriverOptions } from './driver.js';
-import type { TableFormat } from './table-format.js';
+import { startSnowflakeTestPeer, type SnowflakeTestPeerHandle } from '../../e2e/peers/snowflake/peer.js';
+import type { DatasetConfig } from '../../model/types.js';
+import { testPostgresAdminUrl } from './postgres.js';
+import { demoManifestsAt } from './transactions.js';
+import { SnowflakeDriver, type SnowflakeDriverOptions } from '../src/drivers/snowflake/driver.js';
+import type { TableFormat } from '../src/drivers/snowflake/table-format.js';
+import { dataPlaneSettings } from '../../model/settings/dataplane.js';
 
 let shared: Promise<SnowflakeTestPeerHandle> | undefined;
 let n = 0;
@@ -43,7 +44,7 @@ export async function warehouseLocation(ref: { name: string; key: string }, extr
 export async function warehouseDriverUnderTest(format: TableFormat, options: Partial<SnowflakeDriverOptions> = {}) {
   const peer = await sharedSnowflakePeer();
   const secrets = warehouseSecrets();
-  const driver = new SnowflakeDriver({ logger: pino({ level: 'silent' }), env: { DAS_SECRETS_DIR: secrets.dir }, format, ...options });
+  const driver = new SnowflakeDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DAS_SECRETS_DIR: secrets.dir }), format, ...options });
   return { peer, driver, secrets, location: await warehouseLocation(secrets.ref) };
 }
 
