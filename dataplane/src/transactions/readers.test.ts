@@ -94,6 +94,19 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
       await fails(put(people(500, 'GZIP')), 'PARQUET', /page of \d+ bytes \(decompressed\) in column 1 of row group 1, more than DAS_BULK_MAX_PAGE_BYTES \(64\)/, { maxPageBytes: 64 });
       await fails(put(people(500)), 'PARQUET', /\d+ bytes in row group 1, more than DAS_BULK_MAX_GROUP_BYTES \(100\)/, { maxGroupBytes: 100 });
     });
+    it('dictionary-encoded pages with nulls load (their indices hold only the present values): 2,000 postcodes in row groups of 500', async () => {
+      // The regression of issue #27: the check read num_values indices where the page holds num_values minus its nulls.
+      const postcodes = Array.from({ length: 2000 }, (_, i) => ['AB1 2CD', null, 'EF3 4GH', 'IJ5 6KL'][i % 4]);
+      const file = parquetFile(
+        [
+          { name: 'id', data: postcodes.map((_, i) => `r${i}`), type: 'STRING' },
+          { name: 'postcode', data: postcodes, type: 'STRING' },
+        ],
+        { rowGroupSize: 500 },
+      );
+      const { rows } = await read(put(file), 'PARQUET');
+      expect(rows.map((r) => r.value)).to.deep.equal(postcodes.map((postcode, i) => ({ id: `r${i}`, postcode })));
+    });
     it('a page of 4 values with an RLE run of a billion is refused before the decoder writes the run', async () => {
       await fails(put(withHugeRun()), 'PARQUET', /has a run of 1073741823 values where 4 are left in a page of column 1 of row group 1/);
     });
