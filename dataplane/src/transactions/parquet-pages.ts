@@ -100,9 +100,11 @@ function valuesNeedCheck(encoding: string, column: ColumnShape): boolean {
 
 /** The values section from `at`, holding `present` (non-null) values, as the decoder reads it for data page `version`. */
 function checkValues(view: DataView, at: number, encoding: string, column: ColumnShape, present: number, version: 1 | 2, limits: FileLimits): void {
-  if ((encoding === 'RLE' && version === 2) || (version === 1 && column.type === 'BOOLEAN' && encoding !== 'DELTA_BYTE_ARRAY' && encoding !== 'DELTA_BINARY_PACKED')) {
-    hybrid(view, at, 1, present, true); // booleans: a 4-byte length, then runs of width 1
-  } else if (encoding === 'PLAIN_DICTIONARY' || encoding === 'RLE_DICTIONARY' || encoding === 'RLE') {
+  if (encoding === 'PLAIN_DICTIONARY' || encoding === 'RLE_DICTIONARY' || encoding === 'RLE') {
+    if ((version === 1 && column.type === 'BOOLEAN') || (version === 2 && encoding === 'RLE')) {
+      hybrid(view, at, 1, present, true); // booleans: a 4-byte length, then runs of width 1
+      return;
+    }
     const width = view.getUint8(at);
     // v1 reads no indices for width 0 (every value is the dictionary's first); v2 reads the runs still.
     if (width || version === 2) hybrid(view, at + 1, width, present, false);
