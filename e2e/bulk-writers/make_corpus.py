@@ -242,7 +242,7 @@ def make(out, large):
     text_columns = ["id", "i16", "i32", "i64", "f64", "flag", "day", "postcode", "text", "memo", "address.street"]
     for name, n, fmt, options in [
         ("duckdb.csv", small, "CSV", "FORMAT csv, HEADER true"),
-        ("duckdb-large.csv", large, "CSV", "FORMAT csv, HEADER true"),
+        ("duckdb-many.csv", 5000, "CSV", "FORMAT csv, HEADER true"),
         ("duckdb.ndjson", small, "NDJSON", "FORMAT json"),
     ]:
         rows, source = c.table(n, text_columns)

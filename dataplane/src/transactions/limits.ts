@@ -20,6 +20,8 @@ export interface FileLimits {
   maxGroupBytes: number;
   /** Largest Parquet page once decompressed (DAS_BULK_MAX_PAGE_BYTES). */
   maxPageBytes: number;
+  /** Most columns of a file: a Parquet schema's leaf columns, a CSV header's fields (DAS_BULK_MAX_COLUMNS). */
+  maxColumns: number;
 }
 
 export const DEFAULT_FILE_LIMITS: FileLimits = {
@@ -29,6 +31,7 @@ export const DEFAULT_FILE_LIMITS: FileLimits = {
   maxGroupValues: 16 * 1024 * 1024,
   maxGroupBytes: 256 * 1024 * 1024,
   maxPageBytes: 64 * 1024 * 1024,
+  maxColumns: 1024,
 };
 
 /** Settings for remote sources (https://, s3://): an overall deadline per file and a minimum rate. */
@@ -55,6 +58,7 @@ export function fileLimits(env: NodeJS.ProcessEnv): FileLimits {
     // At most 1 GiB: a single read is one Buffer, and node reads at most 2 GiB at once.
     maxGroupBytes: Math.min(positive(env, 'DAS_BULK_MAX_GROUP_BYTES', d.maxGroupBytes), 1024 ** 3),
     maxPageBytes: Math.min(positive(env, 'DAS_BULK_MAX_PAGE_BYTES', d.maxPageBytes), 1024 ** 3),
+    maxColumns: positive(env, 'DAS_BULK_MAX_COLUMNS', d.maxColumns),
   };
 }
 

@@ -56,13 +56,38 @@ export function sliceRows(metadata: FileMetaData, group: GroupSpan, limits: File
   return Math.max(1, Math.min(group.rows, Math.floor(limits.maxGroupValues / Math.max(1, group.chunks.length))));
 }
 
-/** Every row group's rows and byte ranges, checked against the file's data area [4, dataEnd) and the budgets. */
+/**
+ * Every row group's rows and byte ranges, checked against the file's data area [4, dataEnd) and
+ * the budgets: at most DAS_BULK_MAX_COLUMNS columns, and no two column chunks sharing bytes (a
+ * footer that lists the same chunks under many row groups would claim rows its bytes do not hold).
+ */
 export function groupSpans(metadata: FileMetaData, dataEnd: number, limits: FileLimits): GroupSpan[] {
+  const columns = metadata.schema.filter((e) => !e.num_children).length;
+  if (columns > limits.maxColumns) throw new FormatError(`has ${columns} columns, more than DAS_BULK_MAX_COLUMNS (${limits.maxColumns})`);
+  const spans = checkedSpans(metadata, dataEnd, limits);
+  disjointChunks(spans);
+  return spans;
+}
+
+/** No two column chunks of the file overlap (each row group's rows must be its own bytes). */
+function disjointChunks(spans: GroupSpan[]): void {
+  const chunks = spans.flatMap((s, g) => s.chunks.map(([start, end], c) => ({ start, end, at: `column ${c + 1} of row group ${g + 1}` })));
+  chunks.sort((a, b) => a.start - b.start || a.end - b.end);
+  for (let i = 1; i < chunks.length; i++) {
+    const [before, chunk] = [chunks[i - 1], chunks[i]];
+    if (chunk.start < before.end) {
+      throw new FormatError(`is not a valid Parquet file: ${chunk.at} (bytes ${chunk.start}..${chunk.end}) overlaps ${before.at} (bytes ${before.start}..${before.end}); row groups cannot share column chunks`);
+    }
+  }
+}
+
+function checkedSpans(metadata: FileMetaData, dataEnd: number, limits: FileLimits): GroupSpan[] {
   const flat = flatColumns(metadata);
   return metadata.row_groups.map((group: RowGroup, g: number) => {
     const at = `row group ${g + 1}`;
     const rows = whole(group.num_rows);
     if (!Number.isSafeInteger(rows) || rows < 0) throw new FormatError(`is not a valid Parquet file: ${at} declares ${String(group.num_rows)} rows`);
+    if (rows > 0 && !group.columns.length) throw new FormatError(`is not a valid Parquet file: ${at} declares ${rows} rows but has no column chunk to hold them`);
     if (rows > limits.maxGroupRows) throw new FormatError(`has ${rows} rows in ${at}, more than DAS_BULK_MAX_GROUP_ROWS (${limits.maxGroupRows}); write the file with smaller row groups`);
     // Flat columns are read in slices within the budget (sliceRows); nested ones a whole group at once.
     if (!flat && rows * group.columns.length > limits.maxGroupValues) {

@@ -39,6 +39,17 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     expect(err, 'the read fails').to.be.instanceOf(FormatError);
     expect((err as Error).message).to.match(pattern);
   };
+  /** The chunks read before the read failed, and its error. */
+  const readUntilError = async (path: string) => {
+    const [file] = await openLocation(pathToFileURL(path).href, { importRoot: root, env: {} });
+    const chunks: RawChunk[] = [];
+    try {
+      for await (const c of readChunks(file, 'PARQUET', 0, 1000, DEFAULT_FILE_LIMITS)) chunks.push(c);
+    } catch (err) {
+      return { chunks, err };
+    }
+    return { chunks, err: undefined };
+  };
   const people = (count: number, codec: 'SNAPPY' | 'GZIP' = 'SNAPPY', rowGroupSize = 1000, pageSize?: number) =>
     parquetFile(
       [
@@ -81,6 +92,30 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
       const limits = { ...DEFAULT_FILE_LIMITS, maxGroupValues: 150 };
       expect(sliceRows(meta([{ name: 'root', num_children: 2 }, leaf('a'), leaf('b')]), span, limits)).to.equal(75);
       expect(sliceRows(meta([{ name: 'root', num_children: 1 }, { name: 'address', num_children: 1 }, leaf('postcode')]), span, limits)).to.equal(1000);
+    });
+    it('10,000 row groups listing the same 50-row column chunks (500,000 rows claimed) fail at the footer check, before any row is read', async () => {
+      // Issue #27's file had 100,000 such row groups; 10,000 keep the test quick (writing the footer is the slow part).
+      const file = withFooter(people(50, 'SNAPPY', 50), (m) => {
+        m.row_groups = Array.from({ length: 10_000 }, () => m.row_groups[0]);
+        m.num_rows = 500_000n;
+      });
+      const { chunks, err } = await readUntilError(put(file));
+      expect(chunks, 'no row read').to.deep.equal([]);
+      expect(err).to.be.instanceOf(FormatError);
+      expect((err as Error).message).to.match(/column 1 of row group 2 \(bytes \d+\.\.\d+\) overlaps column 1 of row group 1 \(bytes \d+\.\.\d+\); row groups cannot share column chunks/);
+    });
+    it('column chunks of two row groups that overlap in part, and rows without any column chunk, fail at the footer check', async () => {
+      const shifted = withFooter(people(100, 'SNAPPY', 50), (m) => {
+        const second = m.row_groups[1].columns[0].meta_data!;
+        second.data_page_offset -= 5n; // now starts inside the first row group's last chunk
+        if (second.dictionary_page_offset) second.dictionary_page_offset -= 5n;
+      });
+      await fails(put(shifted), 'PARQUET', /column 1 of row group 2 \(bytes \d+\.\.\d+\) overlaps column 2 of row group 1/);
+      const empty = withFooter(people(10), (m) => (m.row_groups[0].columns = []));
+      await fails(put(empty), 'PARQUET', /row group 1 declares 10 rows but has no column chunk to hold them/);
+    });
+    it('a schema wider than DAS_BULK_MAX_COLUMNS fails, naming it', async () => {
+      await fails(put(people(10)), 'PARQUET', /has 2 columns, more than DAS_BULK_MAX_COLUMNS \(1\)/, { maxColumns: 1 });
     });
     it('a footer length past the file, or over DAS_BULK_MAX_FOOTER_BYTES', async () => {
       const file = people(2);
