@@ -5,7 +5,8 @@ each `<name>.expected.ndjson` (the records as the API answers them, in row order
 
 Each file's rows come from one generator (`row(i)`): every Parquet type the engine maps, nulls in
 every nullable column at a different stride, a column that is all null, repeated values (for
-dictionaries), a struct column and a dotted column name. The bulk-writers test
+dictionaries), a struct column and a dotted column name. `--seeds <dir>` writes the small
+demo.Person files the fuzz test (dataplane/test/fuzz-bulk-files.test.ts) mutates. The bulk-writers test
 (e2e/bulk-writers/bulk-writers.test.ts) loads each file and compares every record.
 """
 
@@ -268,8 +269,30 @@ def pandas_column(name, values):
     return pd.Series(values, dtype=object)
 
 
+def seeds(out):
+    """Small demo.Person files (id, name, age; nulls, repeated names) from pyarrow and DuckDB: the fuzz test's starting points."""
+    os.makedirs(out, exist_ok=True)
+    n = 300
+    table = pa.table({
+        "id": pa.array([f"s{i}" for i in range(n)]),
+        "name": pa.array([None if i % 7 == 3 else f"name {i % 20} ü€" for i in range(n)]),
+        "age": pa.array([None if i % 11 == 5 else i % 90 for i in range(n)], type=pa.int32()),
+    })
+    pq.write_table(table, os.path.join(out, "pyarrow-defaults.parquet"), row_group_size=100)
+    pq.write_table(table, os.path.join(out, "pyarrow-v2-zstd.parquet"), row_group_size=120, data_page_version="2.0", compression="zstd")
+    pq.write_table(table, os.path.join(out, "pyarrow-delta-gzip.parquet"), use_dictionary=False, compression="gzip", column_encoding={"id": "DELTA_BYTE_ARRAY", "name": "DELTA_LENGTH_BYTE_ARRAY", "age": "DELTA_BINARY_PACKED"})
+    pq.write_table(table, os.path.join(out, "pyarrow-tiny-pages.parquet"), data_page_size=64, write_batch_size=16)
+    con = duckdb.connect()
+    con.register("source", table)
+    con.execute(f"COPY (SELECT * FROM source) TO '{os.path.join(out, 'duckdb-defaults.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE 128)")
+    con.execute(f"COPY (SELECT * FROM source) TO '{os.path.join(out, 'duckdb-v2.parquet')}' (FORMAT parquet, PARQUET_VERSION v2)")
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args[0] == "--seeds":
+        seeds(args[1])
+        sys.exit(0)
     large = 100_000
     if "--large" in args:
         large = int(args[args.index("--large") + 1])
