@@ -122,6 +122,8 @@ export function checkPages(bytes: ArrayBuffer, span: GroupSpan, g: number, limit
   const view = new DataView(bytes);
   span.chunks.forEach(([from, to], c) => {
     const at = `column ${c + 1} of row group ${g + 1}`;
+    const codec = columns[c].codec;
+    if (codec !== 'UNCOMPRESSED' && !compressors[codec as keyof Compressors]) throw new FormatError(`uses the compression codec ${codec} in ${at}, which this service does not read`);
     const reader = { view, offset: from - span.start };
     const end = to - span.start;
     let values = 0;

@@ -114,6 +114,9 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
       const empty = withFooter(people(10), (m) => (m.row_groups[0].columns = []));
       await fails(put(empty), 'PARQUET', /row group 1 declares 10 rows but has no column chunk to hold them/);
     });
+    it('a codec this service does not read (LZO) fails, naming it and the column', async () => {
+      await fails(put(withFooter(people(10), (m) => (m.row_groups[0].columns[1].meta_data!.codec = 'LZO'))), 'PARQUET', /uses the compression codec LZO in column 2 of row group 1, which this service does not read/);
+    });
     it('a schema wider than DAS_BULK_MAX_COLUMNS fails, naming it', async () => {
       await fails(put(people(10)), 'PARQUET', /has 2 columns, more than DAS_BULK_MAX_COLUMNS \(1\)/, { maxColumns: 1 });
     });
