@@ -18,11 +18,17 @@
  * that keeps history can spend, and that CPU plus the data plane's, spread over every core, is the
  * shortest such a load could take on this machine.
  *
+ * Then the same rows (other ids) as files written by pyarrow with its defaults (snappy, dictionary,
+ * row groups of 1,048,576) and by DuckDB with its defaults (snappy, row groups of 122,880), each
+ * loaded the same way and reported against the same COPYs (the Python writers come from
+ * scripts/python-peers/install.sh: DAS_PYTHON_PEERS, default ~/.cache/data-access-python).
+ *
  * BENCH_ROWS (1000000), BENCH_ROW_GROUP (50000), BENCH_CHUNK_ROWS (the data plane's default),
  * BENCH_WRITERS (DAS_BULK_WRITERS, the data plane's default).
  */
 import { chmodSync, createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { cpus, homedir, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { pipeline } from 'node:stream/promises';
@@ -72,6 +78,24 @@ function fixtures(dir: string, rows: number, name: string): { parquet: string; c
   return { parquet, csv };
 }
 
+/** The same rows as fixtures() (ids `<prefix><i>`) written by pyarrow and by DuckDB, each with its defaults. */
+function realWriterFixtures(dir: string, rows: number): { pyarrow: string; duckdb: string } {
+  const python = join(process.env.DAS_PYTHON_PEERS ?? join(homedir(), '.cache', 'data-access-python'), 'bin', 'python');
+  const files = { pyarrow: join(dir, 'pyarrow.parquet'), duckdb: join(dir, 'duckdb.parquet') };
+  const script = `
+import sys, pyarrow as pa, pyarrow.parquet as pq, duckdb
+n = ${rows}
+def table(prefix):
+    ids = [f"{prefix}{i}" for i in range(n)]
+    return pa.table({"id": ids, "name": [f"person {i}" for i in ids], "email": [f"{i}@example.com" for i in ids], "age": pa.array([i % 100 for i in range(n)], type=pa.int32())})
+pq.write_table(table("a"), sys.argv[1])
+source = table("d")
+duckdb.sql(f"COPY (SELECT * FROM source) TO '{sys.argv[2]}' (FORMAT parquet)")
+`;
+  execFileSync(python, ['-c', script, files.pyarrow, files.duckdb], { stdio: ['ignore', 'inherit', 'inherit'] });
+  return files;
+}
+
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'das-bench-bulk-'));
   chmodSync(work, 0o755); // the embedded server runs as "postgres" when we are root
@@ -80,6 +104,7 @@ async function main(): Promise<void> {
   mkdirSync(join(dataDir, 'imports'), { recursive: true });
   const full = fixtures(join(dataDir, 'imports'), ROWS, 'full');
   const quarter = fixtures(join(dataDir, 'imports'), Math.floor(ROWS / 4), 'quarter');
+  const real = realWriterFixtures(join(dataDir, 'imports'), ROWS);
   const port = await freePort();
   const child = startMain({
     DATABASE_URL: db.url,
@@ -124,6 +149,8 @@ async function main(): Promise<void> {
     };
     const small = await transaction(quarter.parquet);
     const big = await transaction(full.parquet);
+    const pyarrow = await transaction(real.pyarrow);
+    const duckdb = await transaction(real.duckdb);
 
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
@@ -167,6 +194,16 @@ async function main(): Promise<void> {
     console.log(`ratio to it (COPY time / transaction time; the expectation's baseline, docs/transactions.md): ${(shapedSeconds / big.seconds).toFixed(2)}`);
     console.log(`PostgreSQL COPY from CSV into a plain table (one index): ${copySeconds.toFixed(1)} s, ${(ROWS / copySeconds).toFixed(0)} rows/s; ratio ${(copySeconds / big.seconds).toFixed(2)}`);
     console.log(`data plane RSS: before ${mb(small.before)}, peak ${mb(small.peak)} loading ${ROWS / 4} rows; before ${mb(big.before)}, peak ${mb(big.peak)} loading ${ROWS} rows`);
+    for (const [writer, run, file] of [
+      ['pyarrow (defaults: snappy, dictionary)', pyarrow, real.pyarrow],
+      ['DuckDB (defaults)', duckdb, real.duckdb],
+    ] as const) {
+      console.log(
+        `${writer}: Parquet ${mb(readFileSync(file).length)}, ${run.seconds.toFixed(1)} s, ${(ROWS / run.seconds).toFixed(0)} rows/s, rowsWritten ${run.tx.actions[0].rowsWritten}; ` +
+          `ratio to COPY into live + history ${(shapedSeconds / run.seconds).toFixed(2)}, to COPY into a plain table ${(copySeconds / run.seconds).toFixed(2)}; ` +
+          `RSS before ${mb(run.before)}, peak ${mb(run.peak)}; CPU PostgreSQL ${run.cpu.postgres.toFixed(1)} s + data plane ${run.cpu.dataPlane.toFixed(1)} s`,
+      );
+    }
     const s = (n: number) => `${n.toFixed(1)} s`;
     console.log(`CPU: transaction PostgreSQL ${s(big.cpu.postgres)} + data plane ${s(big.cpu.dataPlane)}; COPY plain table PostgreSQL ${s(copyCpu)}; COPY live + history PostgreSQL ${s(shapedCpu)}`);
     console.log(`PostgreSQL CPU ratio (COPY / transaction): plain table ${(copyCpu / big.cpu.postgres).toFixed(2)}, live + history ${(shapedCpu / big.cpu.postgres).toFixed(2)}`);

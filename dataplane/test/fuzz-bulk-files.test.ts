@@ -1,18 +1,21 @@
 /**
  * Fuzzed bulk-load files through the real entry point (main.ts as a child process, a file://
- * import root): valid Parquet, NDJSON and CSV files mutated — footer fields (row counts, column
+ * import root): valid Parquet (hyparquet-writer's, and pyarrow's and DuckDB's from
+ * e2e/bulk-writers/make_corpus.py --seeds: dictionaries with nulls, pages v2, DELTA encodings,
+ * zstd, tiny pages), NDJSON and CSV files mutated — footer fields (row counts, column
  * chunk offsets and sizes, value counts, codecs, types), bytes flipped in the footer and in the
  * pages, large run lengths written into pages, truncated at any byte, gzip-wrapped text, formats declared wrongly — each loaded as its
  * own transaction. Every load ends SUCCEEDED or FAILED with a storable message, the process never
- * dies, and its peak RSS stays within the budget.
+ * dies, its peak RSS stays within the budget, and every unmutated seed file loads whole.
  *
  * Small by default; by hand: DAS_FUZZ_FILES=2000 (DAS_FUZZ_SEED picks the files) prints the figures.
  * DAS_FUZZ_GROUP_VALUES (e.g. 64) lowers DAS_BULK_MAX_GROUP_VALUES, so that every Parquet row group
  * of plain columns is read in slices.
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -22,11 +25,13 @@ import { freePort } from '../src/db/embedded.js';
 import { client } from '../test-support/http.js';
 import { memoryOf, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
 import { freshDatabase } from '../test-support/postgres.js';
-import { parquetFile, transactionManifests, withFooter } from '../test-support/transactions.js';
+import { parquetFile, transactionManifests, waitForTransaction, withFooter } from '../test-support/transactions.js';
 
 const FILES = Number(process.env.DAS_FUZZ_FILES ?? 40);
 const SEED = Number(process.env.DAS_FUZZ_SEED ?? 7);
 const GROUP_VALUES = process.env.DAS_FUZZ_GROUP_VALUES;
+/** The Python writers (scripts/python-peers/install.sh, run by pretest). */
+const PYTHON = join(process.env.DAS_PYTHON_PEERS ?? join(homedir(), '.cache', 'data-access-python'), 'bin', 'python');
 /** Peak RSS growth allowed over the idle data plane's (MiB): the documented budgets hold well under it. */
 const RSS_BUDGET_MIB = 300;
 
@@ -75,8 +80,14 @@ describe('fuzz: mutated bulk-load files through main.ts', function () {
     const api = client(url, { host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } });
     const idle = memoryOf(main.child.pid!).now;
 
+    // Real writers' files (pyarrow, DuckDB) to start from, besides hyparquet-writer's.
+    expect(existsSync(PYTHON), `no Python writers at ${PYTHON}: run scripts/python-peers/install.sh (npm's pretest does)`).to.equal(true);
+    const seedDir = join(dataDir, 'seeds');
+    execFileSync(PYTHON, [join(import.meta.dirname, '../../e2e/bulk-writers/make_corpus.py'), '--seeds', seedDir], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const seeds = readdirSync(seedDir).map((name) => ({ name, bytes: readFileSync(join(seedDir, name)) }));
     const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `f${i}`, name: `name ${i} ü€`, age: i % 90 }));
-    const parquet = () => {
+    const parquet = () => (rand() < 0.5 ? Buffer.from(pick(seeds).bytes) : ownParquet());
+    const ownParquet = () => {
       const data = rows(20 + int(400));
       return parquetFile(
         [
@@ -159,6 +170,18 @@ describe('fuzz: mutated bulk-load files through main.ts', function () {
       () => [pick([parquet, ndjson, csv])(), pick(['PARQUET', 'NDJSON', 'CSV'] as const), 'format declared at random'],
     ];
 
+    // Every seed unmutated: each loads whole.
+    const unmutated: { id: string; name: string }[] = [];
+    for (const seed of seeds) {
+      writeFileSync(join(imports, seed.name), seed.bytes);
+      const res = await api({
+        path: '/demo',
+        body: { create: { schema: 'Transaction', data: { actions: [{ locationUri: pathToFileURL(join(imports, seed.name)).href, operation: 'UPSERT', format: 'PARQUET', schema: 'demo.Person' }] } } },
+      });
+      expect(res.status, res.text).to.equal(202);
+      unmutated.push({ id: res.json.id, name: seed.name });
+    }
+
     const kinds = new Map<string, number>();
     const ids: { id: string; name: string; kind: string }[] = [];
     for (let i = 0; i < FILES; i++) {
@@ -196,9 +219,14 @@ describe('fuzz: mutated bulk-load files through main.ts', function () {
         await new Promise((r) => setTimeout(r, 20));
       }
     }
+    for (const { id, name } of unmutated) {
+      const tx = await waitForTransaction(api, id);
+      expect(tx.status, `${name}: ${JSON.stringify(tx)}`).to.equal('SUCCEEDED');
+      expect(tx.actions[0], name).to.include({ rowsRead: 300, rowsWritten: 300, rowsRejected: 0 });
+    }
     const growth = peak - idle;
     if (process.env.DAS_FUZZ_FILES) {
-      console.log(`      files ${FILES} (seed ${SEED}): ${JSON.stringify(Object.fromEntries(kinds))}; outcomes ${JSON.stringify(Object.fromEntries(outcomes))}; deaths 0; idle RSS ${idle.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB`);
+      console.log(`      files ${FILES} (seed ${SEED}): ${JSON.stringify(Object.fromEntries(kinds))}; outcomes ${JSON.stringify(Object.fromEntries(outcomes))}; deaths 0; unmutated seeds ${unmutated.length} SUCCEEDED; idle RSS ${idle.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB`);
     }
     expect(growth, `peak RSS ${peak.toFixed(0)} MiB, idle ${idle.toFixed(0)} MiB`).to.be.lessThan(RSS_BUDGET_MIB);
     expect((await api({ path: '/readyz' })).status).to.equal(200);

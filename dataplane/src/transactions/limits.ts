@@ -20,7 +20,7 @@ export interface FileLimits {
   maxGroupBytes: number;
   /** Largest Parquet page once decompressed (DAS_BULK_MAX_PAGE_BYTES). */
   maxPageBytes: number;
-  /** Most columns of a file: a CSV header's fields, an NDJSON object's keys (DAS_BULK_MAX_COLUMNS). */
+  /** Most columns of a file: a Parquet schema's leaf columns, a CSV header's fields, an NDJSON object's keys (DAS_BULK_MAX_COLUMNS). */
   maxColumns: number;
   /** Most bytes a compressed (gzip, zstd) CSV or NDJSON file may decompress to (DAS_BULK_MAX_DECOMPRESSED_BYTES). */
   maxDecompressedBytes: number;

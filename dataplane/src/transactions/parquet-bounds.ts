@@ -3,19 +3,18 @@
  * against the file and DAS_BULK_MAX_FOOTER_BYTES; each row group's rows, column chunk offsets and
  * sizes against the file and the budgets; each page header's sizes and value counts against the
  * column chunk's bytes and the budgets, and a group's rows against the values its pages hold;
- * and inside each data page, the run lengths of its run-length encoded levels and dictionary
- * indices against its value count (the decoder writes a run whole, whatever its length says).
+ * and each data page's contents as the decoder will read them (parquet-pages.ts).
  * Pure functions over bytes already read; a violation is a FormatError naming it.
  */
 import type { Compressors, FileMetaData, RowGroup } from 'hyparquet';
 import { gunzipSync, brotliDecompressSync } from 'node:zlib';
 import { parquetHeader } from 'hyparquet/src/column.js';
 import { getMaxDefinitionLevel, getMaxRepetitionLevel, getSchemaPath } from 'hyparquet/src/schema.js';
-import { readVarInt } from 'hyparquet/src/thrift.js';
 import { compressors } from 'hyparquet-compressors';
 import type { FileLimits } from './limits.js';
+import { checkDataPage, FormatError, type ColumnShape } from './parquet-pages.js';
 
-export class FormatError extends Error {}
+export { FormatError, type ColumnShape };
 
 const MAGIC = 0x31524150; // "PAR1"
 
@@ -57,13 +56,38 @@ export function sliceRows(metadata: FileMetaData, group: GroupSpan, limits: File
   return Math.max(1, Math.min(group.rows, Math.floor(limits.maxGroupValues / Math.max(1, group.chunks.length))));
 }
 
-/** Every row group's rows and byte ranges, checked against the file's data area [4, dataEnd) and the budgets. */
+/**
+ * Every row group's rows and byte ranges, checked against the file's data area [4, dataEnd) and
+ * the budgets: at most DAS_BULK_MAX_COLUMNS columns, and no two column chunks sharing bytes (a
+ * footer that lists the same chunks under many row groups would claim rows its bytes do not hold).
+ */
 export function groupSpans(metadata: FileMetaData, dataEnd: number, limits: FileLimits): GroupSpan[] {
+  const columns = metadata.schema.filter((e) => !e.num_children).length;
+  if (columns > limits.maxColumns) throw new FormatError(`has ${columns} columns, more than DAS_BULK_MAX_COLUMNS (${limits.maxColumns})`);
+  const spans = checkedSpans(metadata, dataEnd, limits);
+  disjointChunks(spans);
+  return spans;
+}
+
+/** No two column chunks of the file overlap (each row group's rows must be its own bytes). */
+function disjointChunks(spans: GroupSpan[]): void {
+  const chunks = spans.flatMap((s, g) => s.chunks.map(([start, end], c) => ({ start, end, at: `column ${c + 1} of row group ${g + 1}` })));
+  chunks.sort((a, b) => a.start - b.start || a.end - b.end);
+  for (let i = 1; i < chunks.length; i++) {
+    const [before, chunk] = [chunks[i - 1], chunks[i]];
+    if (chunk.start < before.end) {
+      throw new FormatError(`is not a valid Parquet file: ${chunk.at} (bytes ${chunk.start}..${chunk.end}) overlaps ${before.at} (bytes ${before.start}..${before.end}); row groups cannot share column chunks`);
+    }
+  }
+}
+
+function checkedSpans(metadata: FileMetaData, dataEnd: number, limits: FileLimits): GroupSpan[] {
   const flat = flatColumns(metadata);
   return metadata.row_groups.map((group: RowGroup, g: number) => {
     const at = `row group ${g + 1}`;
     const rows = whole(group.num_rows);
     if (!Number.isSafeInteger(rows) || rows < 0) throw new FormatError(`is not a valid Parquet file: ${at} declares ${String(group.num_rows)} rows`);
+    if (rows > 0 && !group.columns.length) throw new FormatError(`is not a valid Parquet file: ${at} declares ${rows} rows but has no column chunk to hold them`);
     if (rows > limits.maxGroupRows) throw new FormatError(`has ${rows} rows in ${at}, more than DAS_BULK_MAX_GROUP_ROWS (${limits.maxGroupRows}); write the file with smaller row groups`);
     // Flat columns are read in slices within the budget (sliceRows); nested ones a whole group at once.
     if (!flat && rows * group.columns.length > limits.maxGroupValues) {
@@ -98,6 +122,8 @@ export function checkPages(bytes: ArrayBuffer, span: GroupSpan, g: number, limit
   const view = new DataView(bytes);
   span.chunks.forEach(([from, to], c) => {
     const at = `column ${c + 1} of row group ${g + 1}`;
+    const codec = columns[c].codec;
+    if (codec !== 'UNCOMPRESSED' && !compressors[codec as keyof Compressors]) throw new FormatError(`uses the compression codec ${codec} in ${at}, which this service does not read`);
     const reader = { view, offset: from - span.start };
     const end = to - span.start;
     let values = 0;
@@ -124,7 +150,7 @@ export function checkPages(bytes: ArrayBuffer, span: GroupSpan, g: number, limit
         values += header.data_page_header_v2?.num_rows ?? count;
         const page = new Uint8Array(bytes, reader.offset, compressed);
         try {
-          checkRuns(page, header, columns[c], compressors);
+          checkDataPage(page, header, columns[c], compressors, limits);
         } catch (err) {
           if (err instanceof FormatError) throw new FormatError(`${err.message} in a page of ${at}`);
           throw new FormatError(`is not a valid Parquet file: a page of ${at} cannot be read (${(err as Error).message})`);
@@ -159,6 +185,8 @@ export function boundedCompressors(limits: FileLimits): Compressors {
         if (!Number.isSafeInteger(length) || length < 0 || length > limits.maxPageBytes) {
           throw new FormatError(`has a ${codec} page of ${length} bytes (decompressed), more than DAS_BULK_MAX_PAGE_BYTES (${limits.maxPageBytes})`);
         }
+        // An empty page (the dictionary of an all-null column): LZ4_RAW's decoder reads past a one-byte block.
+        if (length === 0) return new Uint8Array(0);
         return decompress!(input, length);
       },
     ]),
@@ -183,14 +211,6 @@ export function zstdContentSize(input: Uint8Array): number | undefined {
   return fcsBytes === 2 ? value + 256 : value;
 }
 
-/** What the page checks need of a column: its levels' maxima, its type and codec. */
-export interface ColumnShape {
-  maxRepetition: number;
-  maxDefinition: number;
-  type: string;
-  codec: string;
-}
-
 /** Each column chunk's shape in a row group, from the schema (a column the schema lacks fails the file). */
 export function columnShapes(metadata: FileMetaData, group: RowGroup): ColumnShape[] {
   return group.columns.map((column, c) => {
@@ -203,86 +223,4 @@ export function columnShapes(metadata: FileMetaData, group: RowGroup): ColumnSha
     }
     return { maxRepetition: getMaxRepetitionLevel(path), maxDefinition: getMaxDefinitionLevel(path), type: String(meta.type), codec: String(meta.codec) };
   });
-}
-
-const bitWidth = (value: number) => 32 - Math.clz32(value);
-
-/**
- * A data page's run-length/bit-packed hybrid streams (levels, dictionary indices, RLE booleans),
- * read the way the decoder reads them: no run longer than the values left to fill. The decoder
- * (hyparquet) writes an RLE run whole into its output, so a page with 4 values and a run of a
- * billion would otherwise grow an array to gigabytes.
- */
-function checkRuns(page: Uint8Array, header: ReturnType<typeof parquetHeader>, column: ColumnShape, compressors: Compressors): void {
-  const v1 = header.data_page_header;
-  const v2 = header.data_page_header_v2;
-  const count = (v1 ?? v2)!.num_values;
-  if (v2 && !(Number.isSafeInteger(v2.num_nulls) && v2.num_nulls >= 0 && v2.num_nulls <= count)) throw new FormatError(`declares ${v2.num_nulls} nulls of ${count} values`);
-  // A length the header lacks would make the decoder read from a NaN offset, forever.
-  const within = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= page.length;
-  if (v2 && !(within(v2.repetition_levels_byte_length) && within(v2.definition_levels_byte_length) && within(v2.repetition_levels_byte_length + v2.definition_levels_byte_length))) {
-    throw new FormatError(`declares levels of ${v2.repetition_levels_byte_length} and ${v2.definition_levels_byte_length} bytes in a page of ${page.length}`);
-  }
-  const decompress = (bytes: Uint8Array, size: number) => {
-    if (column.codec === 'UNCOMPRESSED') return bytes;
-    const codec = compressors[column.codec as keyof Compressors];
-    if (!codec) throw new FormatError(`uses the unsupported codec ${column.codec}`);
-    return codec(bytes, size);
-  };
-  // Only a page with such streams is decompressed for the check (PLAIN values have none).
-  const hybridValues = (encoding: string) => encoding === 'PLAIN_DICTIONARY' || encoding === 'RLE_DICTIONARY' || (encoding === 'RLE' && column.type === 'BOOLEAN');
-  if (v1) {
-    if (!column.maxRepetition && !column.maxDefinition && !hybridValues(v1.encoding)) return;
-    const body = decompress(page, header.uncompressed_page_size);
-    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
-    let at = 0;
-    if (column.maxRepetition) at = runs(view, at, bitWidth(column.maxRepetition), count, true);
-    if (column.maxDefinition) at = runs(view, at, bitWidth(column.maxDefinition), count, true);
-    values(view, at, v1.encoding, column, count);
-  } else if (v2) {
-    const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
-    const levels = v2.repetition_levels_byte_length + v2.definition_levels_byte_length;
-    if (column.maxRepetition) runs(view, 0, bitWidth(column.maxRepetition), count, false);
-    if (column.maxDefinition) runs(view, v2.repetition_levels_byte_length, bitWidth(column.maxDefinition), count, false);
-    if (!hybridValues(v2.encoding)) return;
-    const rest = page.subarray(levels);
-    const body = v2.is_compressed === false ? rest : decompress(rest, header.uncompressed_page_size - levels);
-    values(new DataView(body.buffer, body.byteOffset, body.byteLength), 0, v2.encoding, column, count);
-  }
-}
-
-/** The values section's runs: dictionary indices (a bit width byte, then runs) or RLE booleans. */
-function values(view: DataView, at: number, encoding: string, column: ColumnShape, count: number): void {
-  if (encoding === 'PLAIN_DICTIONARY' || encoding === 'RLE_DICTIONARY') {
-    const width = view.getUint8(at);
-    if (width) runs(view, at + 1, width, count, false);
-  } else if (encoding === 'RLE' && column.type === 'BOOLEAN') runs(view, at, 1, count, true);
-}
-
-/** One hybrid stream from `at` (after a 4-byte length when `prefixed`): where the decoder goes on from. */
-function runs(view: DataView, at: number, width: number, count: number, prefixed: boolean): number {
-  const reader = { view, offset: at };
-  let length: number | undefined;
-  if (prefixed) {
-    length = view.getUint32(reader.offset, true);
-    reader.offset += 4;
-  }
-  const start = reader.offset;
-  let seen = 0;
-  while (seen < count) {
-    const header = readVarInt(reader);
-    if (header & 1) {
-      // Bit-packed: groups of 8 values; the decoder reads a byte even for none, so every run moves on.
-      const groups = header >>> 1;
-      seen += groups * 8;
-      reader.offset += Math.max(1, groups * width);
-    } else {
-      const run = header >>> 1;
-      if (run > count - seen) throw new FormatError(`has a run of ${run} values where ${count - seen} are left`);
-      seen += run;
-      reader.offset += (width + 7) >> 3;
-    }
-    if (!(reader.offset <= view.byteLength)) throw new FormatError('has runs past the end of the page');
-  }
-  return length === undefined ? reader.offset : start + length;
 }

@@ -43,6 +43,17 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     expect(err, 'the read fails').to.be.instanceOf(FormatError);
     expect((err as Error).message).to.match(pattern);
   };
+  /** The chunks read before the read failed, and its error. */
+  const readUntilError = async (path: string) => {
+    const [file] = await openLocation(pathToFileURL(path).href, { importRoot: root, settings: dataPlaneSettings({}) });
+    const chunks: RawChunk[] = [];
+    try {
+      for await (const c of readChunks(file, 'PARQUET', 0, 1000, DEFAULT_FILE_LIMITS)) chunks.push(c);
+    } catch (err) {
+      return { chunks, err };
+    }
+    return { chunks, err: undefined };
+  };
   const people = (count: number, codec: 'SNAPPY' | 'GZIP' = 'SNAPPY', rowGroupSize = 1000, pageSize?: number) =>
     parquetFile(
       [
@@ -86,6 +97,33 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
       expect(sliceRows(meta([{ name: 'root', num_children: 2 }, leaf('a'), leaf('b')]), span, limits)).to.equal(75);
       expect(sliceRows(meta([{ name: 'root', num_children: 1 }, { name: 'address', num_children: 1 }, leaf('postcode')]), span, limits)).to.equal(1000);
     });
+    it('10,000 row groups listing the same 50-row column chunks (500,000 rows claimed) fail at the footer check, before any row is read', async () => {
+      // Issue #27's file had 100,000 such row groups; 10,000 keep the test quick (writing the footer is the slow part).
+      const file = withFooter(people(50, 'SNAPPY', 50), (m) => {
+        m.row_groups = Array.from({ length: 10_000 }, () => m.row_groups[0]);
+        m.num_rows = 500_000n;
+      });
+      const { chunks, err } = await readUntilError(put(file));
+      expect(chunks, 'no row read').to.deep.equal([]);
+      expect(err).to.be.instanceOf(FormatError);
+      expect((err as Error).message).to.match(/column 1 of row group 2 \(bytes \d+\.\.\d+\) overlaps column 1 of row group 1 \(bytes \d+\.\.\d+\); row groups cannot share column chunks/);
+    });
+    it('column chunks of two row groups that overlap in part, and rows without any column chunk, fail at the footer check', async () => {
+      const shifted = withFooter(people(100, 'SNAPPY', 50), (m) => {
+        const second = m.row_groups[1].columns[0].meta_data!;
+        second.data_page_offset -= 5n; // now starts inside the first row group's last chunk
+        if (second.dictionary_page_offset) second.dictionary_page_offset -= 5n;
+      });
+      await fails(put(shifted), 'PARQUET', /column 1 of row group 2 \(bytes \d+\.\.\d+\) overlaps column 2 of row group 1/);
+      const empty = withFooter(people(10), (m) => (m.row_groups[0].columns = []));
+      await fails(put(empty), 'PARQUET', /row group 1 declares 10 rows but has no column chunk to hold them/);
+    });
+    it('a codec this service does not read (LZO) fails, naming it and the column', async () => {
+      await fails(put(withFooter(people(10), (m) => (m.row_groups[0].columns[1].meta_data!.codec = 'LZO'))), 'PARQUET', /uses the compression codec LZO in column 2 of row group 1, which this service does not read/);
+    });
+    it('a schema wider than DAS_BULK_MAX_COLUMNS fails, naming it', async () => {
+      await fails(put(people(10)), 'PARQUET', /has 2 columns, more than DAS_BULK_MAX_COLUMNS \(1\)/, { maxColumns: 1 });
+    });
     it('a footer length past the file, or over DAS_BULK_MAX_FOOTER_BYTES', async () => {
       const file = people(2);
       const lying = Buffer.from(file);
@@ -97,6 +135,19 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     it('a page larger than DAS_BULK_MAX_PAGE_BYTES once decompressed, and a row group over DAS_BULK_MAX_GROUP_BYTES', async () => {
       await fails(put(people(500, 'GZIP')), 'PARQUET', /page of \d+ bytes \(decompressed\) in column 1 of row group 1, more than DAS_BULK_MAX_PAGE_BYTES \(64\)/, { maxPageBytes: 64 });
       await fails(put(people(500)), 'PARQUET', /\d+ bytes in row group 1, more than DAS_BULK_MAX_GROUP_BYTES \(100\)/, { maxGroupBytes: 100 });
+    });
+    it('dictionary-encoded pages with nulls load (their indices hold only the present values): 2,000 postcodes in row groups of 500', async () => {
+      // The regression of issue #27: the check read num_values indices where the page holds num_values minus its nulls.
+      const postcodes = Array.from({ length: 2000 }, (_, i) => ['AB1 2CD', null, 'EF3 4GH', 'IJ5 6KL'][i % 4]);
+      const file = parquetFile(
+        [
+          { name: 'id', data: postcodes.map((_, i) => `r${i}`), type: 'STRING' },
+          { name: 'postcode', data: postcodes, type: 'STRING' },
+        ],
+        { rowGroupSize: 500 },
+      );
+      const { rows } = await read(put(file), 'PARQUET');
+      expect(rows.map((r) => r.value)).to.deep.equal(postcodes.map((postcode, i) => ({ id: `r${i}`, postcode })));
     });
     it('a page of 4 values with an RLE run of a billion is refused before the decoder writes the run', async () => {
       await fails(put(withHugeRun()), 'PARQUET', /has a run of 1073741823 values where 4 are left in a page of column 1 of row group 1/);

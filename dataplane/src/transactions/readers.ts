@@ -10,6 +10,7 @@ import { parquetMetadata, parquetReadObjects, type AsyncBuffer, type FileMetaDat
 import { textBytes } from './decompression.js';
 import { DEFAULT_FILE_LIMITS, type FileLimits } from './limits.js';
 import { boundedCompressors, checkPages, columnShapes, footerLength, FormatError, groupSpans, sliceRows } from './parquet-bounds.js';
+import { decimalFixer } from './parquet-values.js';
 import type { SourceFile } from './sources.js';
 
 export { FormatError };
@@ -74,6 +75,7 @@ async function* parquetChunks(file: SourceFile, start: number, chunkRows: number
     return;
   }
   const compressors = boundedCompressors(limits);
+  const fixDecimals = decimalFixer(metadata);
   let done = start;
   let groupStart = 0;
   for (const [g, span] of spans.entries()) {
@@ -103,6 +105,7 @@ async function* parquetChunks(file: SourceFile, start: number, chunkRows: number
         let rows: Record<string, unknown>[];
         try {
           rows = (await parquetReadObjects({ file: buffer, metadata, rowStart: from, rowEnd: to, compressors })) as Record<string, unknown>[];
+          if (fixDecimals) rows.forEach(fixDecimals);
         } catch (err) {
           if (err instanceof FormatError) throw at(err);
           throw new FormatError(`${file.name} is not a valid Parquet file: row group ${g + 1} cannot be decoded (${(err as Error).message})`);
