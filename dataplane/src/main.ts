@@ -31,6 +31,7 @@ import type { ConfigSource } from './server.js';
 import { wholeNumberSetting } from './env-settings.js';
 import { defaultShutdownDelayMs } from './http/drain.js';
 import { USAGE } from './usage.js';
+import { assertPortFree, PortInUseError } from './listen-address.js';
 
 if (process.argv.slice(2).some((a) => a === '--help' || a === '-h')) {
   process.stdout.write(USAGE);
@@ -106,6 +107,7 @@ const DEFAULT_HOST = '127.0.0.1';
 async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
   if (!env.DAS_UPSTREAM_URL || !env.DAS_FUNCTION_NAME) throw new Error('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
   const delayMs = shutdownDelayMs(env);
+  await assertPortFree(env.HOST ?? DEFAULT_HOST, Number(env.PORT ?? 8080));
   const { startFunctionGateway } = await import('./function-gateway/server.js');
   const { functionGatewayTrust } = await import('./function-gateway/trust.js');
   const gateway = await startFunctionGateway({
@@ -126,6 +128,7 @@ async function main(): Promise<void> {
   const deadlineMs = wholeNumberSetting(env, 'SHUTDOWN_TIMEOUT_MS', 25_000);
   const delayMs = shutdownDelayMs(env);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
+  await assertPortFree(env.HOST ?? DEFAULT_HOST, Number(env.PORT ?? 8080));
   if (!usesExternalDatabase(env)) {
     const { startEmbeddedPostgres } = await import('./db/embedded.js');
     const dir = resolve(dataDir, 'postgres');
@@ -158,7 +161,10 @@ process.on('uncaughtException', (err) => {
 });
 
 main().catch(async (err: unknown) => {
-  if (err instanceof ManifestError) {
+  if (err instanceof PortInUseError) {
+    logger.fatal(err.message);
+    console.error(`data plane failed to start: ${err.message}`);
+  } else if (err instanceof ManifestError) {
     logger.fatal({ file: err.file, problems: err.problems }, err.message);
     console.error(err.message);
   } else {

@@ -190,7 +190,13 @@ export class TokenVerifier {
       case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
         return invalid('BAD_SIGNATURE', 'the token signature does not verify: it was altered, or signed by another issuer');
       case 'ERR_JWKS_NO_MATCHING_KEY':
-        return invalid('UNKNOWN_KEY', "the token's signing key (kid) is not among the identity provider's keys");
+        return invalid(
+          'UNKNOWN_KEY',
+          "the token's signing key (kid) is not among the identity provider's keys" +
+            (this.keySource === 'development'
+              ? "; the development issuer's key lives under DATA_DIR (DATA_DIR/dev-issuer/signing-key.json): sign tokens with `npm run -s token` under the same DATA_DIR this data plane was started with"
+              : ''),
+        );
       case 'ERR_JWS_INVALID':
       case 'ERR_JWT_INVALID':
       case 'ERR_JOSE_NOT_SUPPORTED':

@@ -76,6 +76,9 @@ async function main(argv: string[]): Promise<string> {
 
   const dataDir = process.env.DATA_DIR || '.data';
   const issuer = await loadOrCreateDevIssuer(dataDir, { issuer: idp.issuer, audience: idp.audiences[0] });
+  // On stderr (stdout holds only the token): a data plane started with another DATA_DIR has another
+  // key and refuses this token as UNKNOWN_KEY.
+  process.stderr.write(`token: signed with ${issuer.keyPath} (key ${issuer.kid}); only a data plane started with DATA_DIR=${resolve(dataDir)} accepts it\n`);
   return issuer.sign({ sub: values.sub, email: values.email, ttlSeconds });
 }
 
