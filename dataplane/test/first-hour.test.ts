@@ -10,7 +10,21 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../src/db/embedded.js';
-import { startMain, startReadyMain, stopMain, type MainProcess } from '../test-support/main-process.js';
+import { spawn } from 'node:child_process';
+import { call } from '../test-support/http.js';
+import { ROOT, startMain, startReadyMain, stopMain, type MainProcess } from '../test-support/main-process.js';
+
+/** `npm run -s token` as a process (tsx), with the given environment; its stdout (the token). */
+async function tokenCli(env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'dataplane/src/auth/token-cli.ts', '--sub', 'alice'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  const [code] = (await once(child, 'exit')) as [number];
+  expect(code).to.equal(0);
+  return stdout.trim();
+}
+
+const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as Record<string, unknown>;
 
 describe('the first hour (main.ts as a process)', function () {
   this.timeout(180_000);
@@ -53,5 +67,22 @@ describe('the first hour (main.ts as a process)', function () {
       expect(line).not.to.have.property('ddl');
     }
     expect(started.output()).not.to.include('CREATE TABLE');
+  });
+
+  it("the development issuer's iss names the real PORT; the token CLI with the same DATA_DIR and PORT is accepted, without PORT refused naming it", async () => {
+    started = await startReadyMain();
+    const { port, url } = started as MainProcess & { port: number; url: string };
+    const dataDir = /"dir":"([^"]+)\/postgres"/.exec(started.output())?.[1];
+    expect(dataDir, started.output()).to.be.a('string');
+    const token = await tokenCli({ DATA_DIR: dataDir!, PORT: String(port) });
+    expect(claimsOf(token).iss).to.equal(`http://localhost:${port}/.well-known/dev-issuer`);
+    const accepted = await call(url, { host: 'public.localhost', path: '/demo/echo', headers: { authorization: `Bearer ${token}` } });
+    expect(accepted.status, accepted.text).to.equal(200);
+
+    const elsewhere = await tokenCli({ DATA_DIR: dataDir!, PORT: '' });
+    const refused = await call(url, { host: 'public.localhost', path: '/demo/echo', headers: { authorization: `Bearer ${elsewhere}` } });
+    expect(refused.status).to.equal(401);
+    expect(refused.json.error.code).to.equal('WRONG_ISSUER');
+    expect(refused.json.error.message).to.include(`localhost:${port}`).and.include('PORT');
   });
 });
