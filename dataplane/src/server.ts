@@ -169,6 +169,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const metrics = subscriptionMetrics(dispatcher, subscriptions, registry);
   const requests = requestMetrics(registry, (id) => store.dataset(id) !== undefined);
   datasetMetrics(registry, () => store.datasetIds().map((id) => ({ id, paused: store.dataset(id)?.config.paused === true })));
+  let listeningAddress: string | undefined;
   const handler = createRequestHandler({
     store,
     engine,
@@ -186,6 +187,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     observeRequest: (sample) => requests.observe(sample),
     queryLimits: settings.query,
     extraRoutes: options.extraRoutes,
+    listeningAddress: () => listeningAddress,
     // The administrative API writes manifests locally, Dataset resources in a cluster.
     admin:
       options.configSource.kind === 'kubernetes'
@@ -226,6 +228,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   }
   const port = (server.address() as AddressInfo).port;
   const url = openableUrl(host, port);
+  listeningAddress = url;
   const firstDataset = store.datasetIds()[0];
   logger.info(
     { port, url, datasets: store.datasetIds(), caps: settings.caps },

@@ -30,6 +30,7 @@ import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './bo
 import { isAssetPath, sendAsset, sendDatasetPage, sendPage } from './browser/serve.js';
 import { swaggerPage } from './browser/pages.js';
 import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
+import { DOCUMENT_CACHE_HEADERS, knownAddresses } from './openapi.js';
 import type { QueryLimits } from '../graphql/limits.js';
 
 export type Authenticate = (input: { authkind: Authkind; authorization?: string; remoteAddress?: string }, env: EnvironmentConfig, dataset: DatasetConfig) => Promise<Caller>;
@@ -72,6 +73,8 @@ export interface AppDeps {
   queryLimits?: QueryLimits;
   /** Each finished response, for the request metrics. */
   observeRequest?: (sample: RequestSample) => void;
+  /** The URL this data plane listens on, once it does (server.ts): the OpenAPI documents' first server. */
+  listeningAddress?: () => string | undefined;
   /** Routes under `/.well-known/` (e.g. the development issuer's JWKS), served by Express. */
   extraRoutes?: (router: express.Router) => void;
   /** The administrative API under `/_admin/` (admin/): authenticated first, then handed the request. */
@@ -175,8 +178,8 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     await deps.admin.authenticate(authkind, env, (admins) => deps.authenticate({ authkind, authorization, remoteAddress: x.req.socket.remoteAddress }, env, admins));
     if (at === '/_admin/openapi') {
       readOnly();
-      const secure = String(x.req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase() === 'https';
-      return sendJson(x.res, 200, adminOpenApiDocument(adminServers(x.req.headers.host, secure)));
+      for (const [name, value] of Object.entries(DOCUMENT_CACHE_HEADERS)) x.res.setHeader(name, value);
+      return sendJson(x.res, 200, adminOpenApiDocument(adminServers(knownAddresses(deps))));
     }
     let body: unknown;
     if (method === 'POST' && x.req.headers['content-type'] !== undefined) {
