@@ -57,6 +57,20 @@ describe('pages, assets and the answers for wrong paths', function () {
     expect(head.text).to.equal('');
   });
 
+  it('answers the pages the same for a dataset that exists and one that does not (no dataset names without credentials)', async () => {
+    for (const [path, headers] of [['docs', {}], ['graphql', HTML]] as const) {
+      for (const method of ['GET', 'HEAD', 'PUT', 'DELETE']) {
+        const [real, ghost] = await Promise.all(
+          ['demo', 'nosuch'].map((name) => call(dp.url, { method, path: `/${name}/${path}`, host: 'iam.localhost', headers })),
+        );
+        expect(ghost.status, `${method} /nosuch/${path}`).to.equal(real.status);
+        expect(ghost.headers.allow).to.equal(real.headers.allow);
+        const same = (text: string) => text.replace(/"requestId":"[^"]*"/g, '"requestId":""').replaceAll('nosuch', 'demo');
+        expect(same(ghost.text), `${method} /nosuch/${path}`).to.equal(same(real.text));
+      }
+    }
+  });
+
   it('serves the pages’ files from the npm packages under a versioned path, cached for a year', async () => {
     const page = await call(dp.url, { path: '/demo/graphql', host: 'iam.localhost', headers: HTML });
     const swagger = await call(dp.url, { path: '/demo/docs', host: 'iam.localhost' });
@@ -83,7 +97,7 @@ describe('pages, assets and the answers for wrong paths', function () {
   });
 
   it('answers 404 NOT_FOUND for any method on a path that is no endpoint, 405 with Allow only where the path exists', async () => {
-    for (const path of ['/docs', '/openapi', '/health', '/nosuch', '/nosuch/docs', '/demo/a/b/c/d', '/demo/queries', '/demo/demo.Nothing/1', '/_admin/nothing']) {
+    for (const path of ['/docs', '/openapi', '/health', '/nosuch', '/demo/a/b/c/d', '/demo/queries', '/demo/demo.Nothing/1', '/_admin/nothing']) {
       for (const method of ['GET', 'POST', 'PUT', 'DELETE']) {
         const res = await call(dp.url, { method, path, host: 'iam.localhost', headers: ADMIN, ...(method === 'GET' || method === 'DELETE' ? {} : { body: {} }) });
         expect(res.status, `${method} ${path}: ${res.text}`).to.equal(404);

@@ -128,14 +128,18 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
   async function serve(x: Exchange, { route, params }: RouteMatch): Promise<void> {
     const { methods } = route;
     const method = x.req.method ?? 'GET';
+    // The pages need no credentials: they ask for them and send them with every request they make.
+    // They answer the same for every dataset name, existing or not (whoever has no credentials
+    // learns no dataset names from them); the page's first request tells the rest.
+    const page = route.name === 'docs' || (route.name === 'graphql' && method !== 'POST');
     if (!methods.split(',').includes(method)) {
       // Under a dataset or schema that does not exist the path is no endpoint at all: 404, not 405.
       const state = deps.store.dataset(x.route!.datasetId!);
+      if (route.name === 'docs' || route.name === 'graphql') throw new MethodNotAllowed(method, methods);
       if (!state || (params.schema !== undefined && params.schema !== TRANSACTION_SCHEMA && !Object.hasOwn(state.config.schemas, params.schema))) throw noEndpoint(x.path);
       throw new MethodNotAllowed(method, methods);
     }
-    // The pages need no credentials: they ask for them and send them with every request they make.
-    if (route.name === 'docs' || (route.name === 'graphql' && method !== 'POST')) return sendDatasetPage(x, route.name, deps.engine.dataset(x.route!.datasetId!).id);
+    if (page) return sendDatasetPage(x, route.name, x.route!.datasetId!);
     if (method === 'POST') {
       const type = x.req.headers['content-type'];
       if (!type) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
