@@ -5,7 +5,8 @@
 #
 #   docker build -t ghcr.io/data-access-service/data-access:0.1.0 .
 
-# Node 24 LTS (in support); the project also runs on Node 20 or later (package.json engines).
+# Node 24 LTS (in support); the project also runs on Node 22 or later (package.json engines).
+# Without Docker: scripts/image/build.sh builds this file with podman on a locally assembled base.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- build: compile the TypeScript to dist/ ------------------------------------------------------

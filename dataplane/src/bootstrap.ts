@@ -32,7 +32,7 @@ const OPEN_FIREWALL: FirewallConfig = { ipAddresses: { allowed: [], blocked: [] 
 export const DEV_ISSUER_JWKS_PATH = '/.well-known/dev-issuer/jwks.json';
 
 export async function bootstrapDataPlane(options: BootstrapOptions): Promise<DataPlane> {
-  const verifiers = new TokenVerifierCache({ dataDir: options.dataDir });
+  const verifiers = new TokenVerifierCache({ dataDir: options.dataDir, issuerPort: options.port });
   const { settings } = options;
   const serviceAccounts = serviceAccountVerifier(settings);
   let store: ConfigStore | undefined;

@@ -18,6 +18,7 @@ import { BatchedLogDestination } from './log-destination.js';
 import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
 import { USAGE } from './usage.js';
+import { assertPortFree, PortInUseError } from './listen-address.js';
 
 if (process.argv.slice(2).some((a) => a === '--help' || a === '-h')) {
   process.stdout.write(USAGE);
@@ -107,6 +108,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => vo
 /** DAS_MODE=function-gateway: the environment's function gateway, a proxy to the internal REST API. */
 async function functionGateway(s: DataPlaneSettings): Promise<void> {
   if (!s.DAS_UPSTREAM_URL || !s.DAS_FUNCTION_NAME) refuse('DAS_MODE=function-gateway needs DAS_UPSTREAM_URL and DAS_FUNCTION_NAME');
+  await assertPortFree(s.HOST, s.PORT);
   const { startFunctionGateway } = await import('./function-gateway/server.js');
   const { functionGatewayTrust } = await import('./function-gateway/trust.js');
   const { accessKeyStore, accessKeysFromEnv } = await import('./function-gateway/access-keys.js');
@@ -130,6 +132,7 @@ async function main(): Promise<void> {
   const delayMs = shutdownDelayMsOf(settings);
   const dataDir = resolve(settings.DATA_DIR);
   let databaseUrl = settings.DATABASE_URL;
+  await assertPortFree(settings.HOST, settings.PORT);
   if (!usesExternalDatabase(settings)) {
     const { startEmbeddedPostgres } = await import('./db/embedded.js');
     const dir = resolve(dataDir, 'postgres');
@@ -162,7 +165,10 @@ process.on('uncaughtException', (err) => {
 });
 
 main().catch(async (err: unknown) => {
-  if (err instanceof ManifestError) {
+  if (err instanceof PortInUseError) {
+    logger.fatal(err.message);
+    console.error(`data plane failed to start: ${err.message}`);
+  } else if (err instanceof ManifestError) {
     logger.fatal({ file: err.file, problems: err.problems }, err.message);
     console.error(err.message);
   } else {

@@ -35,6 +35,7 @@ import { TransactionService } from './transactions/service.js';
 import { FilesAdmin } from './admin/files-admin.js';
 import { KubeAdmin } from './admin/kube-admin.js';
 import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../model/settings/dataplane.js';
+import { openableUrl, PortInUseError, portInUseMessage } from './listen-address.js';
 
 export type ConfigSource =
   | { kind: 'files'; path: string; environment?: string }
@@ -108,7 +109,11 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const store = new ConfigStore({
     async prepare(config: DatasetConfig) {
       const report = await drivers.for(config).prepare(config);
-      if (report.applied.length) logger.info({ dataset: config.id, generation: config.generation, ddl: report.applied }, 'storage prepared');
+      // The statements themselves (kilobytes per dataset) at debug; info says only how many ran.
+      if (report.applied.length) {
+        logger.info({ dataset: config.id, generation: config.generation, statements: report.applied.length }, 'storage prepared');
+        logger.debug({ dataset: config.id, generation: config.generation, ddl: report.applied }, 'storage prepared: DDL');
+      }
       if (report.refused.length) {
         logger.error({ dataset: config.id, generation: config.generation, refused: report.refused }, 'destructive schema change refused');
         return `destructive schema change refused: ${report.refused.join('; ')}`;
@@ -169,6 +174,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const metrics = subscriptionMetrics(dispatcher, subscriptions, registry);
   const requests = requestMetrics(registry, (id) => store.dataset(id) !== undefined);
   datasetMetrics(registry, () => store.datasetIds().map((id) => ({ id, paused: store.dataset(id)?.config.paused === true })));
+  let listeningAddress: string | undefined;
   const handler = createRequestHandler({
     store,
     engine,
@@ -187,6 +193,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     queryLimits: subscriptionLimits.query,
     inCluster: Boolean(settings.KUBERNETES_SERVICE_HOST),
     extraRoutes: options.extraRoutes,
+    listeningAddress: () => listeningAddress,
     // The administrative API writes manifests locally, Dataset resources in a cluster.
     admin:
       options.configSource.kind === 'kubernetes'
@@ -209,12 +216,30 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   );
   // Idle keep-alive connections outlive the load balancer's idle timeout (60 s on the major clouds).
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 8080, options.host ?? '0.0.0.0', () => resolve());
-  });
+  const host = options.host ?? '0.0.0.0';
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 8080, host, () => resolve());
+    });
+  } catch (err) {
+    // What started above stops quietly, so the one line about the port is what the user reads.
+    await runner.stop().catch(() => undefined);
+    await dispatcher.close().catch(() => undefined);
+    await stopSource().catch(() => undefined);
+    store.close();
+    await drivers.close().catch(() => undefined);
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError(portInUseMessage(host, options.port ?? 8080));
+    throw err;
+  }
   const port = (server.address() as AddressInfo).port;
-  logger.info({ port, datasets: store.datasetIds(), caps: subscriptionLimits.caps }, 'data plane listening');
+  const url = openableUrl(host, port);
+  listeningAddress = url;
+  const firstDataset = store.datasetIds()[0];
+  logger.info(
+    { port, url, datasets: store.datasetIds(), caps: subscriptionLimits.caps },
+    `data plane listening on ${url}${firstDataset ? ` (open ${url}/${firstDataset}/docs)` : ''}`,
+  );
 
   let stopping: Promise<number> | undefined;
   const stop = (stopOptions: StopOptions = {}) =>

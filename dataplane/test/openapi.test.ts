@@ -1,7 +1,7 @@
 /**
  * GET /{dataset}/openapi through HTTP on a real data plane and PostgreSQL: authentication as on
- * every dataset endpoint, a valid OpenAPI 3.1 document whose servers are the host it was asked
- * on, and components that accept the records, pages and errors the same data plane answers.
+ * every dataset endpoint, a valid OpenAPI 3.1 document whose servers are the data plane's own
+ * addresses (never the request's Host), and components that accept the records, pages and errors the same data plane answers.
  */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect } from 'chai';
@@ -28,23 +28,36 @@ describe('GET /{dataset}/openapi', function () {
   });
   after(async () => dp?.stop());
 
-  it('answers a valid OpenAPI 3.1 document of the dataset, its servers the host it was asked on', async () => {
+  it("answers a valid OpenAPI 3.1 document of the dataset, its servers the data plane's own addresses (listening address first)", async () => {
     const result = await new Validator().validate(structuredClone(demoDoc));
     expect(result.valid, JSON.stringify(result.errors)).to.equal(true);
     expect(unresolvedRefs(demoDoc)).to.deep.equal([]);
     expect(demoDoc.openapi).to.equal('3.1.0');
+    const port = new URL(dp.url).port;
     expect(demoDoc.servers).to.deep.equal([
-      { url: 'http://iam.localhost/demo', description: 'iam gateway' },
-      { url: 'http://public.localhost/demo', description: 'public gateway' },
-      { url: 'http://127.0.0.1/demo', description: 'this machine, for clients that cannot resolve *.localhost; no gateway label, so the Authorization scheme picks the gateway (Proxy: iam, otherwise public)' },
+      { url: `http://127.0.0.1:${port}/demo`, description: 'where this data plane listens; no gateway label, so the Authorization scheme picks the gateway (Proxy: iam, otherwise public)' },
+      { url: `http://iam.localhost:${port}/demo`, description: 'iam gateway (curl and browsers resolve *.localhost)' },
+      { url: `http://public.localhost:${port}/demo`, description: 'public gateway (curl and browsers resolve *.localhost)' },
     ]);
     expect(demoDoc.paths).to.include.keys('/', '/echo', '/openapi', '/raw-query', '/demo.Person', '/demo.Person/{id}', '/demo.Person/{id}/employer', '/demo.Company/{id}/employees');
 
-    // The dataset as a host label: paths need no dataset, so the server is the bare host.
+    // The dataset as a host label: the same document.
     const byHost = await admin({ path: '/openapi', host: 'demo.iam.localhost:8080' });
     expect(byHost.status, byHost.text).to.equal(200);
-    expect(byHost.json.servers[0]).to.deep.equal({ url: 'http://demo.iam.localhost:8080', description: 'iam gateway' });
-    expect({ ...byHost.json, servers: undefined }).to.deep.equal({ ...demoDoc, servers: undefined });
+    expect(byHost.json).to.deep.equal(demoDoc);
+  });
+
+  it('never repeats a foreign Host or X-Forwarded-Proto, and says how it may be cached', async () => {
+    const foreign = await call(dp.url, { path: '/demo/openapi', host: 'evil.example:1234', headers: { authorization: 'Proxy demo-admin', 'x-forwarded-proto': 'https' } });
+    expect(foreign.status, foreign.text).to.equal(200);
+    expect(foreign.text).not.to.contain('evil.example');
+    expect(foreign.json.servers).to.deep.equal(demoDoc.servers);
+    expect(foreign.headers['cache-control']).to.equal('private, no-cache');
+    expect(foreign.headers.vary).to.match(/Authorization/i);
+    const adminDoc = await call(dp.url, { path: '/_admin/openapi', host: 'iam.evil.example:1234', headers: { authorization: 'Proxy demo-admin' } });
+    expect(adminDoc.status, adminDoc.text).to.equal(200);
+    expect(adminDoc.text).not.to.contain('evil.example');
+    expect(adminDoc.headers['cache-control']).to.equal('private, no-cache');
   });
 
   it('needs the same credentials as every dataset endpoint: 401 without, 403 for a principal the dataset does not allow', async () => {
@@ -67,7 +80,7 @@ describe('GET /{dataset}/openapi', function () {
     const token = await issuer.sign({ sub: 'alice' });
     const res = await call(dp.url, { path: '/demo/openapi', host: 'public.localhost', headers: { authorization: `Bearer ${token}` } });
     expect(res.status, res.text).to.equal(200);
-    expect(res.json.servers.map((s: { url: string }) => s.url)).to.deep.equal(['http://public.localhost/demo', 'http://iam.localhost/demo', 'http://127.0.0.1/demo']);
+    expect(res.json.servers).to.deep.equal(demoDoc.servers);
     expect(res.json.paths).to.deep.equal(demoDoc.paths);
   });
 

@@ -167,6 +167,13 @@ describe('connection Secrets as files', function () {
       expect(res.text).not.to.contain('    at '); // no stack trace
     });
 
+    it('/readyz names the missing Secret file for that dataset (not only "pending")', async () => {
+      const res = await call(dp.url, { path: '/readyz' });
+      expect(res.json.datasets.ghost.status).to.be.oneOf(['pending', 'failed']);
+      expect(res.json.datasets.ghost.problem).to.contain(`secret ghost-db/url is not mounted: expected file ${join(secretsDir, 'ghost-db', 'url')}`);
+      expect(res.json.datasets.orders).to.deep.include({ status: 'ready' });
+    });
+
     it('a rewritten Secret file reaches new connections without a restart; the old pool is ended', async () => {
       const config = dp.dataPlane.store.dataset('orders')!.config;
       // A rotated URL reaches the same data (new credentials, a new host): here a copy of the

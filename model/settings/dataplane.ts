@@ -38,7 +38,7 @@ export const MIN_PAGE_TOKEN_KEY_BYTES = 32;
 
 export const DATAPLANE_SETTINGS = {
   // Process
-  PORT: wholeNumber(8080, { min: 0, max: 65535 }, { description: 'HTTP port (0: any free port)', readers: BOTH }),
+  PORT: wholeNumber(8080, { min: 0, max: 65535 }, { description: 'HTTP port (0: any free port); the token CLI puts it in the development issuer\'s `iss`', readers: [...BOTH, 'token-cli'] }),
   HOST: text('127.0.0.1', { description: 'bind address; `0.0.0.0` to listen on every interface (the image and the rendered Pods set it)', readers: BOTH }),
   DATA_DIR: text('.data', { description: 'embedded PostgreSQL data (`DATA_DIR/postgres`), the development issuer\'s key, the page-token key, admin manifests', readers: [...DP, 'token-cli'] }),
   LOG_LEVEL: choice(LOG_LEVELS, 'info', { description: 'pino level; one JSON line per request, each with `reqId`', readers: BOTH }),

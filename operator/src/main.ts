@@ -11,7 +11,7 @@ import { loadKubeConfig } from './kube/kubeconfig.js';
 import { Controller } from './controller.js';
 import { EventRecorder } from './kube/events.js';
 import { KubeObjectClient } from './kube/object-client.js';
-import { discoverCapabilities } from './kube/discovery.js';
+import { discoverCapabilities, watchServedVersions } from './kube/discovery.js';
 import { requestCounter } from './kube/request-counter.js';
 import { startHttpServer } from './http-server.js';
 import { LeaderElector } from './leader-election.js';
@@ -64,6 +64,7 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string, exitCode = 0) => {
     if (shuttingDown) return;
     shuttingDown = true;
+    versions.stop();
     logger.info({ signal }, 'shutting down');
     if (started) await controller.stop();
     metrics.isLeader.set(0);
@@ -72,6 +73,9 @@ async function main(): Promise<void> {
     logger.flush();
     process.exit(exitCode);
   };
+  // The informers watch the versions discovered at start: when the cluster serves others (an
+  // upgrade removed v2beta2), a restart (the Deployment's) picks them up.
+  const versions = watchServedVersions(client, logger, cluster, () => void shutdown('served API versions changed; restarting to use them', 1));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGHUP', () => {

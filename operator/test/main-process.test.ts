@@ -45,10 +45,21 @@ describe('operator: entry point (operator/src/main.ts as a process)', function (
     expect(result.stdout + result.stderr).to.not.contain('lease');
   });
 
+  it('KUBECONFIG naming a missing file: exits 1 with one line naming the file, no stack', async () => {
+    const missing = join(mkdtempSync(join(tmpdir(), 'no-kube-')), 'kubeconfig.yaml');
+    const result = await runOperator([], { ...clusterlessEnv(), KUBECONFIG: missing });
+    expect(result.code).to.equal(1);
+    expect(result.stderr.trim()).to.match(new RegExp(`^data-access-operator: KUBECONFIG names ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, which does not exist`));
+    expect(result.stderr.trim().split('\n')).to.have.length(1);
+    expect(result.stderr).not.to.contain('ENOENT');
+  });
+
   it('finds a cluster source in KUBECONFIG, ~/.kube/config, or a Pod\'s service account', () => {
     const none = () => false;
     expect(missingClusterSource({}, none, '/home/x')).to.equal(NO_CLUSTER_MESSAGE);
-    expect(missingClusterSource({ KUBECONFIG: '/k' }, none, '/home/x')).to.equal(undefined);
+    expect(missingClusterSource({ KUBECONFIG: '/k' }, (p) => p === '/k', '/home/x')).to.equal(undefined);
+    expect(missingClusterSource({ KUBECONFIG: '/gone:/k' }, (p) => p === '/k', '/home/x')).to.equal(undefined);
+    expect(missingClusterSource({ KUBECONFIG: '/k' }, none, '/home/x')).to.contain('KUBECONFIG names /k, which does not exist');
     expect(missingClusterSource({}, (p) => p === '/home/x/.kube/config', '/home/x')).to.equal(undefined);
     const pod = { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' };
     expect(missingClusterSource(pod, (p) => p.endsWith('serviceaccount/token'), '')).to.equal(undefined);

@@ -4,7 +4,7 @@
  */
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
 import type { Caller } from './caller.js';
-import { loadOrCreateDevIssuer, type DevIssuer } from './dev-issuer.js';
+import { developmentIssuerOn, loadOrCreateDevIssuer, type DevIssuer } from './dev-issuer.js';
 import { AuthError, forbidden } from './errors.js';
 import { authenticateIam } from './iam.js';
 import type { ServiceAccountVerifier } from './token-review.js';
@@ -40,6 +40,8 @@ export async function authenticate(
 export interface TokenVerifierCacheOptions extends Omit<TokenVerifierOptions, 'devIssuer'> {
   /** DATA_DIR: where the development issuer keeps its signing key. */
   dataDir: string;
+  /** The port the data plane listens on: a loopback development issuer's `iss` names it (developmentIssuerOn). */
+  issuerPort?: number;
 }
 
 /**
@@ -53,7 +55,8 @@ export class TokenVerifierCache {
 
   /** The environment's verifier, or undefined when it has no identity provider. */
   async get(env: EnvironmentConfig): Promise<TokenVerifier | undefined> {
-    const provider = env.identityProvider;
+    const configured = env.identityProvider;
+    const provider = configured?.development ? { ...configured, issuer: developmentIssuerOn(configured.issuer, this.options.issuerPort) } : configured;
     if (!provider) {
       this.entries.delete(env.id);
       return undefined;
@@ -73,7 +76,7 @@ export class TokenVerifierCache {
   }
 
   private async create(provider: IdentityProviderConfig): Promise<TokenVerifier> {
-    const { dataDir, ...rest } = this.options;
+    const { dataDir, issuerPort: _port, ...rest } = this.options;
     let devIssuer: DevIssuer | undefined;
     if (provider.development) devIssuer = await loadOrCreateDevIssuer(dataDir, { issuer: provider.issuer, audience: provider.audiences[0] });
     return new TokenVerifier(provider, { ...rest, devIssuer });

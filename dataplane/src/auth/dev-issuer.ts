@@ -147,3 +147,21 @@ async function createKeyFile(keyPath: string, algorithm: DevIssuerAlgorithm): Pr
   }
   return jwk;
 }
+
+/**
+ * The development issuer as this machine serves it: a loopback issuer URL (the example manifest's
+ * `http://localhost:8080/.well-known/dev-issuer`) names the port the data plane really listens on
+ * (PORT), so a token's `iss` is an address that answers. Other issuers, and no port, leave it as configured.
+ */
+export function developmentIssuerOn(issuer: string, port: number | undefined): string {
+  if (!port) return issuer;
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    return issuer;
+  }
+  if (!['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)) return issuer;
+  url.port = String(port);
+  return url.toString();
+}

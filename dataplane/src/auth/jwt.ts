@@ -181,7 +181,13 @@ export class TokenVerifier {
         return invalid('TOKEN_EXPIRED', 'the token has expired ("exp"); get a new one from the identity provider');
       case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
         if (e.reason === 'missing') return invalid('MISSING_CLAIM', `the token has no "${e.claim}" claim`);
-        if (e.claim === 'iss') return invalid('WRONG_ISSUER', `the token was not issued by this environment's identity provider (expected issuer ${quote(this.provider.issuer)})`);
+        if (e.claim === 'iss') {
+          return invalid(
+            'WRONG_ISSUER',
+            `the token was not issued by this environment's identity provider (expected issuer ${quote(this.provider.issuer)})` +
+              (this.keySource === 'development' ? '; `npm run -s token` names the port in PORT: run it with the PORT this data plane listens on' : ''),
+          );
+        }
         if (e.claim === 'nbf' && e.reason === 'check_failed') return invalid('TOKEN_NOT_YET_VALID', 'the token is not valid yet ("nbf"); check the clocks');
         if (e.claim === 'aud') return invalid('WRONG_AUDIENCE', 'the token was issued for another audience');
         return invalid('MALFORMED_TOKEN', `the token's "${e.claim}" claim has the wrong type`);
@@ -190,7 +196,13 @@ export class TokenVerifier {
       case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
         return invalid('BAD_SIGNATURE', 'the token signature does not verify: it was altered, or signed by another issuer');
       case 'ERR_JWKS_NO_MATCHING_KEY':
-        return invalid('UNKNOWN_KEY', "the token's signing key (kid) is not among the identity provider's keys");
+        return invalid(
+          'UNKNOWN_KEY',
+          "the token's signing key (kid) is not among the identity provider's keys" +
+            (this.keySource === 'development'
+              ? "; the development issuer's key lives under DATA_DIR (DATA_DIR/dev-issuer/signing-key.json): sign tokens with `npm run -s token` under the same DATA_DIR this data plane was started with"
+              : ''),
+        );
       case 'ERR_JWS_INVALID':
       case 'ERR_JWT_INVALID':
       case 'ERR_JOSE_NOT_SUPPORTED':

@@ -45,6 +45,22 @@ describe('npm run token (token-cli)', () => {
     expect((claims.exp as number) - (claims.iat as number)).to.equal(60);
   });
 
+  it('a token from another DATA_DIR is refused as UNKNOWN_KEY with a hint at DATA_DIR; the CLI names the DATA_DIR it signed with', async () => {
+    const otherDir = mkdtempSync(join(tmpdir(), 'das-token-other-'));
+    try {
+      const { code, stdout, stderr } = await run(['--sub', 'alice'], { DATA_DIR: otherDir });
+      expect(code, stderr).to.equal(0);
+      expect(stderr).to.include(`DATA_DIR=${otherDir}`).and.include(join(otherDir, 'dev-issuer', 'signing-key.json'));
+      const idp = renderEnvironmentConfig(loadManifests(join(ROOT, 'examples')).environments[0]).identityProvider!;
+      const serverIssuer = await loadOrCreateDevIssuer(dataDir, { issuer: idp.issuer, audience: idp.audiences[0] });
+      const refused = await new TokenVerifier(idp, { devIssuer: serverIssuer }).verify(stdout.trim()).then(() => undefined, (err: Error & { code?: string }) => err);
+      expect(refused?.code).to.equal('UNKNOWN_KEY');
+      expect(refused?.message).to.include('DATA_DIR').and.include('npm run -s token');
+    } finally {
+      rmSync(otherDir, { recursive: true, force: true });
+    }
+  });
+
   it('exits 2 with the usage on bad arguments', async () => {
     for (const args of [[], ['--sub'], ['--sub', 'a', '--ttl', 'soon'], ['--sub', 'a', '--ttl', '0'], ['--sub', 'a', '--bogus'], ['--sub', 'a', 'extra']]) {
       const { code, stdout, stderr } = await run(args, { DATA_DIR: dataDir });

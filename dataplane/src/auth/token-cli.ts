@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { loadManifests } from '../../../model/manifests.js';
 import { renderEnvironmentConfig } from '../../../model/render.js';
 import { dataPlaneSettings, type DataPlaneSettings } from '../../../model/settings/dataplane.js';
-import { loadOrCreateDevIssuer, MAX_DEV_TTL_SECONDS } from './dev-issuer.js';
+import { developmentIssuerOn, loadOrCreateDevIssuer, MAX_DEV_TTL_SECONDS } from './dev-issuer.js';
 
 const USAGE = `usage: npm run -s token -- --sub <subject> [--email <email>] [--ttl <seconds>] [--environment <name>]
 
@@ -21,7 +21,8 @@ const USAGE = `usage: npm run -s token -- --sub <subject> [--email <email>] [--t
   --ttl          lifetime in seconds, 1..${MAX_DEV_TTL_SECONDS} (default 3600)
   --environment  which Environment of the manifests (default: the only one with a development issuer)
 
-environment: DAS_MANIFESTS (manifest directory, default examples/), DATA_DIR (default .data/)`;
+environment: DAS_MANIFESTS (manifest directory, default examples/), DATA_DIR (default .data/),
+             PORT (the data plane's, when not 8080: the token's iss names it)`;
 
 class UsageError extends Error {}
 
@@ -76,7 +77,12 @@ async function main(argv: string[], settings: DataPlaneSettings): Promise<string
   if (!idp?.development) throw new Error(`environment "${env.id}" does not use the development issuer; get tokens from its identity provider (${idp?.issuer ?? 'none'})`);
 
   const dataDir = settings.DATA_DIR;
-  const issuer = await loadOrCreateDevIssuer(dataDir, { issuer: idp.issuer, audience: idp.audiences[0] });
+  // The data plane's iss names the port it listens on: the same PORT gives the same iss.
+  const port = settings.PORT;
+  const issuer = await loadOrCreateDevIssuer(dataDir, { issuer: developmentIssuerOn(idp.issuer, port), audience: idp.audiences[0] });
+  // On stderr (stdout holds only the token): a data plane started with another DATA_DIR has another
+  // key and refuses this token as UNKNOWN_KEY.
+  process.stderr.write(`token: signed with ${issuer.keyPath} (key ${issuer.kid}); only a data plane started with DATA_DIR=${resolve(dataDir)} accepts it\n`);
   return issuer.sign({ sub: values.sub, email: values.email, ttlSeconds });
 }
 

@@ -21,7 +21,8 @@ import { randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { stopProcess } from './stop-process.js';
 
 export interface EmbeddedDatabase {
   /** Connection URL of the `postgres` database as the superuser. */
@@ -221,7 +222,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     urlFor,
     createDatabase: (name) => server.createDatabase(name),
     stop: async () => {
-      await server.stop();
+      // Not server.stop(): it waits for SIGINT's exit with no deadline, and forever when the process
+      // is already gone. stopProcess escalates (SIGINT, SIGQUIT, SIGKILL; see stop-process.ts).
+      const handle = server as unknown as { process?: ChildProcess };
+      await stopProcess(handle.process ?? postmaster);
+      handle.process = undefined;
       running.delete(postmaster);
       rmSync(join(dir, OWNER_FILE), { force: true });
     },

@@ -1,24 +1,23 @@
 /**
  * `GET /_admin/openapi`: the OpenAPI 3.1 document of the administrative API (admin/): Datasets
  * listed, created from a manifest, shown, deleted, paused and resumed, on the iam gateway for the
- * Environment's admin principals. Pure; `servers` from the request's host like a dataset's.
+ * Environment's admin principals. Pure; `servers` from the data plane's own addresses like a dataset's.
  */
 import { errorResponses, errorSchemas, HEADERS, json, operation, ref, schemaRef, type Json } from './openapi-parts.js';
-import { OPENAPI_VERSION, type ServerObject } from './openapi.js';
+import { OPENAPI_VERSION, type KnownAddresses, type ServerObject } from './openapi.js';
 
 const ERRORS = [400, 401, 403, 404, 405, 408, 413, 415, 431, 503];
 /** The admin API takes none of the dataset endpoints' conventional headers. */
 const NO_HEADERS: string[] = [];
 
-/** The admin API's base on the host the document was asked on (and 127.0.0.1 for a `*.localhost` host). */
-export function adminServers(host: string | undefined, secure: boolean): ServerObject[] {
-  const name = (host ?? '').trim().toLowerCase();
-  const proto = secure ? 'https' : 'http';
-  if (!/^[a-z0-9.-]{1,253}(:[0-9]{1,5})?$/.test(name)) return [{ url: '/_admin', description: 'this host' }];
-  const servers = [{ url: `${proto}://${name}/_admin`, description: 'this host' }];
-  const loopback = /^(?:[a-z0-9-]+\.)+localhost(:[0-9]{1,5})?$/.exec(name);
-  if (loopback) servers.push({ url: `${proto}://127.0.0.1${loopback[1] ?? ''}/_admin`, description: 'this machine, for clients that cannot resolve *.localhost (send Authorization: Proxy <admin>)' });
-  return servers;
+/** The admin API's base at the data plane's own addresses (never the request's Host): see serversFor. */
+export function adminServers(known: KnownAddresses): ServerObject[] {
+  if (known.inCluster || !known.listening) return [{ url: '/_admin', description: 'this host' }];
+  const listening = new URL(known.listening);
+  return [
+    { url: `${listening.origin}/_admin`, description: 'where this data plane listens (send Authorization: Proxy <admin>)' },
+    { url: `http://iam.localhost${listening.port ? `:${listening.port}` : ''}/_admin`, description: 'iam gateway (curl and browsers resolve *.localhost)' },
+  ];
 }
 
 export function adminOpenApiDocument(servers: ServerObject[]): Json {

@@ -30,6 +30,7 @@ import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './bo
 import { isAssetPath, sendAsset, sendDatasetPage, sendPage } from './browser/serve.js';
 import { swaggerPage } from './browser/pages.js';
 import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
+import { DOCUMENT_CACHE_HEADERS, knownAddresses } from './openapi.js';
 import type { QueryLimits } from '../graphql/limits.js';
 import type { Authenticate, NodeMiddleware } from '../front-door/authenticate.js';
 
@@ -74,6 +75,8 @@ export interface AppDeps {
   queryLimits?: QueryLimits;
   /** Each finished response, for the request metrics. */
   observeRequest?: (sample: RequestSample) => void;
+  /** The URL this data plane listens on, once it does (server.ts): the OpenAPI documents' first server. */
+  listeningAddress?: () => string | undefined;
   /** Routes under `/.well-known/` (e.g. the development issuer's JWKS), served by Express. */
   extraRoutes?: (router: express.Router) => void;
   /** The administrative API under `/_admin/` (admin/): authenticated first, then handed the request. */
@@ -127,14 +130,18 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
   async function serve(x: Exchange, { route, params }: RouteMatch): Promise<void> {
     const { methods } = route;
     const method = x.req.method ?? 'GET';
+    // The pages need no credentials: they ask for them and send them with every request they make.
+    // They answer the same for every dataset name, existing or not (whoever has no credentials
+    // learns no dataset names from them); the page's first request tells the rest.
+    const page = route.name === 'docs' || (route.name === 'graphql' && method !== 'POST');
     if (!methods.split(',').includes(method)) {
       // Under a dataset or schema that does not exist the path is no endpoint at all: 404, not 405.
       const state = deps.store.dataset(x.route!.datasetId!);
+      if (route.name === 'docs' || route.name === 'graphql') throw new MethodNotAllowed(method, methods);
       if (!state || (params.schema !== undefined && params.schema !== TRANSACTION_SCHEMA && !Object.hasOwn(state.config.schemas, params.schema))) throw noEndpoint(x.path);
       throw new MethodNotAllowed(method, methods);
     }
-    // The pages need no credentials: they ask for them and send them with every request they make.
-    if (route.name === 'docs' || (route.name === 'graphql' && method !== 'POST')) return sendDatasetPage(x, route.name, deps.engine.dataset(x.route!.datasetId!).id);
+    if (page) return sendDatasetPage(x, route.name, x.route!.datasetId!);
     if (method === 'POST') {
       const type = x.req.headers['content-type'];
       if (!type) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
@@ -177,8 +184,8 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     await deps.admin.authenticate(authkind, env, (admins) => deps.authenticate({ authkind, authorization, remoteAddress: x.req.socket.remoteAddress }, env, admins));
     if (at === '/_admin/openapi') {
       readOnly();
-      const secure = String(x.req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase() === 'https';
-      return sendJson(x.res, 200, adminOpenApiDocument(adminServers(x.req.headers.host, secure)));
+      for (const [name, value] of Object.entries(DOCUMENT_CACHE_HEADERS)) x.res.setHeader(name, value);
+      return sendJson(x.res, 200, adminOpenApiDocument(adminServers(knownAddresses(deps))));
     }
     let body: unknown;
     if (method === 'POST' && x.req.headers['content-type'] !== undefined) {

@@ -9,7 +9,7 @@ import { ApiError, badRequest } from '../engine/errors.js';
 import type { AppDeps, Handler } from './app.js';
 import { echoResponse } from './echo.js';
 import { sendJson } from '../front-door/exchange.js';
-import { cachedOpenApiBody, serversFor, withServers } from './openapi.js';
+import { cachedOpenApiBody, DOCUMENT_CACHE_HEADERS, knownAddresses, serversFor, withServers } from './openapi.js';
 import { parseGraphQLRequest, runGraphQLQuery } from '../graphql/http.js';
 import type { RouteName } from './routes.js';
 
@@ -91,9 +91,8 @@ export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'
   /** The dataset's OpenAPI document (openapi.ts): built once per config generation; `servers` from this request's host. */
   const openapi: Handler = async (x, d) => {
     for (const key of Object.keys(x.query)) throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; none is accepted`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
-    const proto = x.req.headers['x-forwarded-proto'];
-    const known = { inCluster: deps.inCluster ?? false };
-    const servers = serversFor({ host: x.req.headers.host, forwardedProto: typeof proto === 'string' ? proto : undefined, route: d.route, known }, d.dataset, d.env);
+    const servers = serversFor(knownAddresses(deps), d.dataset, d.env);
+    for (const [name, value] of Object.entries(DOCUMENT_CACHE_HEADERS)) x.res.setHeader(name, value);
     // The Transaction paths only where the location takes bulk loads (its driver says so).
     const transactions = Boolean(deps.engine.transactions && deps.driverFor(d.dataset).capabilities.bulkLoad);
     sendJson(x.res, 200, withServers(cachedOpenApiBody(d.dataset, d.env, { transactions }), servers));

@@ -2,7 +2,7 @@
  * The per-dataset OpenAPI document (openapi.ts): valid OpenAPI 3.1 (the official schema, through
  * @seriousme/openapi-schema-validator, offline), every $ref resolves, every component schema is
  * valid JSON Schema 2020-12, the structured request schemas accept what the service accepts and
- * refuse what it refuses, deterministic, raw-query only where enabled, servers per request.
+ * refuse what it refuses, deterministic, raw-query only where enabled, servers from the data plane's own addresses.
  */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect } from 'chai';
@@ -11,7 +11,6 @@ import { SCHEMA_NAME_PATTERN } from '../../../model/json-schema.js';
 import { loadManifests } from '../../../model/manifests.js';
 import { renderDatasetConfig, renderEnvironmentConfig } from '../../../model/render.js';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
-import type { GatewayRoute } from '../front-door/gateway.js';
 import { cachedOpenApiBody, openApiBody, openApiDocument, serversFor } from './openapi.js';
 import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
 import { componentValidator, unresolvedRefs } from '../../test-support/openapi.js';
@@ -67,12 +66,12 @@ describe('OpenAPI document (openapi.ts)', () => {
     // Without bulk loads the document does not offer them.
     expect(openApiDocument(demo, env, SERVERS).paths).to.not.have.keys('/Transaction');
 
-    const admin = adminOpenApiDocument(adminServers('iam.localhost:8080', false));
+    const admin = adminOpenApiDocument(adminServers({ listening: 'http://127.0.0.1:8080' }));
     const result = await validate(admin);
     expect(result.valid, JSON.stringify(result.errors)).to.equal(true);
     expect(unresolvedRefs(admin)).to.deep.equal([]);
     expect(Object.keys(admin.paths as Json)).to.deep.equal(['/datasets', '/datasets/{id}', '/datasets/{id}/pause', '/datasets/{id}/resume', '/openapi', '/docs']);
-    expect((admin.servers as Json[]).map((s) => s.url)).to.deep.equal(['http://iam.localhost:8080/_admin', 'http://127.0.0.1:8080/_admin']);
+    expect((admin.servers as Json[]).map((s) => s.url)).to.deep.equal(['http://127.0.0.1:8080/_admin', 'http://iam.localhost:8080/_admin']);
   });
 
   it('resolves every $ref (and the check finds a dangling one)', () => {
@@ -220,43 +219,26 @@ describe('OpenAPI document (openapi.ts)', () => {
     expect(cachedOpenApiBody(demo, { ...env })).to.not.equal(first);
   });
 
-  describe('servers from the request', () => {
-    const route = (over: Partial<GatewayRoute>): GatewayRoute => ({ authkind: 'iam', by: 'host', datasetId: 'demo', rest: ['openapi'], datasetFrom: 'path', ...over });
-
-    it('gives the host it was asked on, then the other gateway that serves the dataset', () => {
-      expect(serversFor({ host: 'iam.localhost:8080', route: route({}) }, demo, env)).to.deep.equal([
-        { url: 'http://iam.localhost:8080/demo', description: 'iam gateway' },
-        { url: 'http://public.localhost:8080/demo', description: 'public gateway' },
-        // *.localhost resolves only in curl and browsers: 127.0.0.1 for every other client.
-        { url: 'http://127.0.0.1:8080/demo', description: 'this machine, for clients that cannot resolve *.localhost; no gateway label, so the Authorization scheme picks the gateway (Proxy: iam, otherwise public)' },
-      ]);
-      expect(serversFor({ host: 'demo.public.example.com', forwardedProto: 'https', route: route({ authkind: 'public', datasetFrom: 'host' }) }, demo, env)).to.deep.equal([
-        { url: 'https://demo.public.example.com', description: 'public gateway' },
-        { url: 'https://demo.iam.example.com', description: 'iam gateway' },
+  describe("servers: the data plane's own addresses, never the request's Host", () => {
+    it('the listening address first (every client resolves it), then the *.localhost gateways that serve the dataset', () => {
+      expect(serversFor({ listening: 'http://127.0.0.1:8080' }, demo, env)).to.deep.equal([
+        { url: 'http://127.0.0.1:8080/demo', description: 'where this data plane listens; no gateway label, so the Authorization scheme picks the gateway (Proxy: iam, otherwise public)' },
+        { url: 'http://iam.localhost:8080/demo', description: 'iam gateway (curl and browsers resolve *.localhost)' },
+        { url: 'http://public.localhost:8080/demo', description: 'public gateway (curl and browsers resolve *.localhost)' },
       ]);
     });
 
-    it('leaves out a gateway that does not serve the dataset, and the other gateway when the scheme chose it', () => {
-      expect(serversFor({ host: 'iam.localhost', route: route({}) }, iamOnlyDataset, env).map((s) => s.url)).to.deep.equal(['http://iam.localhost/sealed', 'http://127.0.0.1/sealed']);
+    it('leaves out a gateway that does not serve the dataset', () => {
+      expect(serversFor({ listening: 'http://127.0.0.1:9090' }, iamOnlyDataset, env).map((s) => s.url)).to.deep.equal(['http://127.0.0.1:9090/sealed', 'http://iam.localhost:9090/sealed']);
       const noPublicGateway = { ...env, gateways: { ...env.gateways, public: { enabled: false } } };
-      expect(serversFor({ host: 'iam.localhost', route: route({}) }, demo, noPublicGateway).map((s) => s.url)).to.deep.equal(['http://iam.localhost/demo', 'http://127.0.0.1/demo']);
-      expect(serversFor({ host: '127.0.0.1:8080', route: route({ by: 'scheme' }) }, demo, env)).to.deep.equal([{ url: 'http://127.0.0.1:8080/demo', description: 'iam gateway' }]);
-      expect(serversFor({ host: 'das-internal.svc', route: route({ by: 'scheme' }) }, demo, env)).to.deep.equal([{ url: 'http://das-internal.svc/demo', description: 'iam gateway' }]);
+      expect(serversFor({ listening: 'http://127.0.0.1:8080' }, demo, noPublicGateway).map((s) => s.url)).to.deep.equal(['http://127.0.0.1:8080/demo', 'http://iam.localhost:8080/demo']);
     });
 
-    it('falls back to a relative URL for a Host that is no plain host name, and ignores an odd X-Forwarded-Proto', () => {
-      expect(serversFor({ host: 'iam.localhost/evil"', route: route({}) }, demo, env)).to.deep.equal([{ url: '/demo', description: 'iam gateway' }]);
-      expect(serversFor({ host: undefined, route: route({}) }, demo, env)[0].url).to.equal('/demo');
-      expect(serversFor({ host: 'iam.localhost', forwardedProto: 'javascript', route: route({}) }, demo, env)[0].url).to.equal('http://iam.localhost/demo');
-      expect(serversFor({ host: 'iam.localhost', forwardedProto: 'HTTPS, http', route: route({}) }, demo, env)[0].url).to.equal('https://iam.localhost/demo');
-    });
-
-    it('adds the internal Service’s DNS name in a cluster, for internal environments only', () => {
+    it('a relative URL when nothing is known; in a cluster the internal Service’s DNS name (internal environments), never *.localhost', () => {
+      expect(serversFor({}, demo, env)).to.deep.equal([{ url: '/demo', description: 'this host' }]);
       const internal = { ...env, id: 'orders', namespace: 'data', type: 'internal' as const };
-      const servers = serversFor({ host: 'demo.iam.example.com', route: route({ datasetFrom: 'host' }), known: { inCluster: true } }, demo, internal);
-      expect(servers.at(-1)?.url).to.equal('http://orders-internal.data.svc.cluster.local/demo');
-      expect(serversFor({ host: 'demo.iam.example.com', route: route({ datasetFrom: 'host' }), known: { inCluster: false } }, demo, internal).map((s) => s.url)).to.not.include('http://orders-internal.data.svc.cluster.local/demo');
-      expect(serversFor({ host: 'demo.public.example.com', route: route({ authkind: 'public', datasetFrom: 'host' }), known: { inCluster: true } }, demo, { ...internal, type: 'public' }).map((s) => s.url)).to.deep.equal(['http://demo.public.example.com', 'http://demo.iam.example.com']);
+      expect(serversFor({ listening: 'http://127.0.0.1:8080', inCluster: true }, demo, internal).map((s) => s.url)).to.deep.equal(['http://orders-internal.data.svc.cluster.local/demo']);
+      expect(serversFor({ listening: 'http://127.0.0.1:8080', inCluster: true }, demo, { ...internal, type: 'public' }).map((s) => s.url)).to.deep.equal(['/demo']);
     });
   });
 });

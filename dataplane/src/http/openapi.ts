@@ -1,8 +1,8 @@
 /**
  * `GET /{dataset}/openapi`: an OpenAPI 3.1 document of one dataset's REST API, generated from its
  * config. Pure: the same dataset and environment config give the same document, key for key, so
- * the body is built once per config generation (cachedOpenApiBody) and only `servers`, which
- * depend on the host the document was asked on, is added per request.
+ * the body is built once per config generation (cachedOpenApiBody) and `servers` (the data
+ * plane's own addresses, never the request's Host) is added per request.
  *
  * Paths are relative to a server URL that already addresses the dataset (`http://iam.host/demo`
  * or `http://demo.iam.host`), so one document fits both addressing forms, and each record schema
@@ -71,47 +71,48 @@ export function cachedOpenApiBody(dataset: DatasetConfig, env: EnvironmentConfig
 // ---------------------------------------------------------------------------------------------
 // servers
 
-const PLAIN_HOST = /^[a-z0-9.-]{1,253}(:[0-9]{1,5})?$/;
-const OTHER: Record<Authkind, Authkind> = { iam: 'public', public: 'iam' };
-
-/** Where the data plane also knows itself to be reachable (besides the request's own host). */
+/** What the data plane knows of its own addresses; never the request's Host (anyone can send any). */
 export interface KnownAddresses {
+  /** The URL it listens on, as a client on this machine opens it (`http://127.0.0.1:8080`). */
+  listening?: string;
   /** Running in a cluster (KUBERNETES_SERVICE_HOST is set): the internal Service's DNS name is known. */
   inCluster?: boolean;
 }
 
 /**
- * The server URLs for a request: the one it was asked on (dataset in the path or as a host
- * label, as the request had it), then the same host on the other gateway when the request chose
- * its gateway by host label and the dataset is served there. A Host that is not a plain host name
- * gives a relative URL (resolved against the document's own address).
+ * The server URLs of a dataset's document, from the data plane's own configuration only: a
+ * foreign `Host: evil.example` must not become the address a generated client talks to.
  *
- * Then an address every client resolves, where the gateway follows the Authorization scheme
- * (gateway.ts): `*.localhost` resolves only in curl and browsers (node, Python and getent fail),
- * so a `*.localhost` host also gets `127.0.0.1` with its port; in a cluster an internal
- * environment adds its internal Service's DNS name.
+ * First an address every client resolves, where the Authorization scheme picks the gateway
+ * (gateway.ts): in a cluster, an internal environment's internal Service; on a machine, the
+ * listening address. Then, on a machine, `iam.localhost` / `public.localhost` on the same port
+ * for the gateways that serve the dataset (curl and browsers resolve `*.localhost`; node, Python
+ * and most generators do not, and generators take the first server). Nothing known: a relative URL.
  */
-export function serversFor(input: { host?: string; forwardedProto?: string; route: GatewayRoute; known?: KnownAddresses }, dataset: DatasetConfig, env: EnvironmentConfig): ServerObject[] {
-  const { route } = input;
-  const host = (input.host ?? '').trim().toLowerCase().replace(/\.(?=:|$)/, '');
-  const proto = /^https?$/i.test(input.forwardedProto?.split(',')[0].trim() ?? '') ? input.forwardedProto!.split(',')[0].trim().toLowerCase() : 'http';
-  const datasetPath = route.datasetFrom === 'host' ? '' : `/${encodeURIComponent(dataset.id)}`;
-  const inCluster = input.known?.inCluster && env.type === 'internal' ? [{ url: `http://${env.id}-internal.${env.namespace}.svc.cluster.local/${encodeURIComponent(dataset.id)}`, description: UNLABELLED('the internal load balancer, inside the cluster') }] : [];
-  if (!PLAIN_HOST.test(host)) return [{ url: datasetPath || '/', description: `${route.authkind} gateway` }, ...inCluster];
-  const servers: ServerObject[] = [{ url: `${proto}://${host}${datasetPath}`, description: `${route.authkind} gateway` }];
-  if (route.by === 'host') {
-    const other = OTHER[route.authkind];
-    if (gatewayServes(other, dataset, env)) {
-      const labels = host.split('.');
-      const at = labels[0] === route.authkind ? 0 : 1;
-      labels[at] = labels[at].replace(route.authkind, other);
-      servers.push({ url: `${proto}://${labels.join('.')}${datasetPath}`, description: `${other} gateway` });
-    }
-    const loopback = /^(?:[a-z0-9-]+\.)*localhost(:[0-9]{1,5})?$/.exec(host);
-    if (loopback) servers.push({ url: `${proto}://127.0.0.1${loopback[1] ?? ''}/${encodeURIComponent(dataset.id)}`, description: UNLABELLED('this machine, for clients that cannot resolve *.localhost') });
+export function serversFor(known: KnownAddresses, dataset: DatasetConfig, env: EnvironmentConfig): ServerObject[] {
+  const datasetPath = `/${encodeURIComponent(dataset.id)}`;
+  if (known.inCluster) {
+    return env.type === 'internal'
+      ? [{ url: `http://${env.id}-internal.${env.namespace}.svc.cluster.local${datasetPath}`, description: UNLABELLED('the internal load balancer, inside the cluster') }]
+      : [{ url: datasetPath, description: 'this host' }];
   }
-  return [...servers, ...inCluster];
+  const listening = known.listening ? new URL(known.listening) : undefined;
+  if (!listening) return [{ url: datasetPath, description: 'this host' }];
+  const servers: ServerObject[] = [{ url: `${listening.origin}${datasetPath}`, description: UNLABELLED('where this data plane listens') }];
+  const port = listening.port ? `:${listening.port}` : '';
+  for (const kind of ['iam', 'public'] as const) {
+    if (gatewayServes(kind, dataset, env)) servers.push({ url: `http://${kind}.localhost${port}${datasetPath}`, description: `${kind} gateway (curl and browsers resolve *.localhost)` });
+  }
+  return servers;
 }
+
+/** The addresses the data plane knows itself by (AppDeps.listeningAddress, KUBERNETES_SERVICE_HOST). */
+export function knownAddresses(deps: { listeningAddress?: () => string | undefined; inCluster?: boolean }): KnownAddresses {
+  return { listening: deps.listeningAddress?.(), inCluster: deps.inCluster ?? false };
+}
+
+/** Cache headers of a document whose `servers` are the data plane's own: the same for every Host, private to the caller. */
+export const DOCUMENT_CACHE_HEADERS = { 'cache-control': 'private, no-cache', vary: 'Authorization' } as const;
 
 const UNLABELLED = (where: string) => `${where}; no gateway label, so the Authorization scheme picks the gateway (Proxy: iam, otherwise public)`;
 

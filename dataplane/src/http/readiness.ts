@@ -38,5 +38,8 @@ function describeState(store: ConfigStore, id: string) {
   const state = store.dataset(id)!;
   if (state.status === 'failed') return { status: state.status, generation: state.config.generation, problem: state.problem };
   if (state.status === 'ready' && state.warning) return { status: state.status, generation: state.config.generation, warning: state.warning };
+  // Pending with a problem: its preparation failed and is retried (an unreachable store, a secret
+  // file not mounted yet); the problem names what is missing (for a secret, the file expected).
+  if (state.status === 'pending' && state.problem) return { status: state.status, generation: state.config.generation, problem: state.problem };
   return { status: state.status, generation: state.config.generation };
 }

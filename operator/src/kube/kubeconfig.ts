@@ -6,7 +6,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { ConfigError } from '../config.js';
 import type { OperatorSettings } from '../../../model/settings/operator.js';
 
@@ -20,7 +20,12 @@ export const NO_CLUSTER_MESSAGE =
 
 /** Undefined when a cluster source exists; else why not. */
 export function missingClusterSource(env: ClusterSettings, exists: (path: string) => boolean = existsSync, home = homedir()): string | undefined {
-  if (env.KUBECONFIG) return undefined;
+  if (env.KUBECONFIG) {
+    // A list like PATH (kubectl skips the missing ones); none there is a typo, not an empty config.
+    const files = env.KUBECONFIG.split(delimiter).filter(Boolean);
+    if (files.some((file) => exists(file))) return undefined;
+    return `KUBECONFIG names ${files.length === 1 ? `${files[0]}, which does not exist` : `${files.join(', ')}, none of which exists`}: point it at a kubeconfig file (kubectl config view --raw > <file>), or unset it`;
+  }
   if (home && exists(join(home, '.kube', 'config'))) return undefined;
   if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && exists(SERVICE_ACCOUNT_TOKEN)) return undefined;
   return NO_CLUSTER_MESSAGE;

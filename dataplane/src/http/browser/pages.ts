@@ -58,7 +58,7 @@ ${input.styles.map((s) => `<link rel="stylesheet" href="${assetUrl(s)}">`).join(
 </head>
 <body class="${input.bodyClass}"${data}>
 <form id="das-auth" class="das-auth" autocomplete="off">
-<label>Authorization <input id="das-authorization" name="authorization" type="password" spellcheck="false" placeholder="Proxy alice  or  Bearer eyJ…"></label>
+<label>Authorization <input id="das-authorization" name="authorization" type="password" spellcheck="false" placeholder="Proxy &lt;principal&gt;  or  Bearer &lt;token&gt;"></label>
 <button type="submit">Use</button>
 <span class="das-note">${escape(input.hint)}</span>
 </form>
