@@ -265,6 +265,19 @@ export function describeLocationDriver(name: string, capabilities: DriverCapabil
         expect(outcomes).to.deep.equal(['aborted', 'exists']);
         expect(stored).to.equal(undefined);
       });
+
+      it(`writes nothing under ${consistency} when an update names a missing id`, async () => {
+        const fresh = id('c');
+        const results = await write(
+          [
+            { op: 'create', schema: 'suite.Company', id: fresh, data: { name: 'F' } },
+            { op: 'update', schema: 'suite.Company', id: id('c'), data: { name: 'Nobody' }, merge: false },
+          ],
+          consistency,
+        );
+        expect(results.map((r) => (r.ok ? 'ok' : r.failure.kind))).to.deep.equal(['aborted', 'not-found']);
+        expect(await t.driver.read(t.dataset, { schema: 'suite.Company', id: fresh })).to.equal(undefined);
+      });
     }
 
     for (const consistency of offers(['QUORUM', 'EVENTUAL'])) {

@@ -61,8 +61,12 @@ const accepts = (port: number) =>
     socket.once('error', () => done(false));
   });
 
-/** Starts one DynamoDB Local; resolves once it accepts connections on 127.0.0.1. */
-export async function startDynamoDbLocal(timeoutMs = 30_000): Promise<DynamoDbLocal> {
+/**
+ * Starts one DynamoDB Local; resolves once it accepts connections on 127.0.0.1. The JVM can take well
+ * over 30 s to start on a loaded 2-core CI machine, hence 120 s; a Java that never answers still fails
+ * with the port and its stderr once the deadline passes.
+ */
+export async function startDynamoDbLocal(timeoutMs = 120_000): Promise<DynamoDbLocal> {
   const cache = ensureDynamoDbLocal();
   const port = await freePort();
   const child: ChildProcess = spawn(

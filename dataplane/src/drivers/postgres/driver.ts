@@ -332,15 +332,22 @@ export class PostgresDriver implements LocationDriver {
     return inTransaction(pool, { commit: () => !refused }, async (client) => {
       const results: OpResult[] = [];
       for (const [i, op] of ops.entries()) {
+        let outcome: OpResult;
         try {
-          results.push(await this.apply(client, op, layouts[i], ctx, false));
+          outcome = await this.apply(client, op, layouts[i], ctx, false);
         } catch (err) {
           // The store went away mid-transaction: nothing was committed; the whole request is a 503.
           if (outageOf(err)) throw err;
+          outcome = { ok: false, failure: failureOf(err, op) };
+        }
+        if (!outcome.ok) {
+          // A refused action (a statement error, or an update/delete that matched no row: apply() returns
+          // not-found without throwing) undoes the whole transaction: inTransaction rolls back.
           refused = true;
-          const failed = failureOf(err, op);
+          const failed = outcome.failure;
           return ops.map((_, j) => ({ ok: false as const, failure: j === i ? failed : ({ kind: 'aborted' } as const) }));
         }
+        results.push(outcome);
       }
       // The changes go last, after every record write (change-log.ts: how they are ordered).
       const changed: ChangeRow[] = results.flatMap((r, i) => (r.ok ? [{ schema: ops[i].schema, id: r.record.id, version: r.record.version, op: CHANGE_OP[ops[i].op] }] : []));
