@@ -114,7 +114,7 @@ async function functionGateway(env: NodeJS.ProcessEnv): Promise<void> {
     logger,
     port: Number(env.PORT ?? 8080),
     host: env.HOST ?? DEFAULT_HOST,
-    ...functionGatewayTrust(env),
+    ...functionGatewayTrust(env, (message) => logger.warn({ component: 'service-accounts' }, message)),
   });
   parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs }) });
 }

@@ -43,11 +43,11 @@ export function tokenFile(path: string, now: () => number = Date.now): () => str
 }
 
 /** The function gateway's trust settings from its environment; throws (refusing to start) when verified cannot work. */
-export function functionGatewayTrust(env: NodeJS.ProcessEnv): { verified?: VerifiedInvocation } {
+export function functionGatewayTrust(env: NodeJS.ProcessEnv, log?: (message: string) => void): { verified?: VerifiedInvocation } {
   const trust = env.DAS_TRUST ?? 'network';
   if (trust === 'network') return {};
   if (trust !== 'verified') throw new Error(`DAS_TRUST must be network or verified, not "${trust}"`);
-  const verifier = serviceAccountVerifier(env);
+  const verifier = serviceAccountVerifier(env, log);
   if (!verifier) throw new Error(NO_KUBERNETES_CREDENTIALS);
   if (!env.DAS_TOKEN_AUDIENCE) throw new Error('DAS_TRUST=verified needs DAS_TOKEN_AUDIENCE (the audience of callers\' tokens)');
   if (!env.DAS_UPSTREAM_TOKEN_FILE) throw new Error('DAS_TRUST=verified needs DAS_UPSTREAM_TOKEN_FILE (the gateway\'s own projected ServiceAccount token)');
