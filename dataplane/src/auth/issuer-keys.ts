@@ -118,8 +118,8 @@ const MAX_DISCOVERY_BYTES = 64 * 1024;
 const MAX_JWKS_BYTES = 256 * 1024;
 
 /** GET of one discovery document as JSON, with the hint an operator needs for the usual refusals. */
-async function discoveryGet(kubeConfig: KubeConfig, path: string, maxBytes: number, timeoutMs: number): Promise<Record<string, unknown>> {
-  const { status, text } = await kubeRequest(kubeConfig, path, { method: 'GET', timeoutMs, maxBytes });
+async function discoveryGet(kubeConfig: KubeConfig, path: string, accept: string, maxBytes: number, timeoutMs: number): Promise<Record<string, unknown>> {
+  const { status, text } = await kubeRequest(kubeConfig, path, { method: 'GET', timeoutMs, maxBytes, accept });
   if (status === 403 || status === 401) throw new Error(`GET ${path}: HTTP ${status} (the ServiceAccount needs a ClusterRoleBinding to system:service-account-issuer-discovery)`);
   if (status === 404) throw new Error(`GET ${path}: HTTP 404 (the API server serves no OIDC discovery: it needs --service-account-issuer with an https URL)`);
   if (status !== 200) throw new Error(`GET ${path}: HTTP ${status}`);
@@ -134,9 +134,9 @@ async function discoveryGet(kubeConfig: KubeConfig, path: string, maxBytes: numb
  * address, which this process may not reach, and would send the credentials elsewhere.
  */
 export async function kubeIssuerDocument(kubeConfig: KubeConfig, timeoutMs = 5_000): Promise<IssuerDocument> {
-  const discovery = await discoveryGet(kubeConfig, '/.well-known/openid-configuration', MAX_DISCOVERY_BYTES, timeoutMs);
+  const discovery = await discoveryGet(kubeConfig, '/.well-known/openid-configuration', 'application/json', MAX_DISCOVERY_BYTES, timeoutMs);
   if (typeof discovery.issuer !== 'string' || discovery.issuer === '') throw new Error('the OIDC discovery document names no issuer');
-  const jwks = await discoveryGet(kubeConfig, '/openid/v1/jwks', MAX_JWKS_BYTES, timeoutMs);
+  const jwks = await discoveryGet(kubeConfig, '/openid/v1/jwks', 'application/jwk-set+json, application/json', MAX_JWKS_BYTES, timeoutMs);
   if (!Array.isArray(jwks.keys)) throw new Error('the JWKS has no "keys" array');
   return { issuer: discovery.issuer, jwks: jwks as unknown as JSONWebKeySet };
 }

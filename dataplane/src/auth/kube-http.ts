@@ -18,13 +18,15 @@ export interface KubeRequestOptions {
   body?: string;
   timeoutMs: number;
   maxBytes: number;
+  /** The Accept header (default application/json; the JWKS is served as application/jwk-set+json only). */
+  accept?: string;
 }
 
 export async function kubeRequest(kubeConfig: KubeConfig, path: string, options: KubeRequestOptions): Promise<KubeAnswer> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('no current cluster in the Kubernetes config');
   const url = new URL(path, cluster.server);
-  const headers: Record<string, string | number> = { accept: 'application/json' };
+  const headers: Record<string, string | number> = { accept: options.accept ?? 'application/json' };
   if (options.body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(options.body) });
   const request: RequestOptions = {
     method: options.method,
