@@ -197,6 +197,7 @@ export const datasetSpecSchema = {
     },
     deletionPolicy: { enum: ['Retain', 'Delete'] },
     paused: { type: 'boolean' },
+    adopt: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' },
   },
 } as const;
 

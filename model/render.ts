@@ -89,5 +89,6 @@ export function renderDatasetConfig(dataset: DatasetResource): DatasetConfig {
     queries: spec.queries ?? {},
     deletionPolicy: spec.deletionPolicy ?? 'Retain',
     ...(spec.paused ? { paused: true } : {}),
+    ...(spec.adopt ? { adopt: spec.adopt } : {}),
   };
 }

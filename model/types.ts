@@ -196,6 +196,8 @@ export interface DatasetSpec {
   deletionPolicy?: 'Retain' | 'Delete';
   /** Paused: storage and config are kept, data requests answer 503 DATASET_PAUSED, bulk loads wait. Default false. */
   paused?: boolean;
+  /** The deleted dataset whose retained data in this storage this dataset takes over (docs/security.md, "Retained storage"). */
+  adopt?: string;
 }
 
 export interface IdentityProviderSpec {
@@ -368,4 +370,6 @@ export interface DatasetConfig {
   deletionPolicy: 'Retain' | 'Delete';
   /** Set (true) only while the Dataset is paused. */
   paused?: boolean;
+  /** Set only when the spec names a deleted dataset whose retained data this one takes over. */
+  adopt?: string;
 }

@@ -34,7 +34,8 @@ export const DEV_ISSUER_JWKS_PATH = '/.well-known/dev-issuer/jwks.json';
 export async function bootstrapDataPlane(options: BootstrapOptions): Promise<DataPlane> {
   const verifiers = new TokenVerifierCache({ dataDir: options.dataDir, issuerPort: options.port });
   const { settings } = options;
-  const serviceAccounts = serviceAccountVerifier(settings);
+  const serviceAccountLogger = options.logger.child({ component: 'service-accounts' });
+  const serviceAccounts = serviceAccountVerifier(settings, (message) => serviceAccountLogger.warn(message));
   let store: ConfigStore | undefined;
   const firewallConfig = () => store?.environment?.gateways.api.firewall ?? OPEN_FIREWALL;
   const firewallLogger = options.logger.child({ component: 'firewall' });

@@ -118,7 +118,7 @@ async function functionGateway(s: DataPlaneSettings): Promise<void> {
     logger,
     port: s.PORT,
     host: s.HOST,
-    ...functionGatewayTrust(s),
+    ...functionGatewayTrust(s, (message) => logger.warn({ component: 'service-accounts' }, message)),
     pipelining: pipeliningOf(s),
     accessKeys: accessKeyStore(accessKeysFromEnv(s), s),
   });

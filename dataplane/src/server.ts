@@ -36,6 +36,9 @@ import { FilesAdmin } from './admin/files-admin.js';
 import { KubeAdmin } from './admin/kube-admin.js';
 import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../model/settings/dataplane.js';
 import { openableUrl, PortInUseError, portInUseMessage } from './listen-address.js';
+import type { AdminSettings } from './admin/admin-checks.js';
+import { ownershipProblem } from './config/ownership.js';
+import { renderDatasetConfig } from '../../model/render.js';
 
 export type ConfigSource =
   | { kind: 'files'; path: string; environment?: string }
@@ -105,10 +108,24 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     },
     logger,
   );
-  const adminSettings = { allowedEndpoints: settings.DAS_ADMIN_ALLOWED_ENDPOINTS };
+  const adminSettings: AdminSettings = {
+    allowedEndpoints: settings.DAS_ADMIN_ALLOWED_ENDPOINTS,
+    // The owner recorded in the storage a new Dataset names (its driver's marker), for the 409 before it is written.
+    storageOwner: (manifest) => {
+      const config = renderDatasetConfig(manifest);
+      return drivers.for(config).ownership?.ownerOf(config) ?? Promise.resolve(undefined);
+    },
+  };
   const store = new ConfigStore({
     async prepare(config: DatasetConfig) {
-      const report = await drivers.for(config).prepare(config);
+      const driver = drivers.for(config);
+      const owner = await driver.ownership?.ownerOf(config);
+      const retained = ownershipProblem(config, owner);
+      if (retained) {
+        logger.error({ dataset: config.id, generation: config.generation, owner }, 'storage holds another dataset\'s retained data');
+        return `dataset "${config.id}" is not served: ${retained}`;
+      }
+      const report = await driver.prepare(config);
       // The statements themselves (kilobytes per dataset) at debug; info says only how many ran.
       if (report.applied.length) {
         logger.info({ dataset: config.id, generation: config.generation, statements: report.applied.length }, 'storage prepared');
@@ -118,6 +135,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
         logger.error({ dataset: config.id, generation: config.generation, refused: report.refused }, 'destructive schema change refused');
         return `destructive schema change refused: ${report.refused.join('; ')}`;
       }
+      if (owner !== config.id) await driver.ownership?.claim(config);
       return undefined;
     },
     retryable: isUnavailable,

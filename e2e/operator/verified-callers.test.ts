@@ -1,7 +1,9 @@
 /**
  * Verified callers (spec.gateways.iam.trust: verified) against a real kube-apiserver (with
  * kube-controller-manager): the chart's operator as its own ServiceAccount renders the
- * system:auth-delegator ClusterRoleBindings, the function gateway's ServiceAccount, projected token
+ * system:auth-delegator and system:service-account-issuer-discovery ClusterRoleBindings (the
+ * cluster's default binding of issuer discovery to every ServiceAccount is deleted first, so the
+ * operator's bindings are what the data plane reads the issuer keys with), the function gateway's ServiceAccount, projected token
  * and NetworkPolicy; the data plane and the function gateway run as local processes with the
  * config the operator rendered and the KUBECONFIG of their own ServiceAccounts (so every
  * TokenReview passes exactly the RBAC the operator granted). Tokens come from the TokenRequest
@@ -9,15 +11,18 @@
  * ServiceAccount is then deleted; an expired one is signed with the peer's issuer key, because
  * the API server refuses TokenRequests shorter than 10 minutes. The API server is cut off (a TCP
  * proxy in front of it) mid-run: 503 with Retry-After, cached verdicts keep serving, recovery.
+ * Forged tokens (another key, a wrong audience, expired) are refused locally: 2,000 of them cost
+ * at most 20 TokenReviews as the API server itself counts them (apiserver_request_total), the
+ * expired ones none; a token bound to a Pod stops working once the Pod is deleted.
  * Deleting the Environment removes the ClusterRoleBindings (its finalizer).
  */
 import { expect } from 'chai';
-import { createPrivateKey } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'graphql-ws';
-import { SignJWT } from 'jose';
+import { decodeProtectedHeader, SignJWT } from 'jose';
 import WebSocket from 'ws';
 import { parse, stringify } from 'yaml';
 import { freshDatabase } from '../../dataplane/test-support/postgres.js';
@@ -88,6 +93,8 @@ describe('verified callers e2e (kube-apiserver TokenReview, operator, data plane
 
   before(async () => {
     cluster = await startKubeCluster({ controllerManager: true });
+    // Without the cluster's default grant to every ServiceAccount, only the operator's bindings let the data plane read the issuer keys.
+    await kubectl(cluster, ['delete', 'clusterrolebinding', 'system:service-account-issuer-discovery']);
     const install = await cluster.helm(['install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace']);
     expect(install.code, install.stderr).to.equal(0);
     // The operator with exactly the chart's RBAC: binding system:auth-delegator must be allowed by it.
@@ -99,7 +106,7 @@ describe('verified callers e2e (kube-apiserver TokenReview, operator, data plane
     });
 
     ns = await createNamespace(cluster, 'verified');
-    for (const sa of ['reader', 'stranger', 'admin', 'invoker', 'temp']) await kubectl(cluster, ['-n', ns, 'create', 'serviceaccount', sa]);
+    for (const sa of ['reader', 'stranger', 'admin', 'invoker', 'temp', 'podbound']) await kubectl(cluster, ['-n', ns, 'create', 'serviceaccount', sa]);
     await apply(
       cluster,
       ns,
@@ -123,7 +130,7 @@ spec:
   location: {kind: postgres, databaseSchema: vds}
   auth:
     iam:
-      principals: ["system:serviceaccount:${ns}:reader", "system:serviceaccount:${ns}:temp", "${GATEWAY}", "front-proxied"]
+      principals: ["system:serviceaccount:${ns}:reader", "system:serviceaccount:${ns}:temp", "system:serviceaccount:${ns}:podbound", "${GATEWAY}", "front-proxied"]
       rawSqlEndpointEnabled: true
   schemas:
     demo.Item:
@@ -166,14 +173,16 @@ spec:
     await cluster?.stop();
   });
 
-  it('the operator renders the auth-delegator ClusterRoleBindings, the function gateway\'s ServiceAccount, projected token and NetworkPolicy', async () => {
+  it('the operator renders the auth-delegator and issuer-discovery ClusterRoleBindings, the function gateway\'s ServiceAccount, projected token and NetworkPolicy', async () => {
     for (const sa of [`${ENV}-dataplane`, GATEWAY]) {
-      const binding = await waitFor(`ClusterRoleBinding for ${sa}`, async () => {
-        const found = await cluster.kubectl(['get', 'clusterrolebinding', `dataaccess.dev:auth-delegator:${ns}:${sa}`, '-o', 'json', '--ignore-not-found']);
-        return found.stdout.trim() ? JSON.parse(found.stdout) : undefined;
-      });
-      expect(binding.roleRef).to.deep.equal({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' });
-      expect(binding.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: sa, namespace: ns }]);
+      for (const [infix, role] of [['auth-delegator', 'system:auth-delegator'], ['issuer-discovery', 'system:service-account-issuer-discovery']]) {
+        const binding = await waitFor(`ClusterRoleBinding ${infix} for ${sa}`, async () => {
+          const found = await cluster.kubectl(['get', 'clusterrolebinding', `dataaccess.dev:${infix}:${ns}:${sa}`, '-o', 'json', '--ignore-not-found']);
+          return found.stdout.trim() ? JSON.parse(found.stdout) : undefined;
+        });
+        expect(binding.roleRef).to.deep.equal({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role });
+        expect(binding.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: sa, namespace: ns }]);
+      }
     }
     const environment = await getObject(cluster, ns, 'environment', ENV);
     expect(environment.metadata.finalizers).to.include('dataaccess.dev/cluster-bindings');
@@ -214,11 +223,11 @@ spec:
     expect([stranger.status, stranger.json.error.code]).to.deep.equal([403, 'PRINCIPAL_NOT_ALLOWED']);
     expect(stranger.json.error.message).to.include(`system:serviceaccount:${ns}:stranger`);
 
-    // Right claims, wrong signature: only the API server can tell, and it says no.
+    // Right claims, wrong signature: the issuer's keys tell, without asking the API server.
     const genuine = await token('reader');
     const tampered = `${genuine.slice(0, -6)}${genuine.slice(-6) === 'AAAAAA' ? 'BBBBBB' : 'AAAAAA'}`;
     const forged = await call(port, 'GET', '/vds/demo.Item/i1', bearer(tampered));
-    expect([forged.status, forged.json.error.code]).to.deep.equal([401, 'TOKEN_NOT_AUTHENTICATED']);
+    expect([forged.status, forged.json.error.code]).to.deep.equal([401, 'BAD_SIGNATURE']);
 
     // Signed by the cluster's own issuer key, an hour old.
     const key = createPrivateKey(readFileSync(join(cluster.workDir, 'pki', 'sa.key')));
@@ -356,6 +365,78 @@ spec:
     expect([anonymous.status, anonymous.json.data.code]).to.deep.equal([401, 'MISSING_CREDENTIALS']);
   });
 
+  it('2,000 forged tokens (another key, a wrong audience, expired) cost at most 20 TokenReviews, the expired ones none', async () => {
+    const issuerKey = createPrivateKey(readFileSync(join(cluster.workDir, 'pki', 'sa.key')));
+    const { privateKey: strangerKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const kid = decodeProtectedHeader(await token('reader')).kid!;
+    const now = Math.floor(Date.now() / 1000);
+    const forge = (key: KeyObject, i: number, claims: { aud?: string; exp?: number; kid?: string } = {}) =>
+      new SignJWT({ 'kubernetes.io': { namespace: ns, serviceaccount: { name: 'reader', uid: 'x' } } })
+        .setProtectedHeader({ alg: 'RS256', kid: claims.kid ?? kid })
+        .setIssuer('https://kubernetes.default.svc.cluster.local')
+        .setSubject(`system:serviceaccount:${ns}:reader`)
+        .setAudience(claims.aud ?? audience())
+        .setJti(`forged-${i}`)
+        .setIssuedAt(now - 60)
+        .setExpirationTime(claims.exp ?? now + 3600)
+        .sign(key);
+    /** Sends every token (a few at a time) and returns the refusal codes seen, with how many TokenReviews they cost. */
+    const send = async (tokens: string[]) => {
+      const before = await tokenReviews(cluster);
+      const codes = new Map<string, number>();
+      for (let i = 0; i < tokens.length; i += 25) {
+        const answers = await Promise.all(tokens.slice(i, i + 25).map((t) => call(port, 'GET', '/vds/demo.Item/i1', bearer(t))));
+        for (const a of answers) codes.set(`${a.status} ${a.json.error?.code}`, (codes.get(`${a.status} ${a.json.error?.code}`) ?? 0) + 1);
+      }
+      return { codes: Object.fromEntries(codes), reviews: (await tokenReviews(cluster)) - before };
+    };
+
+    // Signed by the cluster's own issuer key, expired an hour ago.
+    const expired = await Promise.all(Array.from({ length: 500 }, (_, i) => forge(issuerKey, i, { exp: now - 3600 })));
+    const expiredRun = await send(expired);
+    expect(expiredRun.codes).to.deep.equal({ '401 TOKEN_EXPIRED': 500 });
+    expect(expiredRun.reviews).to.equal(0);
+
+    const forged = [
+      ...(await Promise.all(Array.from({ length: 500 }, (_, i) => forge(strangerKey, 1000 + i)))), // another key, the cluster's kid
+      ...(await Promise.all(Array.from({ length: 500 }, (_, i) => forge(strangerKey, 2000 + i, { kid: `invented-${i}` })))), // another key, an unknown kid
+      ...(await Promise.all(Array.from({ length: 500 }, (_, i) => forge(issuerKey, 3000 + i, { aud: 'https://kubernetes.default.svc.cluster.local' })))), // genuine, another audience
+    ];
+    const run = await send(forged);
+    expect(run.codes).to.deep.equal({ '401 BAD_SIGNATURE': 500, '401 UNKNOWN_KEY': 500, '401 WRONG_AUDIENCE': 500 });
+    expect(run.reviews, `TokenReviews for 1,500 forged tokens: ${run.reviews}`).to.be.at.most(20);
+    // A real token still works.
+    expect((await call(port, 'GET', '/vds/demo.Item/i1', bearer(await token('reader', audience(), 900)))).status).to.equal(200);
+  });
+
+  it('a token bound to a Pod stops working within the verdict cache bound once the Pod is deleted', async () => {
+    await apply(cluster, ns, `apiVersion: v1
+kind: Pod
+metadata: {name: bound-holder}
+spec:
+  serviceAccountName: podbound
+  automountServiceAccountToken: false
+  containers: [{name: c, image: example.invalid/none}]
+`);
+    const uid = (await getObject(cluster, ns, 'pod', 'bound-holder')).metadata.uid as string;
+    const raw = (
+      await kubectl(cluster, ['-n', ns, 'create', 'token', 'podbound', '--audience', audience(), '--bound-object-kind', 'Pod', '--bound-object-name', 'bound-holder', '--bound-object-uid', uid])
+    ).trim();
+    const bound = bearer(raw);
+    const echo = await call(port, 'GET', '/vds/echo', bound);
+    expect([echo.status, echo.json.caller?.id]).to.deep.equal([200, `system:serviceaccount:${ns}:podbound`]);
+    await kubectl(cluster, ['-n', ns, 'delete', 'pod', 'bound-holder', '--grace-period=0', '--force']);
+    const refused = await waitFor('the deleted Pod\'s token to be refused', async () => {
+      const answer = await call(port, 'GET', '/vds/demo.Item/i1', bound);
+      return answer.status === 401 ? answer : undefined;
+    }, CACHE_MS + 20_000);
+    expect(refused.json.error.code).to.equal('TOKEN_NOT_AUTHENTICATED');
+    // Remembered: asking again costs no further TokenReview.
+    const before = await tokenReviews(cluster);
+    for (let i = 0; i < 10; i++) expect((await call(port, 'GET', '/vds/demo.Item/i1', bound)).status).to.equal(401);
+    expect((await tokenReviews(cluster)) - before).to.be.at.most(1);
+  });
+
   it('the API server unreachable: 503 with Retry-After for a token without a verdict, cached verdicts keep serving, then recovery', async () => {
     const known = bearer(await token('reader'));
     const fresh = bearer(await token('reader', audience(), 700));
@@ -367,6 +448,8 @@ spec:
       expect([unavailable.status, unavailable.json.error?.code], JSON.stringify(unavailable.json)).to.deep.equal([503, 'TOKEN_REVIEW_UNAVAILABLE']);
       expect(unavailable.headers['retry-after']).to.match(/^\d+$/);
       expect(unavailable.json.requestId).to.be.a('string');
+      // No internal address for the caller (the cause is in the data plane's log).
+      expect(unavailable.json.error.message).to.not.include('127.0.0.1').and.not.include(String(apiProxy.port)).and.not.include('ECONNREFUSED');
     } finally {
       apiProxy.restore();
     }

@@ -400,6 +400,10 @@ const datasetSpecSchema = obj(
       default: 'Retain',
     }),
     paused: bool('Paused: storage and config are kept, data requests are answered 503 DATASET_PAUSED (with Retry-After) and bulk loads (transactions) stop at their next chunk until it is resumed. Default false.'),
+    adopt: str(
+      'The name of a deleted dataset whose retained data this storage holds: this dataset takes it over. Without it, a Dataset whose storage holds another (deleted, deletionPolicy Retain) dataset\'s data is not served (Degraded, naming that dataset).',
+      { pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$', maxLength: 63 },
+    ),
   },
   { required: ['environment', 'location', 'schemas'] },
 );

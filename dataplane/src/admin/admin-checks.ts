@@ -11,7 +11,8 @@ import { originOf } from '../../../model/settings/dataplane.js';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { firstOverlap, type StorageClaim } from '../../../model/storage.js';
-import type { DatasetSpec, LocationSpec } from '../../../model/types.js';
+import { API_GROUP_VERSION, type DatasetResource, type DatasetSpec, type LocationSpec } from '../../../model/types.js';
+import { ownershipProblem } from '../config/ownership.js';
 import type { ConfigStore } from '../config/store.js';
 import { ApiError, badRequest } from '../engine/errors.js';
 import { isPublicAddress } from '../front-door/addresses.js';
@@ -85,16 +86,41 @@ export function servedOrigins(locations: Iterable<LocationSpec>): string[] {
 export interface AdminSettings {
   /** Origins an admin's Dataset may name as endpoints although they are not public (DAS_ADMIN_ALLOWED_ENDPOINTS). */
   allowedEndpoints?: string[];
+  /** The dataset recorded as owning the storage a Dataset manifest names (its driver's marker), if any. */
+  storageOwner?: (manifest: DatasetResource) => Promise<string | undefined>;
+}
+
+/**
+ * 409 STORAGE_RETAINED when the storage holds another dataset's retained data and the new Dataset
+ * does not adopt it (`spec.adopt`), naming that dataset.
+ */
+export async function checkRetainedStorage(manifest: DatasetResource, settings: AdminSettings): Promise<void> {
+  const name = manifest.metadata.name;
+  let owner: string | undefined;
+  try {
+    owner = await settings.storageOwner?.(manifest);
+  } catch {
+    throw new ApiError(503, 'STORE_UNAVAILABLE', `dataset "${name}" cannot be created now: its storage cannot be read to check who owns it; try again shortly`);
+  }
+  const problem = ownershipProblem({ id: name, adopt: manifest.spec.adopt }, owner);
+  if (problem) {
+    throw new ApiError(409, 'STORAGE_RETAINED', `dataset "${name}" cannot be created: ${problem}`, [
+      { path: '$.spec.adopt', message: `storage holds the data of dataset "${owner}"`, dataset: owner },
+    ]);
+  }
 }
 
 /**
  * The checks of a new Dataset beyond its schema: storage apart from every other dataset's
- * (`others`), endpoints public unless allowed or already used by a served dataset.
+ * (`others`), endpoints public unless allowed or already used by a served dataset, and storage
+ * holding no other dataset's retained data unless adopted.
  */
 export async function checkNewDataset(name: string, spec: DatasetSpec, others: StorageClaim[], store: ConfigStore, settings: AdminSettings): Promise<void> {
   checkStorageFree({ id: name, location: spec.location }, others);
   const served = storeClaims(store).map((claim) => claim.location);
   await checkEndpoints(spec.location, new Set([...(settings.allowedEndpoints ?? []), ...servedOrigins(served)]));
+  // Last: it reads the storage, which only a Dataset that passed the other checks may make the data plane connect to.
+  await checkRetainedStorage({ apiVersion: API_GROUP_VERSION, kind: 'Dataset', metadata: { name }, spec }, settings);
 }
 
 /** Every dataset the store holds, as storage claims. */

@@ -1,8 +1,9 @@
 /**
  * Kubernetes ServiceAccount tokens, the pure part: what a token claims before anyone vouches for it
  * (used only to refuse early and to bound a cache, never to accept), and the verdict a TokenReview
- * status amounts to. The TokenReview call itself is token-review.ts.
+ * status amounts to. The signature check and the TokenReview call are token-review.ts.
  */
+import type { AuthErrorCode } from './errors.js';
 
 export const SERVICE_ACCOUNT_PREFIX = 'system:serviceaccount:';
 /** Larger than any ServiceAccount token the API server issues; a longer one is refused unread. */
@@ -83,7 +84,24 @@ export type Verdict =
       /** Until when (ms) the verdict may be reused (set by the cache). */
       until?: number;
     }
-  | { ok: false; code: EarlyRefusal['code'] | 'TOKEN_NOT_AUTHENTICATED' | 'NOT_A_SERVICE_ACCOUNT'; message: string };
+  | Refusal;
+
+export type Refusal = {
+  ok: false;
+  code: Extract<
+    AuthErrorCode,
+    | EarlyRefusal['code']
+    | 'TOKEN_NOT_AUTHENTICATED'
+    | 'NOT_A_SERVICE_ACCOUNT'
+    | 'BAD_SIGNATURE'
+    | 'UNKNOWN_KEY'
+    | 'WRONG_ISSUER'
+    | 'MISSING_CLAIM'
+    | 'TOKEN_NOT_YET_VALID'
+    | 'ALGORITHM_NOT_ALLOWED'
+  >;
+  message: string;
+};
 
 const SA_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 

@@ -199,9 +199,23 @@ export interface CursorOrder<P = unknown> {
   covers(a: P, b: P): boolean;
 }
 
+/**
+ * Who owns a storage area (a capability): a small marker kept in the storage itself, naming the
+ * dataset whose data it holds. It outlives a dataset deleted with `deletionPolicy: Retain`, so a
+ * later dataset on the same storage is refused unless it adopts that data (`spec.adopt`).
+ */
+export interface StorageOwnership {
+  /** The dataset recorded as the owner of `dataset`'s storage; undefined when none is (new or pre-marker storage). */
+  ownerOf(dataset: DatasetConfig): Promise<string | undefined>;
+  /** Records `dataset` as the owner of its storage (after its storage is prepared). */
+  claim(dataset: DatasetConfig): Promise<void>;
+}
+
 export interface LocationDriver {
   readonly kind: LocationKind;
   readonly capabilities: DriverCapabilities;
+  /** The ownership marker of a storage area; absent: the kind keeps none (no retained-data check). */
+  readonly ownership?: StorageOwnership;
   /** The change feed, when capabilities.changeFeed. */
   readonly changes?: ChangeFeed;
   /** Brings storage up to the dataset's schemas: additive changes only. */

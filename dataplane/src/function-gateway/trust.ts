@@ -44,9 +44,9 @@ export function tokenFile(path: string, now: () => number = Date.now): () => str
 }
 
 /** The function gateway's trust settings from its environment; throws (refusing to start) when verified cannot work. */
-export function functionGatewayTrust(env: DataPlaneSettings): { verified?: VerifiedInvocation } {
+export function functionGatewayTrust(env: DataPlaneSettings, log?: (message: string) => void): { verified?: VerifiedInvocation } {
   if (env.DAS_TRUST === 'network') return {};
-  const verifier = serviceAccountVerifier(env);
+  const verifier = serviceAccountVerifier(env, log);
   if (!verifier) throw new Error(NO_KUBERNETES_CREDENTIALS);
   if (!env.DAS_TOKEN_AUDIENCE) throw new Error('DAS_TRUST=verified needs DAS_TOKEN_AUDIENCE (the audience of callers\' tokens)');
   if (!env.DAS_UPSTREAM_TOKEN_FILE) throw new Error('DAS_TRUST=verified needs DAS_UPSTREAM_TOKEN_FILE (the gateway\'s own projected ServiceAccount token)');

@@ -1,12 +1,12 @@
 /**
- * The Environment's cluster-scoped objects (the system:auth-delegator ClusterRoleBindings of trust
- * verified). No informer watches them (that would need cluster-wide list/watch): they are applied
+ * The Environment's cluster-scoped objects (the system:auth-delegator and
+ * system:service-account-issuer-discovery ClusterRoleBindings of trust verified). No informer watches them (that would need cluster-wide list/watch): they are applied
  * by name, remembered once written, and removed by the Environment's finalizer, because a
  * cluster-scoped object cannot be owned by a namespaced one.
  */
 import { sameJson } from './resource-writer.js';
 import { statusCodeOf, refOf, type KubeObject, type ObjectWriter } from '../kube/object-client.js';
-import { CLUSTER_BINDINGS_FINALIZER, possibleBindingNames, renderAuthDelegatorBindings } from '../render/verified-callers.js';
+import { CLUSTER_BINDINGS_FINALIZER, possibleBindingNames, renderVerifyingBindings } from '../render/verified-callers.js';
 import type { EnvironmentResource } from '../../../model/types.js';
 import { recordChange, type ReconcileContext } from './context.js';
 
@@ -32,7 +32,7 @@ export async function reconcileClusterBindings(ctx: ReconcileContext, env: KubeO
   const client = ctx.clusterWriter;
   const resource = env as unknown as EnvironmentResource;
   const namespace = env.metadata.namespace ?? 'default';
-  const desired = renderAuthDelegatorBindings(resource, namespace);
+  const desired = renderVerifyingBindings(resource, namespace);
   if (desired.length === 0) {
     if (!env.metadata.finalizers?.includes(CLUSTER_BINDINGS_FINALIZER)) return env;
     return finalizeClusterBindings(ctx, env);

@@ -4,7 +4,7 @@ import { checkEnvironmentSpec } from '../../../model/validate.js';
 import type { EnvironmentResource, EnvironmentSpec } from '../../../model/types.js';
 import { renderEnvironmentObjects } from './environment.js';
 import { DEFAULT_RENDER_SETTINGS, type DesiredObject } from './types.js';
-import { renderAuthDelegatorBindings } from './verified-callers.js';
+import { possibleBindingNames, renderVerifyingBindings } from './verified-callers.js';
 
 const examples = loadManifests('examples');
 
@@ -22,7 +22,7 @@ describe('operator: rendering verified callers (trust verified)', () => {
   it('network (the default): no bindings, no function gateway ServiceAccount, no token; the pods listen on 0.0.0.0', () => {
     const env = environment();
     const objects = renderEnvironmentObjects(env, DEFAULT_RENDER_SETTINGS);
-    expect(renderAuthDelegatorBindings(env, 'team-a')).to.deep.equal([]);
+    expect(renderVerifyingBindings(env, 'team-a')).to.deep.equal([]);
     expect(find(objects, 'ServiceAccount', 'service-local-function-service-gateway')).to.equal(undefined);
     const gateway = find(objects, 'Deployment', 'service-local-function-service-gateway').spec.template.spec;
     expect(gateway.automountServiceAccountToken).to.equal(false);
@@ -31,22 +31,30 @@ describe('operator: rendering verified callers (trust verified)', () => {
     expect(envOf(find(objects, 'Deployment', 'local-dataplane').spec.template.spec.containers[0])).to.include({ HOST: '0.0.0.0' });
   });
 
-  it('verified: a system:auth-delegator ClusterRoleBinding per verifying ServiceAccount, named after namespace and ServiceAccount, unowned', () => {
-    const bindings = renderAuthDelegatorBindings(verified(), 'team-a');
-    expect(bindings.map((b) => b.metadata.name)).to.deep.equal([
-      'dataaccess.dev:auth-delegator:team-a:local-dataplane',
-      'dataaccess.dev:auth-delegator:team-a:service-local-function-service-gateway',
+  it('verified: per verifying ServiceAccount a ClusterRoleBinding to system:auth-delegator and one to system:service-account-issuer-discovery, named after namespace and ServiceAccount, unowned', () => {
+    const bindings = renderVerifyingBindings(verified(), 'team-a');
+    expect(bindings.map((b) => [b.metadata.name, b.roleRef])).to.deep.equal([
+      ['dataaccess.dev:auth-delegator:team-a:local-dataplane', { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' }],
+      ['dataaccess.dev:auth-delegator:team-a:service-local-function-service-gateway', { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' }],
+      ['dataaccess.dev:issuer-discovery:team-a:local-dataplane', { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:service-account-issuer-discovery' }],
+      [
+        'dataaccess.dev:issuer-discovery:team-a:service-local-function-service-gateway',
+        { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:service-account-issuer-discovery' },
+      ],
     ]);
     for (const binding of bindings) {
-      expect(binding.roleRef).to.deep.equal({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' });
       expect(binding.metadata).to.not.have.property('ownerReferences');
       expect(binding.metadata).to.not.have.property('namespace');
       expect(binding.metadata.labels).to.include({ 'dataaccess.dev/environment': 'local', 'dataaccess.dev/namespace': 'team-a' });
     }
     expect((bindings[1].subjects as unknown[])[0]).to.deep.equal({ kind: 'ServiceAccount', name: 'service-local-function-service-gateway', namespace: 'team-a' });
-    expect(renderAuthDelegatorBindings(verified({ functionGateway: { enabled: false } }), 'team-a').map((b) => b.metadata.name)).to.deep.equal([
+    expect((bindings[2].subjects as unknown[])[0]).to.deep.equal({ kind: 'ServiceAccount', name: 'local-dataplane', namespace: 'team-a' });
+    expect(renderVerifyingBindings(verified({ functionGateway: { enabled: false } }), 'team-a').map((b) => b.metadata.name)).to.deep.equal([
       'dataaccess.dev:auth-delegator:team-a:local-dataplane',
+      'dataaccess.dev:issuer-discovery:team-a:local-dataplane',
     ]);
+    // The finalizer deletes every one of them, whatever the spec says now.
+    expect(possibleBindingNames(environment(), 'team-a')).to.have.members(bindings.map((b) => b.metadata.name));
   });
 
   it('verified: the function gateway runs as its own ServiceAccount with a short-lived projected token for the data plane\'s audience', () => {
@@ -89,7 +97,7 @@ describe('model: verified callers settings', () => {
     const prod = cluster.environments[0];
     expect(checkEnvironmentSpec(prod.spec)).to.deep.equal([]);
     expect(prod.spec.gateways?.iam?.trust).to.equal('verified');
-    expect(renderAuthDelegatorBindings({ ...prod, metadata: { ...prod.metadata, uid: 'u' } }, 'data')).to.have.length(2);
+    expect(renderVerifyingBindings({ ...prod, metadata: { ...prod.metadata, uid: 'u' } }, 'data')).to.have.length(4);
     expect(cluster.datasets.map((d) => d.metadata.name)).to.deep.equal(['orders']);
   });
 

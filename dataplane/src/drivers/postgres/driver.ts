@@ -46,6 +46,7 @@ import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
 import { applicationName, tagComment } from './tags.js';
 import { PostgresBulkLoad } from './bulk-load.js';
+import { ownershipSql, PostgresOwnership } from './ownership.js';
 
 export interface PostgresDriverOptions {
   logger: Logger;
@@ -82,6 +83,7 @@ export function postgresCapabilities(options: { rawSql: boolean }): DriverCapabi
 export class PostgresDriver implements LocationDriver {
   readonly kind = 'postgres' as const;
   readonly capabilities: DriverCapabilities;
+  readonly ownership = new PostgresOwnership((dataset) => this.pool(dataset));
   readonly rawSqlDialect = postgresSqlDialect;
   private readonly pools = new Map<string, pg.Pool>();
   /** Per dataset, the layouts of the config generation seen last (layout-cache.ts). */
@@ -220,6 +222,7 @@ export class PostgresDriver implements LocationDriver {
       }
       await client.query(this.bulkLoad.dropSql(dataset));
       const dbSchema = layouts[0]?.dbSchema;
+      if (dbSchema) await client.query(ownershipSql(dbSchema).drop);
       for (const statement of dbSchema ? dropChangeLogSql(dbSchema) : []) {
         await client.query(statement);
         dropped.push(statement.replace('DROP TABLE IF EXISTS ', ''));

@@ -38,6 +38,7 @@ import { appendChangesSql, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, PRUNED
 import { CATALOG_SQL, existingColumn, planSchemaChanges } from './ddl.js';
 import { warehouseSqlDialect } from './dialect.js';
 import { outageOf, requestError, statementFailure } from './errors.js';
+import { WarehouseOwnership, warehouseOwnershipSql } from './ownership.js';
 import { selectByIdSql, selectManySql, selectVersionSql, warehouseLayout, type Statement, type WarehouseLayout } from './layout.js';
 import { listSql } from './list-sql.js';
 import { WarehouseReadOnly, type ReadOnlyOptions } from './readonly.js';
@@ -93,6 +94,10 @@ export function sameRow(layout: WarehouseLayout, planned: PlannedRow, stored: Pl
 export class SnowflakeDriver implements LocationDriver {
   readonly kind: TableFormat['kind'];
   readonly capabilities: DriverCapabilities;
+  readonly ownership = new WarehouseOwnership(
+    (dataset, fn) => this.withSession(dataset, undefined, fn),
+    (dataset) => databaseSchemaFor(dataset, warehouseSqlDialect(this.format)),
+  );
   readonly rawSqlDialect: SqlDialect;
   private readonly format: TableFormat;
   private readonly credentials: CredentialFiles;
@@ -245,6 +250,7 @@ export class SnowflakeDriver implements LocationDriver {
         const transactions = transactionsTable(databaseSchemaFor(dataset, warehouseSqlDialect(this.format)));
         await session.exec(`DROP TABLE IF EXISTS ${transactions}`);
         dropped.push(transactions);
+        await session.exec(warehouseOwnershipSql(databaseSchemaFor(dataset, warehouseSqlDialect(this.format))).drop);
         for (const statement of dropChangeLogSql(databaseSchemaFor(dataset, warehouseSqlDialect(this.format)))) {
           await session.exec(statement);
           dropped.push(statement.replace('DROP TABLE IF EXISTS ', ''));

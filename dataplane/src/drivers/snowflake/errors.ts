@@ -118,3 +118,8 @@ export function rawQueryError(err: unknown, timeoutMs: number): StoreError {
   if (code.startsWith('100')) return fail('invalid', 'DATA_EXCEPTION', text);
   return fail('invalid', 'SQL_ERROR', text);
 }
+
+/** Snowflake's "object does not exist or not authorized" (a table not created yet). */
+export function isMissingObject(err: unknown): boolean {
+  return codeOf(err) === '002003';
+}
