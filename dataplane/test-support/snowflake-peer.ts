@@ -56,7 +56,7 @@ export async function warehouseDriverUnderTest(format: TableFormat, options: Par
 export function warehouseExampleManifests(peer: SnowflakeTestPeerHandle, databases: { sales: string; lake: string }): { manifests: string; secretsDir: string } {
   const secrets = warehouseSecrets();
   const manifests = mkdtempSync(join(tmpdir(), 'das-warehouse-manifests-'));
-  cpSync(resolve(import.meta.dirname, '../../../../examples/warehouse'), manifests, { recursive: true });
+  cpSync(resolve(import.meta.dirname, '../../examples/warehouse'), manifests, { recursive: true });
   for (const [file, from, to] of [
     ['dataset-sales.yaml', 'database: SALES', `database: ${databases.sales}`],
     ['dataset-lake.yaml', 'database: LAKE', `database: ${databases.lake}`],
