@@ -263,7 +263,8 @@ describe('function gateway (service-E-function-service-gateway)', function () {
 
     it('a payload announced over the limit is refused at once, without waiting for (or buffering) the rest', async () => {
       const port = Number(new URL(gateway.url).port);
-      const started = Date.now();
+      // The rest of the 100 MiB never comes and the socket stays open: an answer at all (rawExchange
+      // gives up after 5 s) is one that did not wait for it.
       const answer = await rawExchange(port, (socket) => {
         socket.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n`);
         socket.write(Buffer.alloc(64 * 1024, 0x20));
@@ -271,7 +272,6 @@ describe('function gateway (service-E-function-service-gateway)', function () {
       expect(answer.status, answer.text.slice(0, 200)).to.equal(413);
       expect(answer.body.status.code).to.equal(413);
       expect(answer.headers['x-request-id']).to.match(UUID);
-      expect(Date.now() - started).to.be.below(4000);
     });
 
     it('a chunked payload that grows over the limit is a 413 once the limit is passed', async () => {
