@@ -3,10 +3,12 @@
  * Content-Security-Policy needs no inline script. Plain browser JavaScript kept as text: the
  * compiled build (dist/) carries it with the code, and nothing transforms it on the way.
  *
- * The Authorization value lives only in the page's memory (its input field): it is never written
- * to storage, never put into a URL, and the server never keeps it. Each request the page makes
- * (Swagger UI's document fetch and "Try it out", GraphiQL's POSTs) carries it as the
- * `Authorization` header; GraphiQL's subscriptions send it in `connection_init`.
+ * The Authorization value lives only in the page's memory (its input field, GraphiQL's headers
+ * editor): it is never written to storage, never put into a URL, and the server never keeps it.
+ * Each request the page makes (Swagger UI's document fetch and "Try it out", GraphiQL's POSTs)
+ * carries it as the `Authorization` header; GraphiQL's subscriptions send it in `connection_init`.
+ * Nothing is fetched without it: Swagger UI waits for a value (its place shows the prompt of
+ * pages.ts), GraphiQL fetches its schema only after Use or a run that was accepted.
  */
 
 const SWAGGER_INIT = String.raw`(function () {
@@ -58,13 +60,18 @@ const GRAPHIQL_INIT = String.raw`(function () {
   // The schema is fetched once credentials are given (Use) or an operation ran with them: an
   // introspection without them would only put an error on the first screen.
   var introspect = false;
+  // The headers editor's text at each mount: the gateway's template, or the value given above.
+  var headersText = headersFor(example);
   var root = ReactDOM.createRoot(document.getElementById('graphiql'));
 
   // A template value still holding its <placeholder> is no credential.
   function usable(value) {
     return typeof value === 'string' && value.trim() !== '' && !/<[^>]*>/.test(value) ? value.trim() : '';
   }
-  // The headers editor's Authorization wins; otherwise the field above the page.
+  function headersFor(value) {
+    return JSON.stringify({ Authorization: value }, null, 2);
+  }
+  // The headers editor's Authorization (Use puts the field's value there); otherwise the field's.
   function authorization(given) {
     for (var key in given || {}) if (key.toLowerCase() === 'authorization' && usable(given[key])) return usable(given[key]);
     return usable(input.value);
@@ -113,7 +120,7 @@ const GRAPHIQL_INIT = String.raw`(function () {
       fetcher: fetcher,
       // null: no introspection; undefined: GraphiQL fetches the schema.
       schema: introspect ? undefined : null,
-      headers: JSON.stringify({ Authorization: example }, null, 2),
+      headers: headersText,
       defaultEditorToolsVisibility: 'headers',
       shouldPersistHeaders: false,
       isHeadersEditorEnabled: true
@@ -121,8 +128,11 @@ const GRAPHIQL_INIT = String.raw`(function () {
   }
   document.getElementById('das-auth').addEventListener('submit', function (event) {
     event.preventDefault();
-    // A new key remounts GraphiQL, which fetches the schema again with the new credentials.
-    if (usable(input.value)) introspect = true;
+    // A new key remounts GraphiQL with the value in its headers editor, and it fetches the schema with it.
+    if (usable(input.value)) {
+      introspect = true;
+      headersText = headersFor(usable(input.value));
+    }
     mounts += 1;
     render();
   });
