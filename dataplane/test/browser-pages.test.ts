@@ -162,6 +162,8 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     await page.close();
   });
 
+  // In the page: GraphiQL's CodeMirror editors. Functions, not strings: the page's CSP (no 'unsafe-eval') refuses strings evaluated in it.
+  const QUERY_EDITOR = '.graphiql-query-editor .CodeMirror';
   const HEADERS_EDITOR = '.graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror';
   /** GraphiQL's first screen on `origin` without credentials: the headers template, no request to the endpoint, no error. */
   async function openGraphiql(origin: string): Promise<Page> {
@@ -171,7 +173,7 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     await page.locator('.graphiql-editor-tools button[data-name="headers"].active').waitFor({ timeout: 30_000 });
     await page.locator(HEADERS_EDITOR).waitFor({ timeout: 30_000 });
     // The page's own scripts have run: GraphiQL rendered, and had it introspected, the POST would be listed by now.
-    await page.locator('.graphiql-query-editor .CodeMirror').waitFor({ timeout: 30_000 });
+    await page.locator(QUERY_EDITOR).waitFor({ timeout: 30_000 });
     expect(requests.filter((r) => r.url.startsWith(origin) && r.method === 'POST')).to.deep.equal([]);
     expect(await resultText(page)).to.equal('');
     expect(await page.locator('body').textContent()).to.not.match(/MISSING_CREDENTIALS|WRONG_SCHEME|Unauthorized|"errors"/);
@@ -191,7 +193,7 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     expect(JSON.parse(await headersEditor(page))).to.deep.equal({ Authorization: AUTHORIZATION });
     await page.screenshot({ path: join(ARTIFACTS, 'graphiql.png') });
 
-    await setEditor(page, '.graphiql-query-editor .CodeMirror', '{ demo_Company(id: "globex") { id name } }');
+    await setEditor(page, QUERY_EDITOR, '{ demo_Company(id: "globex") { id name } }');
     // The run succeeded: the schema follows, with the same headers.
     const introspection = page.waitForRequest((r) => r.url() === `${origin}/demo/graphql` && (r.postData() ?? '').includes('IntrospectionQuery'), { timeout: 30_000 });
     await page.click('.graphiql-execute-button');
@@ -220,7 +222,7 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     await page.waitForFunction((s) => ((globalThis as any).document.querySelector(s)?.CodeMirror.getValue() ?? '').includes('Bearer ey'), HEADERS_EDITOR, { timeout: 30_000 });
     expect(JSON.parse(await headersEditor(page))).to.deep.equal({ Authorization: `Bearer ${token}` });
     expect((await introspection).headers()['authorization']).to.equal(`Bearer ${token}`);
-    await setEditor(page, '.graphiql-query-editor .CodeMirror', '{ demo_Company(id: "umbrella") { id name } }');
+    await setEditor(page, QUERY_EDITOR, '{ demo_Company(id: "umbrella") { id name } }');
     await page.click('.graphiql-execute-button');
     await waitForResult(page, 'Umbrella');
     expect(JSON.parse(await resultText(page))).to.deep.equal({ data: { demo_Company: { id: 'umbrella', name: 'Umbrella' } } });
@@ -235,29 +237,20 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     expect(response!.headers()['content-security-policy']).to.contain("connect-src 'self'");
     await page.fill('#das-authorization', AUTHORIZATION);
     await page.click('#das-auth button[type=submit]');
-    await page.locator('.graphiql-query-editor .CodeMirror').waitFor({ timeout: 30_000 });
-
-    // In the page: GraphiQL's CodeMirror editors (query, result).
-    const RESULT = "(document.querySelector('.result-window .CodeMirror')?.CodeMirror.getValue() ?? '')";
-    const setQuery = (query: string) => page.evaluate(`document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.setValue(${JSON.stringify(query)})`);
-    const result = async () => String(await page.evaluate(RESULT));
-    // A function, not a string: the page's CSP (no 'unsafe-eval') refuses strings evaluated in it.
-    const resultShows = (text: string) =>
-      page.waitForFunction((t) => ((globalThis as any).document.querySelector('.result-window .CodeMirror')?.CodeMirror.getValue() ?? '').includes(t), text, { timeout: 30_000 });
-
-    await setQuery('{ demo_Company(id: "acme") { id name } }');
+    await page.locator(QUERY_EDITOR).waitFor({ timeout: 30_000 });
+    await setEditor(page, QUERY_EDITOR, '{ demo_Company(id: "acme") { id name } }');
     await page.click('.graphiql-execute-button');
-    await resultShows('Acme');
-    expect(JSON.parse(await result())).to.deep.equal({ data: { demo_Company: { id: 'acme', name: 'Acme' } } });
+    await waitForResult(page, 'Acme');
+    expect(JSON.parse(await resultText(page))).to.deep.equal({ data: { demo_Company: { id: 'acme', name: 'Acme' } } });
     const posted = requests.filter((r) => r.method === 'POST' && r.url === `${url}/demo/graphql` && r.body?.includes('acme'));
     expect(posted).to.have.length(1);
     expect(posted[0].authorization).to.equal(AUTHORIZATION);
 
     // A mutation from the page, and the Mutation type in GraphiQL's documentation explorer.
-    await setQuery('mutation { create_demo_Company(id: "initech", data: { name: "Initech" }) { id version } }');
+    await setEditor(page, QUERY_EDITOR, 'mutation { create_demo_Company(id: "initech", data: { name: "Initech" }) { id version } }');
     await page.click('.graphiql-execute-button');
-    await resultShows('initech');
-    expect(JSON.parse(await result())).to.deep.equal({ data: { create_demo_Company: { id: 'initech', version: 1 } } });
+    await waitForResult(page, 'initech');
+    expect(JSON.parse(await resultText(page))).to.deep.equal({ data: { create_demo_Company: { id: 'initech', version: 1 } } });
     await page.click('.graphiql-sidebar button[aria-label="Show Documentation Explorer"]');
     await page.locator('.graphiql-doc-explorer-root-type', { hasText: 'mutation' }).waitFor({ timeout: 10_000 });
     await page.locator('.graphiql-doc-explorer a', { hasText: 'Mutation' }).first().waitFor({ timeout: 10_000 });
@@ -272,13 +265,13 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     );
     const frames: string[] = [];
     page.on('websocket', (ws) => ws.on('framesent', ({ payload }) => frames.push(String(payload))));
-    await setQuery('subscription { demo_Company { op record { id name } } }');
+    await setEditor(page, QUERY_EDITOR, 'subscription { demo_Company { op record { id name } } }');
     await page.click('.graphiql-execute-button');
     await initSent;
     expect(frames.find((f) => f.includes('connection_init'))).to.contain(AUTHORIZATION);
     await writeCompany('hooli', 'Hooli');
-    await resultShows('Hooli');
-    expect(JSON.parse(await result())).to.deep.equal({ data: { demo_Company: { op: 'CREATE', record: { id: 'hooli', name: 'Hooli' } } } });
+    await waitForResult(page, 'Hooli');
+    expect(JSON.parse(await resultText(page))).to.deep.equal({ data: { demo_Company: { op: 'CREATE', record: { id: 'hooli', name: 'Hooli' } } } });
     expect(sockets).to.include(`${url.replace('http:', 'ws:')}/demo/graphql`);
     await page.screenshot({ path: join(ARTIFACTS, 'graphiql-subscription.png') });
     await page.close();
