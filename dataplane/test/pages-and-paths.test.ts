@@ -49,6 +49,8 @@ describe('pages, assets and the answers for wrong paths', function () {
       expect(res.text).to.contain(data);
       // The Authorization the page suggests: the gateway's scheme; the development environment's example principal.
       expect(res.text, `${host}${path}`).to.contain(`data-authorization-example="${example}"`);
+      // The admin page on a public host says where the administrative API answers.
+      expect(res.text.includes('answers on the iam gateway only: open this page on an iam. host'), `${host}${path}`).to.equal(host === 'public.localhost' && path === '/_admin/docs');
       // Nothing inline to execute, nothing from another origin.
       expect(res.text).to.not.match(/<script(?![^>]*\ssrc=)/);
       expect(res.text).to.not.match(/(?:src|href)="(?:https?:)?\/\//);

@@ -178,7 +178,9 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     if (at === '/_admin/docs') {
       readOnly();
       // The administrative API answers on the iam gateway only, whatever host the page is on.
-      return sendPage(x, swaggerPage('administrative API', '/_admin/openapi', credentialHint('iam', env)));
+      const host = resolveGateway(x.req.headers.host, at, undefined);
+      const onPublic = host.by === 'host' && host.authkind === 'public';
+      return sendPage(x, swaggerPage('administrative API', '/_admin/openapi', credentialHint('iam', env), onPublic ? ADMIN_ON_PUBLIC : undefined));
     }
     const { authkind } = resolveGateway(x.req.headers.host, '/_admin', x.req.headers.authorization);
     const authorization = x.req.headers.authorization;
@@ -292,6 +294,9 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
 
 /** The probes and metrics: GET (and HEAD) only. */
 const FIXED_PATHS = ['/healthz', '/readyz', '/metrics'];
+
+/** The admin page's prompt on a public. host, where every admin call is refused (ADMIN_IAM_ONLY). */
+const ADMIN_ON_PUBLIC = 'This host is the public gateway, and the administrative API answers on the iam gateway only: open this page on an iam. host.';
 
 const noEndpoint = (path: string) => new ApiError(404, 'NOT_FOUND', `no endpoint at ${path.slice(0, 200)}`);
 

@@ -102,14 +102,14 @@ const HINT = 'sent with every request of this page; kept only in this page';
  * What Swagger UI's place shows until credentials are given: the document is served to
  * authenticated callers only, so the page asks instead of fetching it and failing.
  */
-function credentialsPrompt(what: string, credentials: CredentialHint): string {
+function credentialsPrompt(what: string, credentials: CredentialHint, note?: string): string {
   const example = authorizationExample(credentials);
   return `<section class="das-prompt" role="status"><h2>Enter credentials</h2>
-<p>${escape(what)} is served to authenticated callers only. Type the Authorization value into the field above — for example <code>${escape(example.template)}</code>${credentials.gateway ? '' : ' (iam gateway) or <code>Bearer &lt;token&gt;</code> (public gateway)'} — and press <b>Use</b>.</p></section>`;
+<p>${escape(what)} is served to authenticated callers only. Type the Authorization value into the field above — for example <code>${escape(example.template)}</code>${credentials.gateway ? '' : ' (iam gateway) or <code>Bearer &lt;token&gt;</code> (public gateway)'} — and press <b>Use</b>.</p>${note ? `\n<p>${escape(note)}</p>` : ''}</section>`;
 }
 
 /** Swagger UI over the OpenAPI document at `openapiPath` (a path on this origin); fetched once credentials are given. */
-export function swaggerPage(title: string, openapiPath: string, credentials: CredentialHint = {}): string {
+export function swaggerPage(title: string, openapiPath: string, credentials: CredentialHint = {}, note?: string): string {
   return page({
     title: `${title} — Swagger UI`,
     bodyClass: 'das-swagger',
@@ -119,7 +119,7 @@ export function swaggerPage(title: string, openapiPath: string, credentials: Cre
     main: 'swagger-ui',
     hint: HINT,
     credentials,
-    prompt: credentialsPrompt(`The API definition of the ${title}`, credentials),
+    prompt: credentialsPrompt(`The API definition of the ${title}`, credentials, note),
   });
 }
 
