@@ -12,6 +12,8 @@ import { call } from '../test-support/http.js';
 import { componentValidator } from '../test-support/openapi.js';
 
 const ADMIN = { authorization: 'Proxy demo-admin' };
+const PROXY = 'Proxy demo-admin';
+const BEARER = 'Bearer &#60;token&#62;';
 const HTML = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
 
 describe('pages, assets and the answers for wrong paths', function () {
@@ -31,19 +33,24 @@ describe('pages, assets and the answers for wrong paths', function () {
 
   it('serves Swagger UI and GraphiQL without credentials, on both gateways and a dataset host label, with a self-only CSP', async () => {
     const pages = [
-      { host: 'iam.localhost', path: '/demo/docs', data: 'data-openapi="/demo/openapi"' },
-      { host: 'public.localhost', path: '/demo/docs', data: 'data-openapi="/demo/openapi"' },
-      { host: 'demo.iam.localhost', path: '/docs', data: 'data-openapi="/openapi"' },
-      { host: `127.0.0.1:${port}`, path: '/demo/docs', data: 'data-openapi="/demo/openapi"' },
-      { host: 'iam.localhost', path: '/demo/graphql', data: 'data-graphql="/demo/graphql"' },
-      { host: 'demo.public.localhost', path: '/graphql', data: 'data-graphql="/graphql"' },
-      { host: 'iam.localhost', path: '/_admin/docs', data: 'data-openapi="/_admin/openapi"' },
+      { host: 'iam.localhost', path: '/demo/docs', data: 'data-openapi="/demo/openapi"', example: PROXY },
+      { host: 'public.localhost', path: '/demo/docs', data: 'data-openapi="/demo/openapi"', example: BEARER },
+      { host: 'demo.iam.localhost', path: '/docs', data: 'data-openapi="/openapi"', example: PROXY },
+      { host: `127.0.0.1:${port}`, path: '/demo/docs', data: 'data-openapi="/demo/openapi"', example: PROXY },
+      { host: 'iam.localhost', path: '/demo/graphql', data: 'data-graphql="/demo/graphql"', example: PROXY },
+      { host: 'demo.public.localhost', path: '/graphql', data: 'data-graphql="/graphql"', example: BEARER },
+      // The administrative API is on the iam gateway only: its page suggests Proxy whatever the host.
+      { host: 'public.localhost', path: '/_admin/docs', data: 'data-openapi="/_admin/openapi"', example: PROXY },
     ];
-    for (const { host, path, data } of pages) {
+    for (const { host, path, data, example } of pages) {
       const res = await call(dp.url, { path, host, headers: HTML });
       expect(res.status, `${host}${path}: ${res.text.slice(0, 200)}`).to.equal(200);
       expect(res.headers['content-type']).to.equal('text/html; charset=utf-8');
       expect(res.text).to.contain(data);
+      // The Authorization the page suggests: the gateway's scheme; the development environment's example principal.
+      expect(res.text, `${host}${path}`).to.contain(`data-authorization-example="${example}"`);
+      // The admin page on a public host says where the administrative API answers.
+      expect(res.text.includes('answers on the iam gateway only: open this page on an iam. host'), `${host}${path}`).to.equal(host === 'public.localhost' && path === '/_admin/docs');
       // Nothing inline to execute, nothing from another origin.
       expect(res.text).to.not.match(/<script(?![^>]*\ssrc=)/);
       expect(res.text).to.not.match(/(?:src|href)="(?:https?:)?\/\//);

@@ -28,7 +28,7 @@ import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from '.
 import type { RequestSample } from '../metrics.js';
 import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
 import { isAssetPath, sendAsset, sendDatasetPage, sendPage } from './browser/serve.js';
-import { swaggerPage } from './browser/pages.js';
+import { credentialHint, swaggerPage } from './browser/pages.js';
 import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
 import { DOCUMENT_CACHE_HEADERS, knownAddresses } from './openapi.js';
 import type { QueryLimits } from '../graphql/limits.js';
@@ -141,7 +141,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       if (!state || (params.schema !== undefined && params.schema !== TRANSACTION_SCHEMA && !Object.hasOwn(state.config.schemas, params.schema))) throw noEndpoint(x.path);
       throw new MethodNotAllowed(method, methods);
     }
-    if (page) return sendDatasetPage(x, route.name, x.route!.datasetId!);
+    if (page) return sendDatasetPage(x, route.name, x.route!.datasetId!, credentialHint(x.route!.by === 'host' ? x.route!.authkind : undefined, deps.store.environment));
     if (method === 'POST') {
       const type = x.req.headers['content-type'];
       if (!type) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
@@ -177,7 +177,10 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     };
     if (at === '/_admin/docs') {
       readOnly();
-      return sendPage(x, swaggerPage('administrative API', '/_admin/openapi'));
+      // The administrative API answers on the iam gateway only, whatever host the page is on.
+      const host = resolveGateway(x.req.headers.host, at, undefined);
+      const onPublic = host.by === 'host' && host.authkind === 'public';
+      return sendPage(x, swaggerPage('administrative API', '/_admin/openapi', credentialHint('iam', env), onPublic ? ADMIN_ON_PUBLIC : undefined));
     }
     const { authkind } = resolveGateway(x.req.headers.host, '/_admin', x.req.headers.authorization);
     const authorization = x.req.headers.authorization;
@@ -291,6 +294,9 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
 
 /** The probes and metrics: GET (and HEAD) only. */
 const FIXED_PATHS = ['/healthz', '/readyz', '/metrics'];
+
+/** The admin page's prompt on a public. host, where every admin call is refused (ADMIN_IAM_ONLY). */
+const ADMIN_ON_PUBLIC = 'This host is the public gateway, and the administrative API answers on the iam gateway only: open this page on an iam. host.';
 
 const noEndpoint = (path: string) => new ApiError(404, 'NOT_FOUND', `no endpoint at ${path.slice(0, 200)}`);
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { graphiqlPage, pageSecurityPolicy, swaggerPage, wantsHtml } from './pages.js';
+import type { EnvironmentConfig } from '../../../../model/types.js';
+import { authorizationExample, credentialHint, graphiqlPage, pageSecurityPolicy, swaggerPage, wantsHtml } from './pages.js';
 
 describe('browser pages (http/browser/pages.ts)', () => {
   it('puts the addresses into data attributes, escaped, and loads only versioned files of this origin', () => {
@@ -27,5 +28,28 @@ describe('browser pages (http/browser/pages.ts)', () => {
     expect(wantsHtml('*/*')).to.equal(false);
     expect(wantsHtml(undefined)).to.equal(false);
     expect(wantsHtml('text/htmlx')).to.equal(false);
+  });
+
+  it('suggests the Authorization of the gateway the page is on, and the example principal only on a development environment', () => {
+    const development = { identityProvider: { development: true }, admin: { principals: ['demo-admin', 'ops'] } } as unknown as EnvironmentConfig;
+    const production = { identityProvider: { development: false }, admin: { principals: ['ops'] } } as unknown as EnvironmentConfig;
+    expect(credentialHint('iam', development)).to.deep.equal({ gateway: 'iam', principal: 'demo-admin' });
+    expect(credentialHint('iam', production)).to.deep.equal({ gateway: 'iam' });
+    expect(credentialHint(undefined, undefined)).to.deep.equal({ gateway: undefined });
+    expect(authorizationExample({ gateway: 'iam', principal: 'demo-admin' })).to.deep.equal({ template: 'Proxy demo-admin', placeholder: 'Proxy demo-admin' });
+    expect(authorizationExample({ gateway: 'iam' }).template).to.equal('Proxy <principal>');
+    expect(authorizationExample({ gateway: 'public', principal: 'demo-admin' })).to.deep.equal({ template: 'Bearer <token>', placeholder: 'Bearer <token>' });
+    // A host without a gateway label takes either scheme.
+    expect(authorizationExample({ principal: 'demo-admin' })).to.deep.equal({ template: 'Proxy demo-admin', placeholder: 'Proxy demo-admin  or  Bearer <token>' });
+  });
+
+  it('puts the template into the page, escaped, and Swagger UI’s place holds the credentials prompt until they are given', () => {
+    const html = swaggerPage('dataset demo', '/demo/openapi', { gateway: 'iam', principal: 'a"<b>' });
+    expect(html).to.contain('data-authorization-example="Proxy a&#34;&#60;b&#62;"');
+    expect(html).to.contain('placeholder="Proxy a&#34;&#60;b&#62;"');
+    expect(html).to.match(/<div id="swagger-ui"><section class="das-prompt" role="status"><h2>Enter credentials<\/h2>/);
+    expect(html).to.contain('<code>Proxy a&#34;&#60;b&#62;</code>');
+    expect(swaggerPage('dataset demo', '/demo/openapi', {})).to.contain('(iam gateway) or <code>Bearer &lt;token&gt;</code> (public gateway)');
+    expect(graphiqlPage('dataset demo', '/demo/graphql', { gateway: 'public' })).to.contain('data-authorization-example="Bearer &#60;token&#62;"').and.contain('<div id="graphiql"></div>');
   });
 });

@@ -5,7 +5,7 @@
 import { ApiError, MethodNotAllowed } from '../../engine/errors.js';
 import type { Exchange } from '../../front-door/exchange.js';
 import { ASSET_PREFIX, assetFor } from './assets.js';
-import { graphiqlPage, pageHeaders, swaggerPage, wantsHtml } from './pages.js';
+import { graphiqlPage, pageHeaders, swaggerPage, wantsHtml, type CredentialHint } from './pages.js';
 
 const secure = (x: Exchange) => String(x.req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim().toLowerCase() === 'https';
 
@@ -19,15 +19,15 @@ export function sendPage(x: Exchange, html: string): void {
 const base = (path: string) => path.replace(/\/+$/, '').replace(/\/[^/]*$/, '');
 
 /** `GET /{dataset}/docs` (Swagger UI) and `GET /{dataset}/graphql` with Accept: text/html (GraphiQL). */
-export function sendDatasetPage(x: Exchange, page: 'docs' | 'graphql', datasetId: string): void {
+export function sendDatasetPage(x: Exchange, page: 'docs' | 'graphql', datasetId: string, credentials: CredentialHint): void {
   const at = base(x.path);
-  if (page === 'docs') return sendPage(x, swaggerPage(`dataset ${datasetId}`, `${at}/openapi`));
+  if (page === 'docs') return sendPage(x, swaggerPage(`dataset ${datasetId}`, `${at}/openapi`, credentials));
   if (!wantsHtml(x.req.headers.accept)) {
     throw new ApiError(406, 'NOT_ACCEPTABLE', 'GET here serves the GraphiQL page (Accept: text/html); send GraphQL queries with POST and subscriptions over WebSocket', [
       { path: 'header:accept', message: 'not text/html' },
     ]);
   }
-  sendPage(x, graphiqlPage(`dataset ${datasetId}`, `${at}/graphql`));
+  sendPage(x, graphiqlPage(`dataset ${datasetId}`, `${at}/graphql`, credentials));
 }
 
 export function isAssetPath(path: string): boolean {
