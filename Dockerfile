@@ -9,23 +9,31 @@
 # Without Docker: scripts/image/build.sh builds this file with podman on a locally assembled base.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# --- build: compile the TypeScript to dist/ ------------------------------------------------------
-FROM ${NODE_IMAGE} AS build
+# --- dependencies: every npm package, installed once (a layer cached while package*.json stay) ----
+FROM ${NODE_IMAGE} AS dependencies
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
+
+# --- build: compile the TypeScript to dist/ ------------------------------------------------------
+FROM dependencies AS build
 COPY tsconfig.json tsconfig.build.json ./
 COPY model ./model
 COPY dataplane/src ./dataplane/src
 COPY operator/src ./operator/src
 RUN npm run build
 
+# --- production dependencies: the same install without the development packages (no second
+# download or install: npm prune only removes) -----------------------------------------------------
+FROM dependencies AS production-dependencies
+RUN npm prune --omit=dev --no-audit --no-fund
+
 # --- runtime: production dependencies and the compiled JavaScript only ---------------------------
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=production-dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The example manifests: `docker run` without a cluster serves them, as `npm start` does.
 COPY examples ./examples
