@@ -193,6 +193,13 @@ describe('layering (docs/architecture.md): folders of dataplane/src', () => {
     expect(crossings.sort()).to.deep.equal(['http -> graphql', 'http -> rawsql', 'http -> transactions']);
   });
 
+  it('front doors and front-door/ reach stores only through the engine: no driver; front-door/ imports no front door', () => {
+    const graph = folderImports();
+    const doors = ['http', 'graphql', 'function-gateway', 'admin', 'rawsql', 'transactions'];
+    const crossings = [...doors, 'front-door'].flatMap((from) => [...(graph.get(from) ?? [])].filter((to) => to === 'drivers' || (from === 'front-door' && doors.includes(to))).map((to) => `${from} -> ${to}`));
+    expect(crossings).to.deep.equal([]);
+  });
+
   it('nothing under dataplane/src imports a test helper (dataplane/test-support/, e2e/) outside tests', () => {
     const product = tsFiles(join(ROOT, 'dataplane/src')).filter((f) => !f.endsWith('.test.ts'));
     const found = product.flatMap((file) =>

@@ -57,6 +57,9 @@ export function secretDirPath(root: string, name: string): string {
   return `${root.replace(/\/+$/, '')}/${name}`;
 }
 
+/** How long a value read from a Secret file is used before the file is read again (the kubelet rewrites mounted Secrets in place). */
+export const SECRET_RECHECK_MS = 2000;
+
 /** The file holding a ref's value, below `root` (the data plane's DAS_SECRETS_DIR). */
 export function secretFilePath(root: string, ref: SecretKeyRef): string {
   return `${secretDirPath(root, ref.name)}/${ref.key}`;

@@ -13,9 +13,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadManifests } from '../../../model/manifests.js';
-import { secretFilePath, secretRefProblem } from '../../../model/secrets.js';
+import { SECRET_RECHECK_MS, secretFilePath, secretRefProblem } from '../../../model/secrets.js';
 import type { FunctionGatewayAccessKey } from '../../../model/types.js';
-import { SECRET_RECHECK_MS } from '../drivers/postgres/connection.js';
 import { DATAPLANE_DEFAULTS, secretsDirOf, type DataPlaneSettings } from '../../../model/settings/dataplane.js';
 
 /** The secret key of a configured access key cannot be read (not mounted, empty): a server-side problem. */

@@ -13,9 +13,9 @@
  * connection_init. Keep-alive: `ka` right after the ack, then every keepAliveMs.
  */
 import { getOperationAST, GraphQLError, type ExecutionResult } from 'graphql';
-import type { WebSocket } from 'ws';
+import { CloseCode, type WebSocket as ProtocolSocket } from 'graphql-ws';
 import { ApiError } from '../engine/errors.js';
-import type { Connection, Session, SubscriptionLimits } from './websocket.js';
+import type { Session, SubscriptionLimits } from './websocket.js';
 import { subscribeShared } from './shared-execution.js';
 import { executeOperation } from './operation.js';
 
@@ -33,8 +33,15 @@ export type LegacyServerMessage =
   | { type: 'error'; id: string; payload: ReturnType<GraphQLError['toJSON']>[] }
   | { type: 'complete'; id: string };
 
-/** Close codes (the same numbers as graphql-transport-ws). */
-export const LEGACY_CLOSE = { malformed: 4400, unauthorized: 4401, forbidden: 4403, initTimeout: 4408, duplicateId: 4409, tooManyInits: 4429 } as const;
+/** Close codes: graphql-transport-ws's own (graphql-ws's CloseCode). */
+export const LEGACY_CLOSE = {
+  malformed: CloseCode.BadRequest,
+  unauthorized: CloseCode.Unauthorized,
+  forbidden: CloseCode.Forbidden,
+  initTimeout: CloseCode.ConnectionInitialisationTimeout,
+  duplicateId: CloseCode.SubscriberAlreadyExists,
+  tooManyInits: CloseCode.TooManyInitialisationRequests,
+} as const;
 
 /** A client message, or the reason it is malformed. Pure. */
 export function parseLegacyMessage(text: string): LegacyClientMessage | { malformed: string } {
@@ -69,28 +76,33 @@ export function parseLegacyMessage(text: string): LegacyClientMessage | { malfor
   }
 }
 
-export function serveLegacyProtocol(ws: WebSocket, connection: Connection, session: Session, limits: SubscriptionLimits): void {
+/**
+ * Serves the protocol on a socket of the binding (ws-binding.ts: errors, binary frames, pings and
+ * the send budget are its job); returns what to do once the socket has closed.
+ */
+export function serveLegacyProtocol(socket: ProtocolSocket, session: Session, limits: Pick<SubscriptionLimits, 'initTimeoutMs' | 'keepAliveMs' | 'perConnection'>): () => void {
   let initialising = false;
   let acknowledged = false;
   const operations = new Map<string, AsyncIterator<ExecutionResult> | undefined>();
-  const send = (message: LegacyServerMessage) => connection.send(JSON.stringify(message));
-  const close = (code: number, reason: string) => connection.close(code, reason);
+  const send = async (message: LegacyServerMessage) => socket.send(JSON.stringify(message));
+  const close = (code: number, reason: string) => void socket.close(code, reason);
 
   const initTimer = setTimeout(() => !acknowledged && close(LEGACY_CLOSE.initTimeout, 'connection initialisation timeout'), limits.initTimeoutMs);
   initTimer.unref();
   let keepAlive: NodeJS.Timeout | undefined;
 
-  ws.on('message', (data, isBinary) => {
-    const message = isBinary ? { malformed: 'binary messages are not part of the protocol' } : parseLegacyMessage(String(data));
+  socket.onMessage(async (text) => {
+    const message = parseLegacyMessage(text);
     if ('malformed' in message) return close(LEGACY_CLOSE.malformed, message.malformed);
-    void handle(message);
+    await handle(message);
   });
-  ws.once('close', () => {
+
+  return () => {
     clearTimeout(initTimer);
     if (keepAlive) clearInterval(keepAlive);
     for (const iterator of operations.values()) void iterator?.return?.();
     operations.clear();
-  });
+  };
 
   async function handle(message: LegacyClientMessage): Promise<void> {
     switch (message.type) {

@@ -10,14 +10,15 @@
  * with 4429 when it does not keep up with its events (dispatcher.ts) or holds more unsent bytes
  * than its budget (send-budget.ts). Per replica, connections are capped, those without verified
  * credentials separately and lower; past a cap the upgrade is refused with 503 before it happens.
- * Every socket has an 'error' listener: a frame `ws` refuses (too large, invalid UTF-8, a bad
- * opcode) ends that one connection with ws's close code (1009, 1007, 1002), not the process.
+ * Both protocols plug into one binding to `ws` (ws-binding.ts: errors, size limit, keep-alive,
+ * back-pressure, closing); a frame `ws` refuses (too large, invalid UTF-8, a bad opcode) ends that
+ * one connection with ws's close code (1009, 1007, 1002), not the process.
  */
 import { DATAPLANE_DEFAULTS } from '../../../model/settings/dataplane.js';
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GraphQLError } from 'graphql';
-import { makeServer, CloseCode } from 'graphql-ws';
+import { makeServer, CloseCode, DEPRECATED_GRAPHQL_WS_PROTOCOL, GRAPHQL_TRANSPORT_WS_PROTOCOL } from 'graphql-ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Logger } from 'pino';
 import type { DatasetConfig, EnvironmentConfig } from '../../../model/types.js';
@@ -34,11 +35,13 @@ import { serveLegacyProtocol } from './legacy-protocol.js';
 import { subscribeShared } from './shared-execution.js';
 import { executeOperation } from './operation.js';
 import { DEFAULT_QUERY_LIMITS, prepareOperation, type QueryLimits } from './limits.js';
-import { closeOrTerminate, SendBudget, sendWithin, SLOW_CONSUMER } from './send-budget.js';
+import { SendBudget, SLOW_CONSUMER } from './send-budget.js';
+import { bindSocket } from './ws-binding.js';
 import { datasetSchema, graphqlErrorOf, type GraphQLContext, type SubscriptionRequest } from './schema.js';
 
-export const TRANSPORT_WS = 'graphql-transport-ws';
-export const LEGACY_WS = 'graphql-ws';
+export const TRANSPORT_WS = GRAPHQL_TRANSPORT_WS_PROTOCOL;
+/** The older protocol of subscriptions-transport-ws, which took the name graphql-ws. */
+export const LEGACY_WS = DEPRECATED_GRAPHQL_WS_PROTOCOL;
 /** WebSocket close code 1012, "service restart": the replica stops; resume elsewhere from the last cursor. */
 export const SERVICE_RESTART = 1012;
 
@@ -213,10 +216,7 @@ export class SubscriptionServer {
     res.detachSocket(socket as import('node:net').Socket);
     res.removeAllListeners('finish');
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      // A frame ws refuses is reported here, and ws closes this connection with the matching code.
-      ws.on('error', (err) => this.deps.logger.debug({ err: err.message }, 'WebSocket connection error'));
-      const budget = new SendBudget(this.limits.maxBufferedBytes, () => ws.bufferedAmount);
-      const close = (code: number, reason: string) => closeOrTerminate(ws, code, reason, this.limits.closeGraceMs);
+      const bound = bindSocket(ws, this.limits, { logger: this.deps.logger, onSlowConsumer: () => this.deps.dispatcher.countSlowConnection() });
       const connection: Connection = {
         datasetId: route.datasetId!,
         dataset,
@@ -227,14 +227,9 @@ export class SubscriptionServer {
         caller,
         socket: ws,
         requestId,
-        budget,
-        send: (data) =>
-          sendWithin(ws, budget, data, () => {
-            // Counted once, while the connection is still open (later sends find it closing).
-            if (ws.readyState === ws.OPEN) this.deps.dispatcher.countSlowConnection();
-            close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason);
-          }),
-        close,
+        budget: bound.budget,
+        send: bound.send,
+        close: bound.close,
       };
       this.connections.add(connection);
       if (!caller) this.unverified.add(connection);
@@ -244,8 +239,8 @@ export class SubscriptionServer {
         if (connection.expiry) clearTimeout(connection.expiry);
       });
       if (caller) this.watchExpiry(connection);
-      if (protocol === LEGACY_WS) serveLegacyProtocol(ws, connection, this.session(connection), this.limits);
-      else this.serveTransportWs(ws, connection);
+      const session = this.session(connection);
+      bound.serve(protocol, protocol === LEGACY_WS ? (socket) => serveLegacyProtocol(socket, session, this.limits) : (socket) => this.transportWs(connection, session).opened(socket, { connection }));
     });
   }
 
@@ -294,9 +289,9 @@ export class SubscriptionServer {
     };
   }
 
-  private serveTransportWs(ws: WebSocket, connection: Connection): void {
-    const session = this.session(connection);
-    const server = makeServer<Record<string, unknown> | undefined, { connection: Connection }>({
+  /** graphql-transport-ws: graphql-ws's own server, with this server's authentication, limits and execution. */
+  private transportWs(connection: Connection, session: Session) {
+    return makeServer<Record<string, unknown> | undefined, { connection: Connection }>({
       schema: () => session.schema(),
       context: () => session.context() as unknown as Record<string, unknown>,
       connectionInitWaitTimeout: this.limits.initTimeoutMs,
@@ -322,34 +317,6 @@ export class SubscriptionServer {
         if (prepared.errors) return prepared.errors;
         return { schema: session.schema(), document: prepared.document, operationName: payload.operationName, variableValues: payload.variables };
       },
-    });
-    const closed = server.opened(
-      {
-        // No subprotocol offered: graphql-transport-ws, the default.
-        protocol: TRANSPORT_WS,
-        send: (data) => connection.send(data),
-        close: (code, reason) => connection.close(code ?? 1000, reason ?? ''),
-        onMessage: (cb) =>
-          ws.on('message', (data, isBinary) => {
-            cb(isBinary ? '' : String(data)).catch((err: unknown) => {
-              this.deps.logger.warn({ err: (err as Error).message }, 'subscription message failed');
-              connection.close(CloseCode.InternalServerError, 'internal error');
-            });
-          }),
-      },
-      { connection },
-    );
-    const ping = setInterval(() => {
-      if (ws.readyState !== ws.OPEN) return;
-      let ponged = false;
-      ws.once('pong', () => (ponged = true));
-      ws.ping();
-      setTimeout(() => !ponged && ws.terminate(), this.limits.keepAliveMs).unref();
-    }, this.limits.keepAliveMs);
-    ping.unref();
-    ws.once('close', (code, reason) => {
-      clearInterval(ping);
-      void closed(code, String(reason));
     });
   }
 

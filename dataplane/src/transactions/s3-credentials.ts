@@ -18,7 +18,7 @@ interface AwsCredentialIdentity {
   sessionToken?: string;
 }
 
-/** As for the connection Secrets (drivers/postgres/connection.ts SECRET_RECHECK_MS). */
+/** As for the connection Secrets (model/secrets.ts SECRET_RECHECK_MS). */
 export const RECHECK_MS = 2000;
 
 /**

@@ -10,9 +10,9 @@ import { readFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { CREDENTIALS_SECRET_KEYS, pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
+import { CREDENTIALS_SECRET_KEYS, pathSegmentProblem, SECRET_RECHECK_MS, secretFilePath } from '../../../../model/secrets.js';
 import type { DatasetConfig } from '../../../../model/types.js';
-import { SECRET_RECHECK_MS, SecretNotMountedError } from '../postgres/connection.js';
+import { SecretNotMountedError } from '../postgres/connection.js';
 import { defaultRegionOf, secretsDirOf, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 /** A dataset's client settings; equal settings share one client. */

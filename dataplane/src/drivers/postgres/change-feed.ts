@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { StoreError, type ChangeBatch, type ChangeFeed, type ChangeOp, type RecordChange, type StoredRecord } from '../../engine/contract.js';
+import { withConnection } from './checkout.js';
 import { changeChannel, headSql, imagesAfterSql, numberAndReadSql, numberSql, parseCursor, pruneSql } from './change-log.js';
 import { databaseSchemaOf, type TableLayout } from './sql.js';
 import { recordTypes } from './types.js';
@@ -41,9 +42,10 @@ export class PostgresChangeFeed implements ChangeFeed {
   /**
    * Runs `fn` on a LISTEN connection of the dataset when there is one (the dispatcher's), else on
    * a pool connection. The statements sequence pending changes in a transaction of their own: after
-   * an error the connection may be inside it, so it is rolled back.
+   * an error the connection may be inside it, so it is rolled back (on a pool connection: by
+   * checkout.ts's withConnection).
    */
-  private async withConnection<T>(dataset: DatasetConfig, fn: (c: Queryable) => Promise<T>): Promise<T> {
+  private async withReader<T>(dataset: DatasetConfig, fn: (c: Queryable) => Promise<T>): Promise<T> {
     const own = this.listeners.get(dataset.id);
     if (own)
       for (const client of own) {
@@ -54,17 +56,7 @@ export class PostgresChangeFeed implements ChangeFeed {
           throw err;
         }
       }
-    const client = await this.host.pool(dataset).connect();
-    let failure: unknown;
-    try {
-      return await fn(client);
-    } catch (err) {
-      failure = err;
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release(failure instanceof Error ? failure : undefined);
-    }
+    return withConnection(this.host.pool(dataset), fn);
   }
 
   async readChanges(dataset: DatasetConfig, after: string, limit: number): Promise<ChangeBatch> {
@@ -78,7 +70,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     });
     const text = [numberAndReadSql(dbSchema, from, limit), ...layouts.map((layout) => imagesAfterSql(layout, from, limit))].join('; ');
     try {
-      return await this.withConnection(dataset, async (conn) => {
+      return await this.withReader(dataset, async (conn) => {
         const results = (await conn.query({ text, rowMode: 'array' })) as unknown as pg.QueryResult<unknown[]>[];
         const first = results.length - layouts.length;
         const pruned = results[first - 2].rows[0] as [string] | undefined;
@@ -113,7 +105,7 @@ export class PostgresChangeFeed implements ChangeFeed {
 
   async head(dataset: DatasetConfig): Promise<string> {
     try {
-      const results = (await this.withConnection(dataset, (conn) => conn.query(headSql(databaseSchemaOf(dataset))))) as unknown as pg.QueryResult<{ head: string }>[];
+      const results = (await this.withReader(dataset, (conn) => conn.query(headSql(databaseSchemaOf(dataset))))) as unknown as pg.QueryResult<{ head: string }>[];
       return results.at(-1)!.rows[0].head;
     } catch (err) {
       throw this.host.failure(err);
@@ -125,19 +117,11 @@ export class PostgresChangeFeed implements ChangeFeed {
     const dbSchema = databaseSchemaOf(dataset);
     const { text, values } = pruneSql(dbSchema, retentionMs);
     try {
-      const client = await this.host.pool(dataset).connect();
-      let failure: unknown;
-      try {
+      return await withConnection(this.host.pool(dataset), async (client) => {
         await client.query(numberSql(dbSchema));
         const result = await client.query<{ pruned: number }>(text, values);
         return result.rows[0]?.pruned ?? 0;
-      } catch (err) {
-        failure = err;
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      } finally {
-        client.release(failure instanceof Error ? failure : undefined);
-      }
+      });
     } catch (err) {
       throw this.host.failure(err);
     }

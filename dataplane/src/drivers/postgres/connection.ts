@@ -9,12 +9,9 @@
  * database: DATABASE_URL, else the standard PG* variables (pg reads them itself).
  */
 import { readFileSync } from 'node:fs';
-import { pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
+import { pathSegmentProblem, SECRET_RECHECK_MS, secretFilePath } from '../../../../model/secrets.js';
 import { secretsDirOf, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 import type { DatasetConfig } from '../../../../model/types.js';
-
-/** How long a URL read from a Secret file is used before the file is read again. */
-export const SECRET_RECHECK_MS = 2000;
 
 /** The Secret file of a dataset is missing or unusable: that dataset cannot be served. */
 export class SecretNotMountedError extends Error {

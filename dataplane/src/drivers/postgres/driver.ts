@@ -3,7 +3,7 @@ import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../../../model/se
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
-import { ddlLockKey, holdConnection, inTransaction } from './checkout.js';
+import { ddlLockKey, inTransaction, withConnection } from './checkout.js';
 import { outageOf } from './outage.js';
 import { schemaDefOf, setAt } from '../../engine/layout.js';
 import {
@@ -305,25 +305,12 @@ export class PostgresDriver implements LocationDriver {
     }
     const results: OpResult[] = [];
     for (const [i, op] of ops.entries()) {
-      let held: Awaited<ReturnType<typeof holdConnection>> | undefined;
-      let failure: unknown;
       try {
-        held = await holdConnection(pool);
-        const { client } = held;
-        if (consistency === 'EVENTUAL') {
-          // Each action commits on its own without waiting for the WAL flush.
-          await client.query('BEGIN');
-          await client.query('SET LOCAL synchronous_commit = off');
-        }
-        const result = await this.apply(client, op, layouts[i], ctx);
-        if (consistency === 'EVENTUAL') await client.query('COMMIT');
-        results.push(result);
+        const apply = (client: Queryable | pg.Pool) => this.apply(client, op, layouts[i], ctx);
+        // EVENTUAL: each action commits on its own without waiting for the WAL flush.
+        results.push(consistency === 'EVENTUAL' ? await inTransaction(pool, { local: { synchronous_commit: 'off' } }, apply) : await apply(pool));
       } catch (err) {
-        failure = err;
-        if (consistency === 'EVENTUAL') await held?.client.query('ROLLBACK').catch(() => undefined);
         results.push({ ok: false, failure: failureOf(err, op) });
-      } finally {
-        held?.release(failure);
       }
     }
     return results;
@@ -360,7 +347,7 @@ export class PostgresDriver implements LocationDriver {
   }
 
   /** One action's statement; `changeLog`: it appends its own change (false inside an atomic transaction, which appends them at the end). */
-  private async apply(client: Queryable, op: WriteOp, layout: TableLayout, ctx?: StatementContext, changeLog = true): Promise<OpResult> {
+  private async apply(client: Queryable | pg.Pool, op: WriteOp, layout: TableLayout, ctx?: StatementContext, changeLog = true): Promise<OpResult> {
     const options = { changeLog };
     const statement =
       op.op === 'create' ? insertSql(layout, op.id, op.data, options) : op.op === 'update' ? updateSql(layout, op.id, op.data, op.merge, options) : deleteSql(layout, op.id, options);
@@ -394,18 +381,8 @@ export class PostgresDriver implements LocationDriver {
   }
 
   private async runWithComment(client: Queryable | pg.Pool, statement: Statement, comment: string, ctx: StatementContext): Promise<pg.QueryArrayResult> {
-    if (client instanceof pg.Pool) {
-      const dedicated = await holdConnection(client);
-      let failure: unknown;
-      try {
-        return await this.runTagged(dedicated.client, statement, comment, ctx);
-      } catch (err) {
-        failure = err;
-        throw err;
-      } finally {
-        dedicated.release(failure);
-      }
-    }
+    // Tagging sets the session's application_name around the statement: both on one connection.
+    if (client instanceof pg.Pool) return withConnection(client, (held) => this.runTagged(held, statement, comment, ctx));
     return this.runTagged(client, statement, comment, ctx);
   }
 

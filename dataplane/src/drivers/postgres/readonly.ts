@@ -61,6 +61,7 @@ import { StoreError } from '../../engine/contract.js';
 import type { RawQuery, RawQueryOptions } from '../../engine/contract.js';
 import { skipBlockComment } from '../../engine/sql/lexing.js';
 import { quoteIdent as q } from '../../engine/sql/naming.js';
+import { inTransaction } from './checkout.js';
 import { GuardedClient, jsonSize, Slots } from './result-budget.js';
 import { databaseSchemaOf } from './sql.js';
 import { applicationName, tagComment } from './tags.js';
@@ -109,6 +110,8 @@ export const SIDE_EFFECT_FUNCTIONS = ['pg_logical_emit_message'];
 export const CREDENTIALS_SCHEMA = 'das_internal';
 const CREDENTIALS_TABLE = `${q(CREDENTIALS_SCHEMA)}.readonly_credentials`;
 const CURSOR = 'das_raw_query';
+/** Serialises replicas preparing read-only roles at once. */
+const READONLY_ROLES_LOCK = 'data-access:readonly-roles';
 
 /** The per-dataset role: readable, unique per database and schema, at most 63 bytes. */
 export function readOnlyRoleName(database: string, dbSchema: string): string {
@@ -186,23 +189,12 @@ export class PostgresReadOnlyExecutor {
 
   private async setUp(dbSchema: string, adminPool: pg.Pool, previous: DatasetState | undefined): Promise<DatasetState> {
     if (dbSchema === CREDENTIALS_SCHEMA) throw new Error(`database schema "${CREDENTIALS_SCHEMA}" is reserved for the data plane`);
-    const admin = await adminPool.connect();
-    // A checked-out client whose connection dies emits 'error': heard here, so the process lives
-    // on; the statement in flight fails and the client is destroyed below.
-    let connectionLost: Error | undefined;
-    const onError = (err: Error) => (connectionLost ??= err);
-    admin.on('error', onError);
-    let failure: Error | undefined;
-    let role: string;
-    let password: string;
-    try {
-      await admin.query('BEGIN');
-      // Serialises replicas preparing at once (CREATE ROLE, GRANT and the credentials row).
-      await admin.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['data-access:readonly-roles']);
+    // Serialises replicas preparing at once (CREATE ROLE, GRANT and the credentials row).
+    const { role, password } = await inTransaction(adminPool, { lockKey: READONLY_ROLES_LOCK }, async (admin) => {
       const me = (await admin.query<{ db: string; super: boolean }>('SELECT current_database() AS db, rolsuper AS super FROM pg_roles WHERE rolname = current_user')).rows[0];
-      role = readOnlyRoleName(me.db, dbSchema);
+      const role = readOnlyRoleName(me.db, dbSchema);
       const R = q(role);
-      password = await this.storedPassword(admin, role);
+      const password = await this.storedPassword(admin, role);
 
       const current = (
         await admin.query<Record<string, boolean>>(
@@ -252,15 +244,8 @@ export class PostgresReadOnlyExecutor {
         await admin.query(`REVOKE INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON ALL TABLES IN SCHEMA ${S} FROM ${R}`);
         await admin.query(`ALTER DEFAULT PRIVILEGES IN SCHEMA ${S} GRANT SELECT ON TABLES TO ${R}`);
       }
-      await admin.query('COMMIT');
-    } catch (err) {
-      failure = err as Error;
-      if (!connectionLost) await admin.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      admin.release(connectionLost ?? (failure && isConnectionFailure(failure) ? failure : undefined));
-      admin.removeListener('error', onError);
-    }
+      return { role, password };
+    });
     if (previous && previous.role === role && previous.password === password) return previous;
     if (previous) void previous.pool.end().catch(() => undefined);
     return { role, password, pool: this.openPool(adminPool, role, password) };
@@ -405,71 +390,81 @@ export class PostgresReadOnlyExecutor {
   }
 
   private async run(dataset: DatasetConfig, adminPool: pg.Pool, query: RawQuery, options: RawQueryOptions & { maxBytes: number }): Promise<Record<string, unknown>[]> {
-    const { rowLimit, timeoutMs, maxBytes } = options;
-    const client = await this.connect(dataset, adminPool);
-    // A checked-out pg client emits 'error' when its connection dies (server stopped, network
-    // lost); unheard, that event would end the process. The query itself fails too, and is
-    // answered below.
-    const guard = (client as unknown as GuardedClient).frames;
+    const { timeoutMs, maxBytes } = options;
+    let guard: GuardedClient['frames'] | undefined;
     let connectionLost: Error | undefined;
-    const onError = (err: Error) => {
-      connectionLost ??= err;
-      // The guard closing the connection on an oversized result is no loss worth a warning.
-      if (!guard.tripped) this.options.logger?.warn({ err: err.message, dataset: dataset.id }, 'read-only PostgreSQL connection lost during a raw query');
-    };
-    client.on('error', onError);
-    let reusable = true;
     let rowsSeen = 0;
     const prefix = `${tagComment(options)}DECLARE ${CURSOR} NO SCROLL CURSOR FOR `;
+    const mapped = (err: pg.DatabaseError) => toRawSqlError(err, query.text, [...prefix].length, timeoutMs);
     try {
-      await client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeoutMs}`);
-      if (options.tags) await client.query("SELECT set_config('application_name', $1, true)", [applicationName(options)]);
-      // No single message (a row, or an error repeating a huge value) may exceed the budget.
-      guard.arm(maxBytes);
-      // queryMode 'extended' even without values: the simple protocol would run `…; DELETE …`.
-      await client.query({ text: prefix + query.text, values: query.values, queryMode: 'extended' } as pg.QueryConfig);
-      const { rows, fields } = await this.fetch(client, rowLimit, maxBytes, (n) => (rowsSeen = n));
-      guard.disarm();
-      const names = fields.map((f) => f.name);
-      const duplicates = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
-      if (duplicates.length) {
-        throw refused('invalid', 'DUPLICATE_COLUMN_NAMES', `the result has several columns named ${duplicates.map((d) => `"${d}"`).join(', ')}; give each column a distinct alias`, [
-          { path: '$.sql', message: 'duplicate column names', columns: duplicates },
-        ]);
-      }
-      if (rows.length > rowLimit) {
-        throw refused('invalid', 'ROW_LIMIT_EXCEEDED', `the query returns more than ${rowLimit} rows, the raw SQL row limit; narrow it (WHERE, LIMIT) or aggregate`, [
-          { path: '$.sql', message: `more than ${rowLimit} rows`, rowLimit },
-        ]);
-      }
-      return rows;
+      return await inTransaction(
+        () => this.connect(dataset, adminPool),
+        {
+          readOnly: true,
+          local: { statement_timeout: timeoutMs },
+          // Never committed, and the session reset after: nothing a query did survives it.
+          commit: () => false,
+          reset: 'DISCARD ALL',
+          // A refusal of the statement leaves the session usable; a cut result, a cancel or server trouble does not.
+          reusableAfter: (err) => err instanceof StoreError || (err instanceof pg.DatabaseError && !guard?.tripped && !isBusy(mapped(err))),
+        },
+        async (client) => {
+          guard = (client as unknown as GuardedClient).frames;
+          // A checked-out pg client emits 'error' when its connection dies (server stopped, network
+          // lost); the query itself fails too, and is answered below.
+          const onError = (err: Error) => {
+            connectionLost ??= err;
+            // The guard closing the connection on an oversized result is no loss worth a warning.
+            if (!guard?.tripped) this.options.logger?.warn({ err: err.message, dataset: dataset.id }, 'read-only PostgreSQL connection lost during a raw query');
+          };
+          client.on('error', onError);
+          try {
+            return await this.select(client, guard, query, prefix, options, (n) => (rowsSeen = n));
+          } finally {
+            guard.disarm();
+            client.off('error', onError);
+          }
+        },
+      );
     } catch (err) {
       if (err instanceof StoreError) throw err;
-      if (guard.tripped) {
-        reusable = false;
-        throw resultTooLarge(maxBytes, rowsSeen, guard.tripped);
-      }
-      if (err instanceof pg.DatabaseError) {
-        const mapped = toRawSqlError(err, query.text, [...prefix].length, timeoutMs);
-        if (mapped.failure.kind === 'query-refused' && mapped.failure.problem === 'busy') reusable = false;
-        throw mapped;
-      }
-      reusable = false;
+      if (guard?.tripped) throw resultTooLarge(maxBytes, rowsSeen, guard.tripped);
+      if (err instanceof pg.DatabaseError) throw mapped(err);
       if (connectionLost || isConnectionFailure(err)) throw databaseUnavailable();
       throw err;
-    } finally {
-      guard.disarm();
-      try {
-        if (!reusable || connectionLost) throw new Error('connection in doubt');
-        await client.query('ROLLBACK');
-        await client.query('DISCARD ALL');
-        client.release();
-      } catch (err) {
-        // Destroyed, never reused.
-        client.release(err instanceof Error ? err : true);
-      }
-      client.removeListener('error', onError);
     }
+  }
+
+  /** The statement through a cursor, its rows checked against the row limit and the result budget. */
+  private async select(
+    client: pg.PoolClient,
+    guard: GuardedClient['frames'],
+    query: RawQuery,
+    prefix: string,
+    options: RawQueryOptions & { maxBytes: number },
+    progress: (rows: number) => void,
+  ): Promise<Record<string, unknown>[]> {
+    const { rowLimit, maxBytes } = options;
+    if (options.tags) await client.query("SELECT set_config('application_name', $1, true)", [applicationName(options)]);
+    // No single message (a row, or an error repeating a huge value) may exceed the budget.
+    guard.arm(maxBytes);
+    // queryMode 'extended' even without values: the simple protocol would run `…; DELETE …`.
+    await client.query({ text: prefix + query.text, values: query.values, queryMode: 'extended' } as pg.QueryConfig);
+    const { rows, fields } = await this.fetch(client, rowLimit, maxBytes, progress);
+    guard.disarm();
+    const names = fields.map((f) => f.name);
+    const duplicates = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
+    if (duplicates.length) {
+      throw refused('invalid', 'DUPLICATE_COLUMN_NAMES', `the result has several columns named ${duplicates.map((d) => `"${d}"`).join(', ')}; give each column a distinct alias`, [
+        { path: '$.sql', message: 'duplicate column names', columns: duplicates },
+      ]);
+    }
+    if (rows.length > rowLimit) {
+      throw refused('invalid', 'ROW_LIMIT_EXCEEDED', `the query returns more than ${rowLimit} rows, the raw SQL row limit; narrow it (WHERE, LIMIT) or aggregate`, [
+        { path: '$.sql', message: `more than ${rowLimit} rows`, rowLimit },
+      ]);
+    }
+    return rows;
   }
 
   /**
@@ -533,6 +528,7 @@ const refused = (problem: 'invalid' | 'forbidden' | 'conflict' | 'busy', code: s
   new StoreError({ kind: 'query-refused', problem, code, message, details });
 const unavailable = () => refused('busy', 'RAW_SQL_UNAVAILABLE', 'the read-only connection for raw SQL is not available; try again later');
 const busy = () => refused('busy', 'RAW_SQL_BUSY', 'raw SQL queries are all busy; try again shortly');
+const isBusy = (err: StoreError) => err.failure.kind === 'query-refused' && err.failure.problem === 'busy';
 const databaseUnavailable = () => refused('busy', 'DATABASE_UNAVAILABLE', 'the database could not run the query; try again later');
 
 /** Default budget for a result's JSON size (RAW_SQL_MAX_BYTES): 8 MiB. */

@@ -8,10 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { pathSegmentProblem, secretFilePath } from '../../../../model/secrets.js';
+import { pathSegmentProblem, SECRET_RECHECK_MS, secretFilePath } from '../../../../model/secrets.js';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { StoreError } from '../../engine/contract.js';
-import { SECRET_RECHECK_MS } from '../postgres/connection.js';
 import { secretsDirOf, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 
 export type WarehouseCredentials = { username: string; password: string } | { username: string; privateKey: string; passphrase?: string };
