@@ -1,4 +1,5 @@
 /** The operator's settings, from environment variables (the Helm chart sets them). */
+import { workloadTelemetryEnv } from '../../model/settings/telemetry.js';
 import { hostname } from 'node:os';
 import { DEFAULT_RENDER_SETTINGS, type RenderSettings } from './render/types.js';
 import type { LeaseSettings } from './leader-election.js';
@@ -68,6 +69,7 @@ export function configOf(settings: OperatorSettings): OperatorConfig {
       dataplaneImage: settings.DATAPLANE_IMAGE || DEFAULT_RENDER_SETTINGS.dataplaneImage,
       functionGatewayImage: settings.FUNCTION_GATEWAY_IMAGE || settings.DATAPLANE_IMAGE || DEFAULT_RENDER_SETTINGS.functionGatewayImage,
       imagePullPolicy: settings.IMAGE_PULL_POLICY,
+      telemetryEnv: workloadTelemetryEnv(settings),
     },
   };
 }
