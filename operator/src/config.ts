@@ -40,6 +40,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): OperatorConfig {
   return configOf(operatorSettings(env));
 }
 
+/** The OTEL_* variables the rendered workloads get, when tracing is configured. */
+function telemetryOf(settings: OperatorSettings): Pick<OperatorConfig['render'], 'telemetryEnv'> {
+  const telemetryEnv = workloadTelemetryEnv(settings);
+  return telemetryEnv.length ? { telemetryEnv } : {};
+}
+
 export function configOf(settings: OperatorSettings): OperatorConfig {
   const watchNamespace = settings.WATCH_NAMESPACE || undefined;
   const leaseDurationMs = settings.LEASE_DURATION_SECONDS!;
@@ -69,7 +75,7 @@ export function configOf(settings: OperatorSettings): OperatorConfig {
       dataplaneImage: settings.DATAPLANE_IMAGE || DEFAULT_RENDER_SETTINGS.dataplaneImage,
       functionGatewayImage: settings.FUNCTION_GATEWAY_IMAGE || settings.DATAPLANE_IMAGE || DEFAULT_RENDER_SETTINGS.functionGatewayImage,
       imagePullPolicy: settings.IMAGE_PULL_POLICY,
-      telemetryEnv: workloadTelemetryEnv(settings),
+      ...telemetryOf(settings),
     },
   };
 }
