@@ -12,6 +12,8 @@ export class DriverRegistry {
   constructor(
     private readonly factories: Partial<Record<LocationKind, DriverFactory>>,
     private readonly logger: Logger,
+    /** Wraps each driver once it is created (tracing's store spans). */
+    private readonly wrap?: (driver: LocationDriver) => LocationDriver,
   ) {}
 
   for(dataset: DatasetConfig): LocationDriver {
@@ -20,7 +22,7 @@ export class DriverRegistry {
     if (!driver) {
       const factory = this.factories[kind];
       if (!factory) throw new ApiError(501, 'LOCATION_NOT_SUPPORTED', `location kind "${kind}" has no driver in this data plane yet`);
-      driver = factory();
+      driver = this.wrap ? this.wrap(factory()) : factory();
       this.drivers.set(kind, driver);
       this.logger.debug({ kind }, 'location driver created');
     }

@@ -19,6 +19,7 @@ import type { EmbeddedDatabase } from './db/embedded.js';
 import type { ConfigSource } from './server.js';
 import { USAGE } from './usage.js';
 import { assertPortFree, PortInUseError } from './listen-address.js';
+import { tracingConfigOf } from '../../model/settings/telemetry.js';
 
 if (process.argv.slice(2).some((a) => a === '--help' || a === '-h')) {
   process.stdout.write(USAGE);
@@ -125,7 +126,18 @@ async function functionGateway(s: DataPlaneSettings): Promise<void> {
   parts.push({ name: 'function gateway', stop: () => gateway.stop({ delayMs: shutdownDelayMsOf(s) }) });
 }
 
+/** OpenTelemetry traces, when an OTLP endpoint is set; pushed first, so stopped (flushed) last. */
+async function startTracingIfConfigured(s: DataPlaneSettings): Promise<void> {
+  const config = tracingConfigOf(s, s.DAS_MODE === 'function-gateway' ? 'data-access-function-gateway' : 'data-access-dataplane');
+  if (!config) return;
+  const { startTracing } = await import('../../model/telemetry/tracing.js');
+  const tracing = await startTracing(config, (message) => logger.warn({ component: 'tracing', url: config.url }, `traces not exported: ${message}`));
+  parts.push({ name: 'tracing', stop: () => tracing.stop() });
+  logger.info({ url: config.url, protocol: config.protocol, sampler: config.sampler }, 'tracing to an OTLP collector');
+}
+
 async function main(): Promise<void> {
+  await startTracingIfConfigured(settings);
   if (settings.DAS_MODE === 'function-gateway') return functionGateway(settings);
   const source = configSource(settings);
   const deadlineMs = settings.SHUTDOWN_TIMEOUT_MS;

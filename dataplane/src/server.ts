@@ -2,7 +2,8 @@
  * Assembles a data plane: config store and source, drivers, record engine, HTTP app; and takes it
  * down gracefully (in-flight requests finish, background writes drain, pools close).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../model/types.js';
@@ -39,6 +40,9 @@ import { openableUrl, PortInUseError, portInUseMessage } from './listen-address.
 import type { AdminSettings } from './admin/admin-checks.js';
 import { ownershipProblem } from './config/ownership.js';
 import { renderDatasetConfig } from '../../model/render.js';
+import { tracingOn } from '../../model/telemetry/tracing.js';
+import { traceRequests, traceUpgrades } from './telemetry/http.js';
+import { tracedDriver } from './telemetry/store-spans.js';
 
 export type ConfigSource =
   | { kind: 'files'; path: string; environment?: string }
@@ -107,6 +111,8 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       iceberg: () => new SnowflakeDriver({ logger, settings, format: ICEBERG_FORMAT }),
     },
     logger,
+    // Store calls in child spans, only when tracing is on (off, the drivers are called directly).
+    tracingOn() ? tracedDriver : undefined,
   );
   const adminSettings: AdminSettings = {
     allowedEndpoints: settings.DAS_ADMIN_ALLOWED_ENDPOINTS,
@@ -221,10 +227,11 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
           : undefined,
   });
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout), ...HOST_CHECKED_BY_HANDLER }, boundPipelining(requireHost(logger, renderRestError, handler), options.pipelining, pipeliningLogHooks(logger)));
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requestTimeout, headersTimeout: Math.min(20_000, requestTimeout), ...HOST_CHECKED_BY_HANDLER }, boundPipelining(requireHost(logger, renderRestError, tracingOn() ? traceRequests(handler) : handler), options.pipelining, pipeliningLogHooks(logger)));
   const drain = new Drain(server);
   installClientErrorHandler(server, logger, renderRestError);
-  server.on('upgrade', (req, socket, head) => subscriptions.handleUpgrade(req, socket, head));
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => subscriptions.handleUpgrade(req, socket, head);
+  server.on('upgrade', tracingOn() ? traceUpgrades(upgrade) : upgrade);
   // Every replica prunes the change logs of the datasets it serves (idempotent between replicas).
   dispatcher.startPruning(() =>
     store.datasetIds().flatMap((id) => {

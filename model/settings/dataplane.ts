@@ -6,6 +6,7 @@
  */
 import { join, resolve } from 'node:path';
 import type { PipeliningLimits } from '../pipelining.js';
+import { TELEMETRY_SETTINGS } from './telemetry.js';
 import { checkedText, choice, flag, list, optionalWholeNumber, parseSettings, text, wholeNumber, type SettingsOf } from './declare.js';
 
 const DP = ['dataplane'] as const;
@@ -138,6 +139,8 @@ export const DATAPLANE_SETTINGS = {
   DAS_BULK_SOURCE_DEADLINE_MS: wholeNumber(3_600_000, { min: 1 }, { description: 'transactions from `https://` and `s3://`: the time a load may wait on one file\'s body', readers: DP }),
   DAS_BULK_SOURCE_MIN_BYTES_PER_S: wholeNumber(1024, { min: 1 }, { description: 'transactions from `https://` and `s3://`: the rate a body must keep up over each window while the load waits; a slower body FAILs the load', readers: DP }),
   DAS_BULK_SOURCE_RATE_WINDOW_MS: wholeNumber(30_000, { min: 1 }, { description: 'transactions from `https://` and `s3://`: the window the rate is measured over', readers: DP }),
+  // OpenTelemetry traces (model/settings/telemetry.ts)
+  ...TELEMETRY_SETTINGS,
 };
 
 export type DataPlaneSettings = SettingsOf<typeof DATAPLANE_SETTINGS>;

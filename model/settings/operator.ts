@@ -2,6 +2,7 @@
  * Every environment variable the operator reads (the Helm chart sets them), declared once;
  * operator/src/config.ts parses them and derives the operator's configuration.
  */
+import { TELEMETRY_SETTINGS } from './telemetry.js';
 import { choice, flag, parseSettings, seconds, text, wholeNumber, type SettingsOf } from './declare.js';
 
 const OP = ['operator'] as const;
@@ -30,6 +31,8 @@ export const OPERATOR_SETTINGS = {
   KUBECONFIG: text(undefined, { shownDefault: '~/.kube/config', description: 'the cluster (else ~/.kube/config, else the Pod\'s service account)', readers: OP }),
   KUBERNETES_SERVICE_HOST: text(undefined, { description: 'set by Kubernetes in a Pod: in-cluster credentials', readers: OP }),
   KUBERNETES_SERVICE_PORT: text(undefined, { description: 'set by Kubernetes in a Pod', readers: OP }),
+  // OpenTelemetry traces (model/settings/telemetry.ts); handed on to the rendered workloads
+  ...TELEMETRY_SETTINGS,
 };
 
 export type OperatorSettings = SettingsOf<typeof OPERATOR_SETTINGS>;

@@ -21,6 +21,17 @@ describe('operator: configuration from the environment', () => {
     expect(loadConfig({ FUNCTION_GATEWAY_IMAGE: 'registry.example/fg:1' }).render).to.include({ dataplaneImage: DEFAULT_IMAGE, functionGatewayImage: 'registry.example/fg:1' });
   });
 
+  it('OTEL_* settings are handed on to the rendered workloads only with an endpoint (each names its own service)', () => {
+    const traced = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'operator-x', OTEL_TRACES_SAMPLER_ARG: '0.5' });
+    expect(traced.render.telemetryEnv).to.deep.equal([
+      { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://collector:4318' },
+      { name: 'OTEL_EXPORTER_OTLP_PROTOCOL', value: 'http/json' },
+      { name: 'OTEL_TRACES_SAMPLER', value: 'parentbased_always_on' },
+      { name: 'OTEL_TRACES_SAMPLER_ARG', value: '0.5' },
+    ]);
+    expect(loadConfig({ OTEL_SERVICE_NAME: 'operator-x' }).render).not.to.have.property('telemetryEnv');
+  });
+
   it('reads the chart\'s variables', () => {
     const config = loadConfig({
       WATCH_NAMESPACE: 'team-a',

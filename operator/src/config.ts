@@ -1,4 +1,5 @@
 /** The operator's settings, from environment variables (the Helm chart sets them). */
+import { workloadTelemetryEnv } from '../../model/settings/telemetry.js';
 import { hostname } from 'node:os';
 import { DEFAULT_RENDER_SETTINGS, type RenderSettings } from './render/types.js';
 import type { LeaseSettings } from './leader-election.js';
@@ -39,6 +40,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): OperatorConfig {
   return configOf(operatorSettings(env));
 }
 
+/** The OTEL_* variables the rendered workloads get, when tracing is configured. */
+function telemetryOf(settings: OperatorSettings): Pick<OperatorConfig['render'], 'telemetryEnv'> {
+  const telemetryEnv = workloadTelemetryEnv(settings);
+  return telemetryEnv.length ? { telemetryEnv } : {};
+}
+
 export function configOf(settings: OperatorSettings): OperatorConfig {
   const watchNamespace = settings.WATCH_NAMESPACE || undefined;
   const leaseDurationMs = settings.LEASE_DURATION_SECONDS!;
@@ -68,6 +75,7 @@ export function configOf(settings: OperatorSettings): OperatorConfig {
       dataplaneImage: settings.DATAPLANE_IMAGE || DEFAULT_RENDER_SETTINGS.dataplaneImage,
       functionGatewayImage: settings.FUNCTION_GATEWAY_IMAGE || settings.DATAPLANE_IMAGE || DEFAULT_RENDER_SETTINGS.functionGatewayImage,
       imagePullPolicy: settings.IMAGE_PULL_POLICY,
+      ...telemetryOf(settings),
     },
   };
 }

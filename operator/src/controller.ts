@@ -16,6 +16,7 @@ import { Applier, OwnershipConflictError, controllerOf } from './reconcile/appli
 import type { ReconcileContext, ReconcileResult } from './reconcile/context.js';
 import { reconcileDataset } from './reconcile/dataset-reconciler.js';
 import { reconcileEnvironment } from './reconcile/environment-reconciler.js';
+import { inSpan } from '../../model/telemetry/tracing.js';
 import { ResourceWriter } from './reconcile/resource-writer.js';
 import type { RenderSettings } from './render/types.js';
 import { OLDEST_CAPABILITIES, POD_MONITOR_API_VERSION, POD_MONITOR_CRD, type ClusterCapabilities } from './render/capabilities.js';
@@ -181,7 +182,10 @@ export class Controller {
     const endTimer = metrics.reconcileDuration.startTimer({ kind });
     try {
       const result: ReconcileResult =
-        kind === 'Environment' ? await reconcileEnvironment(this.context, namespace, name) : await reconcileDataset(this.context, namespace, name);
+        // One span per reconcile (a root span: a reconcile follows a watch event, not a request).
+        await inSpan(`reconcile ${kind}`, () => ({ 'k8s.namespace.name': namespace, 'das.kind': kind, 'das.name': name }), () =>
+          kind === 'Environment' ? reconcileEnvironment(this.context, namespace, name) : reconcileDataset(this.context, namespace, name),
+        );
       this.queue.forget(key);
       metrics.reconciles.inc({ kind, result: 'success' });
       if (result.requeueAfterMs) this.queue.addAfter(key, result.requeueAfterMs);

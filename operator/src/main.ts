@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { ConfigError, USAGE, configOf } from './config.js';
 import { SettingError } from '../../model/settings/declare.js';
 import { operatorSettings } from '../../model/settings/operator.js';
+import { tracingConfigOf } from '../../model/settings/telemetry.js';
 import { loadKubeConfig } from './kube/kubeconfig.js';
 import { Controller } from './controller.js';
 import { EventRecorder } from './kube/events.js';
@@ -26,6 +27,11 @@ async function main(): Promise<void> {
   const settings = operatorSettings(process.env);
   const config = configOf(settings);
   const logger = pino({ name: OPERATOR_NAME, level: config.logLevel });
+  // OpenTelemetry: the SDK is loaded only when an OTLP endpoint is set.
+  const tracingConfig = tracingConfigOf(settings, 'data-access-operator');
+  const tracing = tracingConfig
+    ? await (await import('../../model/telemetry/tracing.js')).startTracing(tracingConfig, (message) => logger.warn({ url: tracingConfig.url }, `traces not exported: ${message}`))
+    : undefined;
   const kubeConfig = loadKubeConfig(settings);
   const metrics = createMetrics();
   const client = new KubeObjectClient(kubeConfig, [requestCounter(metrics.apiRequests)]);
@@ -70,6 +76,7 @@ async function main(): Promise<void> {
     metrics.isLeader.set(0);
     await elector?.stop();
     await http.close();
+    await tracing?.stop().catch(() => undefined);
     logger.flush();
     process.exit(exitCode);
   };

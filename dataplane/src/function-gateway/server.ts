@@ -10,6 +10,8 @@
  * answer is JSON and carries `x-request-id` (the caller's UUID, or a new one), which is also sent
  * upstream so the data plane's log lines carry the same id.
  */
+import { injectTraceContext, tracingOn } from '../../../model/telemetry/tracing.js';
+import { nameRequestSpan, traceRequests, upstreamSpan } from '../telemetry/http.js';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -48,6 +50,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-
 
 /** Node's refusals of unparseable requests, in the function's result shape. */
 export const renderFunctionError: ClientErrorRenderer = ({ status, message }) => ({ data: null, status: { code: status, message } });
+
+/** The Lambda Invoke API's route, as its spans are named. */
+const LAMBDA_INVOKE_ROUTE = { path: ['2015-03-31', 'functions', ':FunctionName', 'invocations'] } as const;
 
 /** Reads the payload up to `max` bytes; past that it stops reading (nothing more is buffered). */
 export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
@@ -95,13 +100,17 @@ export async function invoke(payload: unknown, options: UpstreamOptions, request
   let response: Response;
   let text: string;
   try {
-    response = await fetch(new URL(call.path, options.upstreamUrl), {
-      method: call.method,
-      headers: call.headers,
-      body: call.method === 'POST' ? JSON.stringify(call.body) : undefined,
-      signal: AbortSignal.timeout(options.upstreamTimeoutMs ?? 30_000),
-    });
-    text = await response.text();
+    // The data plane continues the invocation's trace (a CLIENT span when tracing is on).
+    ({ response, text } = await upstreamSpan(call.method, options.upstreamUrl, async () => {
+      injectTraceContext(call.headers);
+      const answer = await fetch(new URL(call.path, options.upstreamUrl), {
+        method: call.method,
+        headers: call.headers,
+        body: call.method === 'POST' ? JSON.stringify(call.body) : undefined,
+        signal: AbortSignal.timeout(options.upstreamTimeoutMs ?? 30_000),
+      });
+      return { response: answer, text: await answer.text() };
+    }));
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
     if (e.name === 'TimeoutError' || e.name === 'AbortError') {
@@ -155,7 +164,10 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
       send(res, 200, { data: { status: 'ok' }, status: { code: 200 } });
       return { code: 200 };
     }
-    if (path.startsWith(LAMBDA_API_PREFIX)) return lambda.handle(req, res, requestId);
+    if (path.startsWith(LAMBDA_API_PREFIX)) {
+      nameRequestSpan(req, LAMBDA_INVOKE_ROUTE, '');
+      return lambda.handle(req, res, requestId);
+    }
     if (path !== '/' && path !== '/invoke') {
       send(res, 404, refusal(404, 'invoke the function with POST / and a JSON payload'));
       return { code: 404 };
@@ -217,7 +229,7 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
     return { operation, code: result.status.code };
   };
 
-  const server = createServer(HOST_CHECKED_BY_HANDLER, boundPipelining(requireHost(logger, renderFunctionError, (req, res) => {
+  const serveInvocation = (req: IncomingMessage, res: ServerResponse) => {
     const incoming = req.headers['x-request-id'];
     const requestId: string = typeof incoming === 'string' && UUID.test(incoming) ? incoming.toLowerCase() : randomUUID();
     res.setHeader('x-request-id', requestId);
@@ -232,7 +244,8 @@ export async function startFunctionGateway(options: FunctionGatewayOptions): Pro
         else res.destroy();
       },
     );
-  }), options.pipelining, pipeliningLogHooks(logger)));
+  };
+  const server = createServer(HOST_CHECKED_BY_HANDLER, boundPipelining(requireHost(logger, renderFunctionError, tracingOn() ? traceRequests(serveInvocation) : serveInvocation), options.pipelining, pipeliningLogHooks(logger)));
   const drain = new Drain(server);
   installClientErrorHandler(server, logger, renderFunctionError);
   await new Promise<void>((resolve, reject) => {

@@ -14,6 +14,7 @@
  * back-pressure, closing); a frame `ws` refuses (too large, invalid UTF-8, a bad opcode) ends that
  * one connection with ws's close code (1009, 1007, 1002), not the process.
  */
+import { upgradeAnswered } from '../telemetry/http.js';
 import { DATAPLANE_DEFAULTS } from '../../../model/settings/dataplane.js';
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -155,7 +156,10 @@ export class SubscriptionServer {
     socket.on('error', () => undefined);
     const res = new ServerResponse(req);
     res.assignSocket(socket as import('node:net').Socket);
-    res.on('finish', () => socket.destroy());
+    res.on('finish', () => {
+      upgradeAnswered(req, res.statusCode);
+      socket.destroy();
+    });
     // One id for the upgrade: in its refusal's answer and log line, and the firewall's.
     const reqId = upgradeRequestId(req.headers['x-request-id']);
     (req as IncomingMessage & { id?: string }).id = reqId;
@@ -216,6 +220,7 @@ export class SubscriptionServer {
     res.detachSocket(socket as import('node:net').Socket);
     res.removeAllListeners('finish');
     this.wss.handleUpgrade(req, socket, head, (ws) => {
+      upgradeAnswered(req, 101);
       const bound = bindSocket(ws, this.limits, { logger: this.deps.logger, onSlowConsumer: () => this.deps.dispatcher.countSlowConnection() });
       const connection: Connection = {
         datasetId: route.datasetId!,

@@ -21,6 +21,7 @@ import { rawSqlIamOnly } from '../rawsql/handler.js';
 import { datasetHandlers } from './dataset-handlers.js';
 import { readinessOf } from './readiness.js';
 import { matchRoute, type RouteMatch } from './routes.js';
+import { nameRequestSpan } from '../telemetry/http.js';
 import { respondWithError } from '../front-door/errors.js';
 import { AddressingError, resolveGateway, type Authkind, type GatewayRoute } from '../front-door/gateway.js';
 import { checkAddressingHeaders, statementContext } from './headers.js';
@@ -129,6 +130,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
 
   async function serve(x: Exchange, { route, params }: RouteMatch): Promise<void> {
     const { methods } = route;
+    nameRequestSpan(x.req, route);
     const method = x.req.method ?? 'GET';
     // The pages need no credentials: they ask for them and send them with every request they make.
     // They answer the same for every dataset name, existing or not (whoever has no credentials

@@ -122,6 +122,7 @@ export function renderDataplaneDeployment(
                 { name: SECRETS_DIR_ENV, value: SECRETS_MOUNT_ROOT },
                 ...shutdownEnv(),
                 ...imports.env,
+                ...(settings.telemetryEnv ?? []),
               ],
               ...httpProbes(),
               resources: workloadResources(spec, DATAPLANE_DEFAULT_RESOURCES),

@@ -80,6 +80,7 @@ export function renderFunctionGatewayDeployment(
                 ...trust.env,
                 ...keys.env,
                 ...shutdownEnv(),
+                ...(settings.telemetryEnv ?? []),
               ],
               ...httpProbes(),
               resources: workloadResources(env.spec.functionGateway, FUNCTION_GATEWAY_DEFAULT_RESOURCES),

@@ -45,6 +45,8 @@ export interface RenderSettings {
   /** Image of the function gateway when the Environment does not name one. */
   functionGatewayImage: string;
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  /** The operator's OTEL_* variables, handed on to the data plane and the function gateway (none: no tracing). */
+  telemetryEnv?: readonly { name: string; value: string }[];
 }
 
 /**

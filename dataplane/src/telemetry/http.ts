@@ -1,0 +1,102 @@
+/**
+ * The SERVER span of each HTTP request (and WebSocket upgrade), continuing the caller's W3C trace.
+ * Installed by server.ts and the function gateway only when tracing is on; the one hook in the
+ * request path, `nameRequestSpan`, is a single check when it is off.
+ *
+ * A span is named by its route template (`GET /{dataset}/{schema}/{id}`), never by ids or values:
+ * the front door names it when it has matched the route; until then (and for paths no route
+ * matched) it is the method alone, as the semantic conventions say.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { endSpan, inSpan, startServerSpan, tracingOn, withSpan, type Span } from '../../../model/telemetry/tracing.js';
+
+const spans = new WeakMap<IncomingMessage, Span>();
+
+/** Literal paths answered before routing, named as they are. */
+const LITERAL_PATHS = new Set(['/healthz', '/readyz', '/metrics', '/', '/invoke']);
+
+/** `/{dataset}` and the route's segments, variables as `{name}`. */
+export function routeTemplate(path: readonly string[], prefix = '/{dataset}'): string {
+  return prefix + path.map((segment) => `/${segment.startsWith(':') ? `{${segment.slice(1)}}` : segment}`).join('');
+}
+
+const templates = new WeakMap<readonly string[], string>();
+
+/** The front door's hook: names the request's span by its route (a no-op when tracing is off). */
+export function nameRequestSpan(req: IncomingMessage, route: { readonly path: readonly string[] }, prefix?: string): void {
+  if (!tracingOn()) return;
+  const span = spans.get(req);
+  if (!span) return;
+  let template = templates.get(route.path);
+  if (template === undefined) templates.set(route.path, (template = routeTemplate(route.path, prefix)));
+  span.updateName(`${req.method} ${template}`);
+  span.setAttribute('http.route', template);
+}
+
+function hostAndPort(host: string | undefined): { 'server.address'?: string; 'server.port'?: number } {
+  if (!host) return {};
+  const match = /^(\[[^\]]*\]|[^:]*)(?::(\d+))?$/.exec(host);
+  if (!match) return {};
+  return match[2] ? { 'server.address': match[1], 'server.port': Number(match[2]) } : { 'server.address': match[1] };
+}
+
+/** Starts the span of a request (or upgrade); undefined when tracing is off. */
+export function startRequestSpan(req: IncomingMessage): Span | undefined {
+  const method = req.method ?? 'GET';
+  const path = (req.url ?? '/').split('?')[0];
+  const literal = LITERAL_PATHS.has(path) || path.startsWith('/_admin') ? (path.startsWith('/_admin') ? '/_admin' : path) : undefined;
+  const span = startServerSpan(req.headers, literal ? `${method} ${literal}` : method, {
+    'http.request.method': method,
+    'url.scheme': 'http',
+    ...hostAndPort(req.headers.host),
+    ...(literal ? { 'http.route': literal } : {}),
+    'network.protocol.version': req.httpVersion,
+    ...(req.socket.remoteAddress ? { 'client.address': req.socket.remoteAddress } : {}),
+    ...(typeof req.headers['user-agent'] === 'string' ? { 'user_agent.original': req.headers['user-agent'].slice(0, 256) } : {}),
+  });
+  if (span) spans.set(req, span);
+  return span;
+}
+
+function finish(req: IncomingMessage, span: Span, status: number, completed: boolean): void {
+  if (spans.get(req) !== span) return;
+  spans.delete(req);
+  span.setAttribute('http.response.status_code', status);
+  endSpan(span, status >= 500 ? String(status) : completed ? undefined : 'connection closed');
+}
+
+/** Wraps a request handler so that each request runs in its SERVER span, ended when the answer is sent. */
+export function traceRequests(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const span = startRequestSpan(req);
+    if (!span) return handler(req, res);
+    res.once('finish', () => finish(req, span, res.statusCode, true));
+    res.once('close', () => finish(req, span, res.statusCode, res.writableFinished));
+    withSpan(span, () => handler(req, res));
+  };
+}
+
+/** Wraps the server's `upgrade` listener: the upgrade's span ends at its answer (`upgradeAnswered`) or when the socket closes. */
+export function traceUpgrades<A extends unknown[]>(handler: (req: IncomingMessage, socket: Duplex, ...rest: A) => void): (req: IncomingMessage, socket: Duplex, ...rest: A) => void {
+  return (req, socket, ...rest) => {
+    const span = startRequestSpan(req);
+    if (!span) return handler(req, socket, ...rest);
+    if (/\/graphql\/?$/.test((req.url ?? '').split('?')[0])) nameRequestSpan(req, { path: ['graphql'] });
+    socket.once('close', () => finish(req, span, 0, false));
+    withSpan(span, () => handler(req, socket, ...rest));
+  };
+}
+
+/** The upgrade's answer: 101 when the WebSocket is open, else the refusal's status (a no-op when tracing is off). */
+export function upgradeAnswered(req: IncomingMessage, status: number): void {
+  if (!tracingOn()) return;
+  const span = spans.get(req);
+  if (span) finish(req, span, status, true);
+}
+
+/** The function gateway's call to the data plane: a CLIENT span (when tracing is on) whose context the call carries. */
+export function upstreamSpan<T extends { response: { status: number } }>(method: string, upstreamUrl: string, call: () => Promise<T>): Promise<T> {
+  if (!tracingOn()) return call();
+  return inSpan(method, () => ({ 'http.request.method': method, ...hostAndPort(new URL(upstreamUrl).host) }), call, { kind: 'client' });
+}

@@ -1,0 +1,70 @@
+/**
+ * Child spans for the engine's store calls: the driver of each location kind wrapped once, when
+ * tracing is on (server.ts); off, the engine calls the driver itself. Attributes name the store, the
+ * operation and the record schema (`db.collection.name`), never a statement, an id or a value.
+ */
+import type { DatasetConfig, LocationKind } from '../../../model/types.js';
+import type { BulkLoadStore, LocationDriver } from '../engine/contract.js';
+import { inSpan, type SpanAttributes } from '../../../model/telemetry/tracing.js';
+
+const DB_SYSTEM: Record<LocationKind, string> = { postgres: 'postgresql', dynamodb: 'dynamodb', snowflake: 'snowflake', iceberg: 'snowflake' };
+
+function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined, fn: () => Promise<T>, extra?: () => SpanAttributes): Promise<T> {
+  return inSpan(
+    collection ? `${operation} ${collection}` : operation,
+    () => ({
+      'db.system': DB_SYSTEM[kind],
+      'db.system.name': DB_SYSTEM[kind],
+      'db.operation.name': operation,
+      ...(collection ? { 'db.collection.name': collection } : {}),
+      'das.dataset': dataset.id,
+      ...extra?.(),
+    }),
+    fn,
+    { kind: 'client' },
+  );
+}
+
+/** `target` with `overrides` in place of some members; its other methods stay bound to `target` (their `this` is the real object). */
+function withOwn<T extends object>(target: T, overrides: Partial<T>): T {
+  const bound = new Map<PropertyKey, unknown>();
+  return new Proxy(target, {
+    get(object, property) {
+      if (Object.hasOwn(overrides, property)) return overrides[property as keyof T];
+      const value: unknown = Reflect.get(object, property, object);
+      if (typeof value !== 'function') return value;
+      let method = bound.get(property);
+      if (!method) bound.set(property, (method = (value as (...args: unknown[]) => unknown).bind(object)));
+      return method;
+    },
+  });
+}
+
+/** One schema name when every op is on it, else none (a batch across schemas). */
+const oneSchema = (schemas: readonly { schema: string }[]): string | undefined => (schemas.every((s) => s.schema === schemas[0]?.schema) ? schemas[0]?.schema : undefined);
+
+function tracedBulkLoad(kind: LocationKind, bulk: BulkLoadStore): BulkLoadStore {
+  return withOwn(bulk, {
+    loadChunk: (dataset, chunk) =>
+      storeSpan(kind, 'bulk-load chunk', dataset, chunk.schema, () => bulk.loadChunk(dataset, chunk), () => ({
+        'db.operation.batch.size': chunk.records.length,
+        'das.transaction.id': chunk.transaction,
+        'das.load.operation': chunk.operation,
+      })),
+  });
+}
+
+/** The driver with its record calls in spans; every other member is the driver's own. */
+export function tracedDriver(driver: LocationDriver): LocationDriver {
+  const { kind } = driver;
+  const traced: Partial<LocationDriver> = {
+    read: (dataset, key, ctx) => storeSpan(kind, 'read', dataset, key.schema, () => driver.read(dataset, key, ctx)),
+    readMany: (dataset, schema, ids, ctx) => storeSpan(kind, 'readMany', dataset, schema, () => driver.readMany(dataset, schema, ids, ctx), () => ({ 'db.operation.batch.size': ids.length })),
+    write: (dataset, ops, consistency, ctx) =>
+      storeSpan(kind, 'write', dataset, oneSchema(ops), () => driver.write(dataset, ops, consistency, ctx), () => ({ 'db.operation.batch.size': ops.length, 'das.consistency': consistency })),
+  };
+  if (driver.list) traced.list = (dataset, schema, query, ctx) => storeSpan(kind, 'list', dataset, schema, () => driver.list!(dataset, schema, query, ctx));
+  if (driver.rawQuery) traced.rawQuery = (dataset, query, options) => storeSpan(kind, 'rawQuery', dataset, undefined, () => driver.rawQuery!(dataset, query, options));
+  if (driver.bulkLoad) traced.bulkLoad = tracedBulkLoad(kind, driver.bulkLoad);
+  return withOwn(driver, traced);
+}

@@ -1,0 +1,148 @@
+/**
+ * OpenTelemetry traces through the real entry points (main.ts as a process, in both modes) with an
+ * OTLP receiver in the test: W3C trace context continued from each incoming request (HTTP, WebSocket
+ * upgrade, function-gateway invocation) and passed on by the function gateway; SERVER spans named by
+ * route template; store spans on PostgreSQL and DynamoDB Local; http/protobuf and http/json.
+ */
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
+import { freePort } from '../src/db/embedded.js';
+import { call } from '../test-support/http.js';
+import { startMain, startReadyMain, stopMain, waitReady, type MainProcess, type ReadyMain } from '../test-support/main-process.js';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../test-support/otlp-receiver.js';
+import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../test-support/dynamodb.js';
+
+const admin = { host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } };
+const FUNCTION = 'service-local-function-service-gateway';
+const SERVER = 2;
+const CLIENT = 3;
+
+/** A caller's trace context: a fresh trace id and parent span id. */
+function callerContext() {
+  const traceId = randomBytes(16).toString('hex');
+  const parentId = randomBytes(8).toString('hex');
+  return { traceId, parentId, headers: { traceparent: `00-${traceId}-${parentId}-01`, tracestate: 'caller=1' } };
+}
+
+const otel = (receiver: OtlpReceiver, protocol: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: protocol, OTEL_BSP_SCHEDULE_DELAY: '50' });
+const inTrace = (spans: ReceivedSpan[], traceId: string) => spans.filter((s) => s.traceId === traceId);
+const childrenOf = (spans: ReceivedSpan[], parent: ReceivedSpan) => spans.filter((s) => s.parentSpanId === parent.spanId && s.traceId === parent.traceId);
+
+describe('OpenTelemetry traces (main.ts processes, an OTLP receiver in the test)', function () {
+  this.timeout(180_000);
+  let receiver: OtlpReceiver;
+  let dataPlane: ReadyMain | undefined;
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    dataPlane = await startReadyMain(otel(receiver, 'http/protobuf'));
+  });
+  after(async () => {
+    await stopMain(dataPlane);
+    await receiver?.close();
+  });
+
+  it('PostgreSQL, http/protobuf: SERVER spans named by route template continue the caller\'s trace, store calls are their children', async () => {
+    const url = dataPlane!.url;
+    const id = `traced-${randomBytes(4).toString('hex')}`;
+    const write = callerContext();
+    const created = await call(url, { ...admin, headers: { ...admin.headers, ...write.headers }, path: '/demo', body: { create: { schema: 'demo.Company', id, data: { name: 'Traced Co' } } } });
+    expect(created.status).to.equal(201);
+    const read = callerContext();
+    const got = await call(url, { ...admin, headers: { ...admin.headers, ...read.headers }, path: `/demo/demo.Company/${id}` });
+    expect(got.status).to.equal(200);
+
+    const spans = await receiver.waitFor((all) => inTrace(all, read.traceId).length >= 2 && inTrace(all, write.traceId).length >= 2);
+    const readServer = inTrace(spans, read.traceId).find((s) => s.kind === SERVER)!;
+    expect(readServer).to.include({ name: 'GET /{dataset}/{schema}/{id}', parentSpanId: read.parentId, traceState: 'caller=1', service: 'data-access-dataplane' });
+    expect(readServer.attributes).to.include({ 'http.request.method': 'GET', 'http.route': '/{dataset}/{schema}/{id}', 'http.response.status_code': 200, 'server.address': 'iam.localhost' });
+    const [readStore] = childrenOf(spans, readServer);
+    expect(readStore).to.include({ name: 'read demo.Company', kind: CLIENT });
+    expect(readStore.attributes).to.include({ 'db.system': 'postgresql', 'db.operation.name': 'read', 'db.collection.name': 'demo.Company' });
+
+    const writeServer = inTrace(spans, write.traceId).find((s) => s.kind === SERVER)!;
+    expect(writeServer).to.include({ name: 'POST /{dataset}', parentSpanId: write.parentId });
+    expect(writeServer.attributes).to.include({ 'http.response.status_code': 201 });
+    expect(childrenOf(spans, writeServer).map((s) => s.name)).to.include('write demo.Company');
+    // No id and no value anywhere in a span.
+    const text = JSON.stringify(spans);
+    expect(text).not.to.contain(id);
+    expect(text).not.to.contain('Traced Co');
+    expect(receiver.contentTypes).to.include('application/x-protobuf');
+  });
+
+  it('a WebSocket upgrade continues the caller\'s trace: one SERVER span, 101', async () => {
+    const caller = callerContext();
+    const ws = new WebSocket(`ws://127.0.0.1:${dataPlane!.port}/demo/graphql`, 'graphql-transport-ws', { headers: { ...admin.headers, host: admin.host, ...caller.headers } });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    ws.close();
+    const [span] = await receiver.waitFor((all) => inTrace(all, caller.traceId).length >= 1).then((all) => inTrace(all, caller.traceId));
+    expect(span).to.include({ name: 'GET /{dataset}/graphql', kind: SERVER, parentSpanId: caller.parentId });
+    expect(span.attributes).to.include({ 'http.response.status_code': 101, 'http.route': '/{dataset}/graphql' });
+  });
+
+  it('the function gateway (http/json) continues the invocation\'s trace and passes it on to the data plane', async () => {
+    const port = await freePort();
+    const gatewayUrl = `http://127.0.0.1:${port}`;
+    let gateway: MainProcess | undefined = startMain({ DAS_MODE: 'function-gateway', DAS_UPSTREAM_URL: dataPlane!.url, DAS_FUNCTION_NAME: FUNCTION, PORT: String(port), HOST: '127.0.0.1', ...otel(receiver, 'http/json') });
+    try {
+      await waitReady(gatewayUrl, gateway);
+      const caller = callerContext();
+      const invoked = await call(gatewayUrl, { path: '/', headers: caller.headers, body: { operation: 'get', dataset: { id: 'demo' }, schema: 'demo.Company', id: 'no-such-company' } });
+      expect(invoked.json.status.code).to.equal(404);
+      const spans = await receiver.waitFor((all) => inTrace(all, caller.traceId).length >= 3);
+      const trace = inTrace(spans, caller.traceId);
+      const gatewayServer = trace.find((s) => s.kind === SERVER && s.service === 'data-access-function-gateway')!;
+      expect(gatewayServer).to.include({ name: 'POST /', parentSpanId: caller.parentId });
+      const [upstream] = childrenOf(trace, gatewayServer);
+      // The gateway's `get` is the structured endpoint's read (POST /{dataset}).
+      expect(upstream).to.include({ kind: CLIENT, name: 'POST' });
+      const dataPlaneServer = trace.find((s) => s.service === 'data-access-dataplane' && s.kind === SERVER)!;
+      expect(dataPlaneServer).to.include({ parentSpanId: upstream.spanId, name: 'POST /{dataset}' });
+      expect(childrenOf(trace, dataPlaneServer).map((s) => s.attributes['db.system'])).to.include('postgresql');
+      expect(receiver.contentTypes).to.include('application/json');
+    } finally {
+      await stopMain(gateway);
+      gateway = undefined;
+    }
+  });
+
+  it('DynamoDB Local (http/json): store spans say dynamodb', async () => {
+    const secrets = await dynamoDbSecrets();
+    const manifests = await dynamoDbTransactionManifests(secrets.name);
+    const onDynamo = await startReadyMain({ DAS_MANIFESTS: manifests, DAS_SECRETS_DIR: secrets.dir, ...otel(receiver, 'http/json'), OTEL_SERVICE_NAME: 'dp-on-dynamodb' });
+    try {
+      const caller = callerContext();
+      const got = await call(onDynamo.url, { ...admin, headers: { ...admin.headers, ...caller.headers }, path: '/demo/demo.Company?limit=5' });
+      expect(got.status).to.equal(200);
+      const spans = inTrace(await receiver.waitFor((all) => inTrace(all, caller.traceId).length >= 2), caller.traceId);
+      const server = spans.find((s) => s.kind === SERVER)!;
+      expect(server).to.include({ name: 'GET /{dataset}/{schema}', service: 'dp-on-dynamodb', parentSpanId: caller.parentId });
+      const [store] = childrenOf(spans, server);
+      expect(store.attributes).to.include({ 'db.system': 'dynamodb', 'db.operation.name': 'list', 'db.collection.name': 'demo.Company' });
+    } finally {
+      await stopMain(onDynamo);
+    }
+  });
+
+  it('without an endpoint nothing is traced: no tracing start-up, no span from that process', async () => {
+    const untraced = await startReadyMain({ OTEL_SERVICE_NAME: 'untraced', OTEL_TRACES_SAMPLER: 'always_on' });
+    try {
+      const caller = callerContext();
+      expect((await call(untraced.url, { ...admin, headers: { ...admin.headers, ...caller.headers }, path: '/demo/demo.Company/none' })).status).to.equal(404);
+      // The traced process's next span proves the receiver is still taking exports.
+      const marker = callerContext();
+      await call(dataPlane!.url, { ...admin, headers: { ...admin.headers, ...marker.headers }, path: '/demo/demo.Company/none' });
+      await receiver.waitFor((all) => inTrace(all, marker.traceId).length >= 1);
+      expect(inTrace(receiver.spans, caller.traceId)).to.deep.equal([]);
+      expect(receiver.spans.filter((s) => s.service === 'untraced')).to.deep.equal([]);
+      expect(untraced.output()).not.to.contain('tracing to an OTLP collector');
+    } finally {
+      await stopMain(untraced);
+    }
+  });
+});

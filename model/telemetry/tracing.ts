@@ -1,0 +1,155 @@
+/**
+ * OpenTelemetry traces, shared by the data plane (both modes) and the operator. `startTracing` loads
+ * the SDK (dynamic imports: with no endpoint configured it is never loaded) and makes the hooks below
+ * record; until then every hook is one check of `active` and a direct call, so tracing off costs
+ * nothing measurable.
+ *
+ * Spans carry no record data and no statement values: names are route templates and operation names.
+ */
+import type * as Api from '@opentelemetry/api';
+import type { TracingConfig } from '../settings/telemetry.js';
+
+export type SpanAttributes = Api.Attributes;
+export type Span = Api.Span;
+type Headers = Record<string, string | string[] | undefined>;
+
+interface Active {
+  api: typeof Api;
+  tracer: Api.Tracer;
+}
+
+let active: Active | undefined;
+
+/** True once `startTracing` ran: callers that would build attributes check it first. */
+export const tracingOn = (): boolean => active !== undefined;
+
+export interface Tracing {
+  /** Sends what is still buffered, then stops (the process's last step before exit). */
+  stop(): Promise<void>;
+}
+
+/** Loads the SDK and starts exporting, as `config` says (settings/telemetry.ts). */
+export async function startTracing(config: TracingConfig, onExportError: (message: string) => void): Promise<Tracing> {
+  const [api, core, sdk, resources, contextHooks, exporterModule] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/context-async-hooks'),
+    config.protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
+  ]);
+  const ratio = new sdk.TraceIdRatioBasedSampler(config.ratio);
+  const root = {
+    always_on: new sdk.AlwaysOnSampler(),
+    always_off: new sdk.AlwaysOffSampler(),
+    traceidratio: ratio,
+    parentbased_always_on: new sdk.AlwaysOnSampler(),
+    parentbased_always_off: new sdk.AlwaysOffSampler(),
+    parentbased_traceidratio: ratio,
+  }[config.sampler];
+  const sampler = config.sampler.startsWith('parentbased_') ? new sdk.ParentBasedSampler({ root }) : root;
+  const exporter = new exporterModule.OTLPTraceExporter({ url: config.url });
+  const provider = new sdk.BasicTracerProvider({
+    resource: resources.resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName }),
+    sampler,
+    spanProcessors: [new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduleDelayMs })],
+  });
+  // An unreachable collector is reported, never thrown into a request.
+  let reported = false;
+  api.diag.setLogger(
+    {
+      error: (message: string) => {
+        if (!reported) onExportError(message);
+        reported = true;
+      },
+      warn: () => undefined,
+      info: () => undefined,
+      debug: () => undefined,
+      verbose: () => undefined,
+    },
+    api.DiagLogLevel.ERROR,
+  );
+  api.context.setGlobalContextManager(new contextHooks.AsyncLocalStorageContextManager().enable());
+  api.propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
+  api.trace.setGlobalTracerProvider(provider);
+  active = { api, tracer: provider.getTracer('data-access') };
+  return {
+    async stop() {
+      active = undefined;
+      await provider.shutdown();
+    },
+  };
+}
+
+/** A SERVER span continuing the caller's trace (W3C `traceparent`/`tracestate`); undefined when tracing is off. */
+export function startServerSpan(headers: Headers, name: string, attributes: SpanAttributes): Span | undefined {
+  if (!active) return undefined;
+  const { api, tracer } = active;
+  const parent = api.propagation.extract(api.ROOT_CONTEXT, headers);
+  return tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, parent);
+}
+
+/** Runs `fn` with `span` as the current span, so the spans started inside are its children. */
+export function withSpan<T>(span: Span | undefined, fn: () => T): T {
+  if (!active || !span) return fn();
+  const { api } = active;
+  return api.context.with(api.trace.setSpan(api.context.active(), span), fn);
+}
+
+/** Ends a span; with an error (or an `error.type` text), its status is ERROR. */
+export function endSpan(span: Span, error?: unknown): void {
+  if (error !== undefined && active) {
+    const code = (error as { code?: unknown } | undefined)?.code;
+    const type = typeof error === 'string' ? error : code !== undefined ? String(code) : error instanceof Error ? error.name : 'error';
+    span.setStatus({ code: active.api.SpanStatusCode.ERROR });
+    span.setAttribute('error.type', type);
+  }
+  span.end();
+}
+
+export type SpanKindName = 'internal' | 'client' | 'consumer';
+
+/**
+ * Runs `fn` in a child span of the current one (kind `internal` by default). `attributes` is a
+ * function so that nothing is built when tracing is off. `links`: contexts of other traces this
+ * work follows from (a subscription delivery's write).
+ */
+export async function inSpan<T>(name: string, attributes: () => SpanAttributes, fn: () => Promise<T>, options: { kind?: SpanKindName; links?: readonly TraceParent[] } = {}): Promise<T> {
+  if (!active) return fn();
+  const { api, tracer } = active;
+  const kind = options.kind === 'client' ? api.SpanKind.CLIENT : options.kind === 'consumer' ? api.SpanKind.CONSUMER : api.SpanKind.INTERNAL;
+  const links = options.links?.flatMap((link) => {
+    const context = api.trace.getSpanContext(api.propagation.extract(api.ROOT_CONTEXT, link));
+    return context && api.isSpanContextValid(context) ? [{ context }] : [];
+  });
+  return tracer.startActiveSpan(name, { kind, attributes: attributes(), links }, async (span) => {
+    try {
+      const result = await fn();
+      span.end();
+      return result;
+    } catch (err) {
+      endSpan(span, err);
+      throw err;
+    }
+  });
+}
+
+/** W3C trace-context headers of a span (what a change remembers of the write that made it). */
+export interface TraceParent {
+  traceparent: string;
+  tracestate?: string;
+}
+
+/** Adds `traceparent`/`tracestate` of the current span to outgoing headers (no-op when tracing is off). */
+export function injectTraceContext(headers: Record<string, string>): void {
+  if (!active) return;
+  active.api.propagation.inject(active.api.context.active(), headers);
+}
+
+/** The current span's trace context as headers, or undefined (tracing off, or no span). */
+export function currentTraceParent(): TraceParent | undefined {
+  if (!active) return undefined;
+  const carrier: Record<string, string> = {};
+  active.api.propagation.inject(active.api.context.active(), carrier);
+  return carrier.traceparent ? (carrier as unknown as TraceParent) : undefined;
+}
