@@ -11,6 +11,13 @@ export const API_GROUP = 'dataaccess.dev';
 export const API_VERSION = 'v1alpha1';
 export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
 
+/**
+ * The one Dataset status condition the data plane writes (the operator writes the others and keeps
+ * it): True when the Dataset's storage holds another deleted dataset's retained data and it is not
+ * served (docs/security.md, "Retained storage").
+ */
+export const STORAGE_RETAINED_CONDITION = 'StorageRetained';
+
 export const LOCATION_KINDS = ['postgres', 'snowflake', 'iceberg', 'dynamodb'] as const;
 export type LocationKind = (typeof LOCATION_KINDS)[number];
 

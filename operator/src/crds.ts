@@ -411,11 +411,11 @@ const datasetSpecSchema = obj(
 // --- Shared -------------------------------------------------------------------------------------
 
 const conditionsSchema = list(
-  'Ready, Reconciled and Degraded (and Paused on a Dataset), in the metav1.Condition shape.',
+  'Ready, Reconciled and Degraded (and Paused and StorageRetained on a Dataset), in the metav1.Condition shape. StorageRetained is written by the data plane: True when the storage holds a deleted dataset\'s retained data and spec.adopt does not name it (then Degraded, reason StorageRetained).',
   obj(
     'A condition.',
     {
-      type: str('Ready, Reconciled, Degraded or (a Dataset) Paused.', { maxLength: 316 }),
+      type: str('Ready, Reconciled, Degraded or (a Dataset) Paused or StorageRetained.', { maxLength: 316 }),
       status: str('True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
       observedGeneration: int('The metadata.generation the condition was computed for.', { format: 'int64', minimum: 0 }),
       lastTransitionTime: str('When the status last changed.', { format: 'date-time' }),
