@@ -253,6 +253,8 @@ export interface EnvironmentSpec {
   type: EnvironmentType;
   /** Address of the environment state the data plane serves; checked against X-Environment-Uri. */
   uri?: string;
+  /** The DNS domain the gateways are published under (`iam.<domain>`, `public.<domain>`): the OpenAPI documents' `servers`. */
+  domain?: string;
   dataplane?: WorkloadSpec & {
     image?: string;
     logLevel?: string;
@@ -346,6 +348,8 @@ export interface EnvironmentConfig {
   namespace: string;
   type: EnvironmentType;
   uri: string;
+  /** spec.domain: where the gateways are published (`https://iam.<domain>`, `https://public.<domain>`). */
+  domain?: string;
   gateways: {
     api: { firewall: Required<Pick<FirewallSpec, 'managedRules' | 'trustedProxies'>> & { ipAddresses: { allowed: string[]; blocked: string[] } } };
     iam: { enabled: boolean; trust: IamTrust; audiences: string[]; proxyFrom: string[] };

@@ -107,6 +107,10 @@ const environmentSpecSchema = obj(
     uri: str('Address of the environment state the data plane serves; a request\'s X-Environment-Uri header must match it. Default: k8s://<namespace>/environments/<name>.', {
       minLength: 1,
     }),
+    domain: str('The DNS domain the gateways are published under: the OpenAPI documents name https://iam.<domain>/<dataset> and https://public.<domain>/<dataset> (each gateway that serves the dataset). Without it, the data plane\'s own addresses (never a request\'s Host).', {
+      maxLength: 200,
+      pattern: '^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?$',
+    }),
     dataplane: obj(
       'The data plane Deployment <name>-dataplane.',
       {
