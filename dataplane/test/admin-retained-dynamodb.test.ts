@@ -6,18 +6,17 @@
  * dataset, unless it adopts it; adopting reads the old records.
  */
 import { expect } from 'chai';
-import { chmodSync, cpSync, mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../src/db/embedded.js';
 import { EXAMPLES_DIR } from '../test-support/dataplane.js';
 import { dynamoDbLocation, dynamoDbSecrets } from '../test-support/dynamodb.js';
 import { client } from '../test-support/http.js';
-import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { startReadyMain, stopMain, type ReadyMain } from '../test-support/main-process.js';
 
 describe('administrative API: retained DynamoDB tables have an owner (npm start, DynamoDB Local)', function () {
   this.timeout(240_000);
-  let main: MainProcess;
+  let main: ReadyMain;
   let url: string;
   let admin: ReturnType<typeof client>;
   let location: Awaited<ReturnType<typeof dynamoDbLocation>>;
@@ -41,23 +40,14 @@ describe('administrative API: retained DynamoDB tables have an owner (npm start,
   before(async () => {
     const secrets = await dynamoDbSecrets();
     location = await dynamoDbLocation(secrets.name);
-    const dataDir = mkdtempSync(join(tmpdir(), 'das-retained-ddb-'));
-    chmodSync(dataDir, 0o755);
     const manifests = mkdtempSync(join(tmpdir(), 'das-retained-ddb-manifests-'));
     cpSync(EXAMPLES_DIR, manifests, { recursive: true });
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    main = startMain({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', DAS_MANIFESTS: manifests, DAS_SECRETS_DIR: secrets.dir, DAS_ADMIN_ALLOWED_ENDPOINTS: new URL(location.endpoint).origin });
-    await waitReady(url, main, 150_000);
+    main = await startReadyMain({ DAS_MANIFESTS: manifests, DAS_SECRETS_DIR: secrets.dir, DAS_ADMIN_ALLOWED_ENDPOINTS: new URL(location.endpoint).origin });
+    url = main.url;
     admin = client(url, { host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } });
   });
 
-  after(async () => {
-    if (main && main.child.exitCode === null) {
-      main.child.kill('SIGTERM');
-      await main.exited;
-    }
-  });
+  after(() => stopMain(main));
 
   it('b-c (prefix a-) writes and is deleted (Retain); c with prefix a-b- is refused 409 naming b-c; adopt: "b-c" reads its record', async () => {
     const created = await admin({ path: '/_admin/datasets', body: { metadata: { name: 'b-c' }, spec: spec('team-a', 'a-') } });

@@ -5,41 +5,31 @@
  * never the request's Host, whatever it says.
  */
 import { expect } from 'chai';
-import { chmodSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { freePort } from '../src/db/embedded.js';
 import { EXAMPLES_DIR } from '../test-support/dataplane.js';
 import { call } from '../test-support/http.js';
-import { startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { startReadyMain, stopMain, type ReadyMain } from '../test-support/main-process.js';
 
 describe('OpenAPI servers from the Environment\'s spec.domain (npm start)', function () {
   this.timeout(180_000);
-  let main: MainProcess;
+  let main: ReadyMain;
   let url: string;
 
   before(async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'das-domain-'));
-    chmodSync(dataDir, 0o755);
     const manifests = mkdtempSync(join(tmpdir(), 'das-domain-manifests-'));
     cpSync(EXAMPLES_DIR, manifests, { recursive: true });
     const file = join(manifests, 'environment.yaml');
     const documents = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS());
     documents[0].spec.domain = 'data.example.com';
     writeFileSync(file, documents.map((d) => stringify(d)).join('---\n'));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    main = startMain({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', DAS_MANIFESTS: manifests });
-    await waitReady(url, main, 150_000);
+    main = await startReadyMain({ DAS_MANIFESTS: manifests });
+    url = main.url;
   });
 
-  after(async () => {
-    if (main && main.child.exitCode === null) {
-      main.child.kill('SIGTERM');
-      await main.exited;
-    }
-  });
+  after(() => stopMain(main));
 
   it('a dataset\'s and the admin API\'s documents name https://iam.<domain> first, then the listening address; a foreign Host changes nothing', async () => {
     const doc = await call(url, { path: '/demo/openapi', host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } });
