@@ -27,6 +27,7 @@ import {
   startDataPlane,
   startOperator,
   waitFor,
+  waitDataPlaneReady,
   waitForCondition,
   type ManagedProcess,
   type OperatorProcess,
@@ -87,12 +88,7 @@ describe('retained storage in a cluster: Degraded StorageRetained naming the old
       DATA_DIR: mkdtempSync(join(tmpdir(), 'das-e2e-retained-')),
       DATABASE_URL: await freshDatabase(),
     });
-    await waitFor('the data plane to be ready', async () => {
-      if (dataplane!.child.exitCode !== null) throw new Error(`data plane exited: ${dataplane!.output()}`);
-      return (await httpGet(port, '/readyz').catch(() => ({ status: 0 }))).status === 200;
-    }, 90_000).catch((err: Error) => {
-      throw new Error(`${err.message}\ndata plane output (tail):\n${dataplane!.output().slice(-4000)}`);
-    });
+    await waitDataPlaneReady(dataplane, port);
   });
 
   after(async () => {
