@@ -45,6 +45,7 @@ export const environmentConfigSchema = {
     namespace: { type: 'string', pattern: NAME_PATTERN, maxLength: 63 },
     type: env.type,
     uri: env.uri,
+    domain: env.domain,
     gateways: requiring(env.gateways, ['api', 'iam', 'public'], {
       api: requiring(env.gateways.properties.api, ['firewall'], {
         firewall: requiring(firewall, ['ipAddresses', 'managedRules', 'trustedProxies'], {

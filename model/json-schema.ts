@@ -237,6 +237,7 @@ export const environmentSpecSchema = {
   properties: {
     type: { enum: [...ENVIRONMENT_TYPES] },
     uri: { type: 'string', minLength: 1 },
+    domain: { type: 'string', maxLength: 200, pattern: '^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?$' },
     dataplane: {
       type: 'object',
       additionalProperties: false,

@@ -42,6 +42,7 @@ export function renderEnvironmentConfig(env: EnvironmentResource): EnvironmentCo
     namespace,
     type: spec.type,
     uri: spec.uri ?? `k8s://${namespace}/environments/${env.metadata.name}`,
+    ...(spec.domain ? { domain: spec.domain } : {}),
     gateways: {
       api: {
         firewall: {

@@ -11,6 +11,13 @@ export const API_GROUP = 'dataaccess.dev';
 export const API_VERSION = 'v1alpha1';
 export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
 
+/**
+ * The one Dataset status condition the data plane writes (the operator writes the others and keeps
+ * it): True when the Dataset's storage holds another deleted dataset's retained data and it is not
+ * served (docs/security.md, "Retained storage").
+ */
+export const STORAGE_RETAINED_CONDITION = 'StorageRetained';
+
 export const LOCATION_KINDS = ['postgres', 'snowflake', 'iceberg', 'dynamodb'] as const;
 export type LocationKind = (typeof LOCATION_KINDS)[number];
 
@@ -246,6 +253,8 @@ export interface EnvironmentSpec {
   type: EnvironmentType;
   /** Address of the environment state the data plane serves; checked against X-Environment-Uri. */
   uri?: string;
+  /** The DNS domain the gateways are published under (`iam.<domain>`, `public.<domain>`): the OpenAPI documents' `servers`. */
+  domain?: string;
   dataplane?: WorkloadSpec & {
     image?: string;
     logLevel?: string;
@@ -339,6 +348,8 @@ export interface EnvironmentConfig {
   namespace: string;
   type: EnvironmentType;
   uri: string;
+  /** spec.domain: where the gateways are published (`https://iam.<domain>`, `https://public.<domain>`). */
+  domain?: string;
   gateways: {
     api: { firewall: Required<Pick<FirewallSpec, 'managedRules' | 'trustedProxies'>> & { ipAddresses: { allowed: string[]; blocked: string[] } } };
     iam: { enabled: boolean; trust: IamTrust; audiences: string[]; proxyFrom: string[] };

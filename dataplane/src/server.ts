@@ -122,6 +122,9 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       return drivers.for(config).ownership?.ownerOf(config) ?? Promise.resolve(undefined);
     },
   };
+  // In a cluster the Dataset itself shows a retained-storage refusal (config/kube-status.ts).
+  const statusReporter =
+    options.configSource.kind === 'kubernetes' ? new (await import('./config/kube-status.js')).DatasetStatusReporter(options.configSource.namespace, logger) : undefined;
   const store = new ConfigStore({
     async prepare(config: DatasetConfig) {
       const driver = drivers.for(config);
@@ -129,7 +132,9 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       const retained = ownershipProblem(config, owner);
       if (retained) {
         logger.error({ dataset: config.id, generation: config.generation, owner }, 'storage holds another dataset\'s retained data');
-        return `dataset "${config.id}" is not served: ${retained}`;
+        const problem = `dataset "${config.id}" is not served: ${retained}`;
+        void statusReporter?.report(config.id, { generation: config.generation, owner, message: problem });
+        return problem;
       }
       const report = await driver.prepare(config);
       // The statements themselves (kilobytes per dataset) at debug; info says only how many ran.
@@ -142,6 +147,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
         return `destructive schema change refused: ${report.refused.join('; ')}`;
       }
       if (owner !== config.id) await driver.ownership?.claim(config);
+      void statusReporter?.report(config.id, { generation: config.generation });
       return undefined;
     },
     retryable: isUnavailable,

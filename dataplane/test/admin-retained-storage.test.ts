@@ -103,7 +103,13 @@ describe('administrative API: retained storage has an owner (npm start, PostgreS
     const problem = (await admin({ path: '/_admin/datasets/sneaky' })).json.problem as string;
     expect(problem).to.contain('dataset "team-b-notes"').and.contain('spec.adopt: "team-b-notes"');
     const ready = await readiness();
-    expect(JSON.stringify(ready)).to.contain('team-b-notes');
+    expect(ready.status).to.equal('degraded');
+    expect(ready.degraded).to.include('sneaky');
+    expect(ready.datasets.sneaky.problem).to.contain('dataset "team-b-notes"');
+    // One clear log line, at error, naming both datasets.
+    const logged = main.output().split('\n').filter((line) => line.includes('retained data') && line.includes('"sneaky"'));
+    expect(logged.length, main.output().slice(-2000)).to.be.greaterThan(0);
+    expect(JSON.parse(logged[0])).to.include({ level: 50, dataset: 'sneaky', owner: 'team-b-notes', msg: 'storage holds another dataset\'s retained data' });
     const read = await as('mallory')({ path: `/sneaky/demo.Note/${noteId}` });
     expect(read.status).to.be.within(400, 599);
     expect(read.text).to.not.contain('team-a secret');

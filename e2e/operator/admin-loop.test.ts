@@ -33,6 +33,7 @@ import {
   startDataPlane,
   startOperator,
   waitFor,
+  waitDataPlaneReady,
   waitForCondition,
   type JsonAnswer,
   type ManagedProcess,
@@ -88,12 +89,7 @@ describe('administrative API loop e2e (kube-apiserver, operator, data plane in c
       // The test process's PostgreSQL (a fresh database) rather than an embedded one per data plane: faster, same server code.
       DATABASE_URL: await freshDatabase(),
     });
-    await waitFor('the data plane to be ready', async () => {
-      if (dataplane!.child.exitCode !== null) throw new Error(`data plane exited: ${dataplane!.output()}`);
-      return (await httpGet(port, '/readyz').catch(() => ({ status: 0 }))).status === 200;
-    }, 90_000).catch((err: Error) => {
-      throw new Error(`${err.message}\ndata plane output (tail):\n${dataplane!.output().slice(-4000)}`);
-    });
+    await waitDataPlaneReady(dataplane, port);
   });
 
   after(async () => {

@@ -188,6 +188,16 @@ export function startDataPlane(env: Record<string, string>): ManagedProcess {
   return startProcess('dataplane/src/main.js', env, ['DATABASE_URL', 'PGHOST', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGPORT']);
 }
 
+/** Waits for the data plane's /readyz to answer 200; fails with its output's tail when it exits or never does. */
+export async function waitDataPlaneReady(dataplane: ManagedProcess, port: number): Promise<void> {
+  await waitFor('the data plane to be ready', async () => {
+    if (dataplane.child.exitCode !== null) throw new Error(`data plane exited: ${dataplane.output()}`);
+    return (await httpGet(port, '/readyz').catch(() => ({ status: 0 }))).status === 200;
+  }, 90_000).catch((err: Error) => {
+    throw new Error(`${err.message}\ndata plane output (tail):\n${dataplane.output().slice(-4000)}`);
+  });
+}
+
 // --- HTTP and metrics ---------------------------------------------------------------------------
 
 export function httpGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {

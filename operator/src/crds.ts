@@ -107,6 +107,10 @@ const environmentSpecSchema = obj(
     uri: str('Address of the environment state the data plane serves; a request\'s X-Environment-Uri header must match it. Default: k8s://<namespace>/environments/<name>.', {
       minLength: 1,
     }),
+    domain: str('The DNS domain the gateways are published under: the OpenAPI documents name https://iam.<domain>/<dataset> and https://public.<domain>/<dataset> (each gateway that serves the dataset). Without it, the data plane\'s own addresses (never a request\'s Host).', {
+      maxLength: 200,
+      pattern: '^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?$',
+    }),
     dataplane: obj(
       'The data plane Deployment <name>-dataplane.',
       {
@@ -411,11 +415,11 @@ const datasetSpecSchema = obj(
 // --- Shared -------------------------------------------------------------------------------------
 
 const conditionsSchema = list(
-  'Ready, Reconciled and Degraded (and Paused on a Dataset), in the metav1.Condition shape.',
+  'Ready, Reconciled and Degraded (and Paused and StorageRetained on a Dataset), in the metav1.Condition shape. StorageRetained is written by the data plane: True when the storage holds a deleted dataset\'s retained data and spec.adopt does not name it (then Degraded, reason StorageRetained).',
   obj(
     'A condition.',
     {
-      type: str('Ready, Reconciled, Degraded or (a Dataset) Paused.', { maxLength: 316 }),
+      type: str('Ready, Reconciled, Degraded or (a Dataset) Paused or StorageRetained.', { maxLength: 316 }),
       status: str('True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
       observedGeneration: int('The metadata.generation the condition was computed for.', { format: 'int64', minimum: 0 }),
       lastTransitionTime: str('When the status last changed.', { format: 'date-time' }),

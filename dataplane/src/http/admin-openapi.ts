@@ -11,10 +11,13 @@ const ERRORS = [400, 401, 403, 404, 405, 408, 413, 415, 431, 503];
 const NO_HEADERS: string[] = [];
 
 /** The admin API's base at the data plane's own addresses (never the request's Host): see serversFor. */
-export function adminServers(known: KnownAddresses): ServerObject[] {
-  if (known.inCluster || !known.listening) return [{ url: '/_admin', description: 'this host' }];
+export function adminServers(known: KnownAddresses, domain?: string): ServerObject[] {
+  // The iam gateway the Environment publishes (spec.domain) first, as for a dataset.
+  const published: ServerObject[] = domain ? [{ url: `https://iam.${domain}/_admin`, description: 'iam gateway (spec.domain)' }] : [];
+  if (known.inCluster || !known.listening) return [...published, { url: '/_admin', description: 'this host' }];
   const listening = new URL(known.listening);
   return [
+    ...published,
     { url: `${listening.origin}/_admin`, description: 'where this data plane listens (send Authorization: Proxy <admin>)' },
     { url: `http://iam.localhost${listening.port ? `:${listening.port}` : ''}/_admin`, description: 'iam gateway (curl and browsers resolve *.localhost)' },
   ];

@@ -190,7 +190,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     if (at === '/_admin/openapi') {
       readOnly();
       for (const [name, value] of Object.entries(DOCUMENT_CACHE_HEADERS)) x.res.setHeader(name, value);
-      return sendJson(x.res, 200, adminOpenApiDocument(adminServers(knownAddresses(deps))));
+      return sendJson(x.res, 200, adminOpenApiDocument(adminServers(knownAddresses(deps), env.domain)));
     }
     let body: unknown;
     if (method === 'POST' && x.req.headers['content-type'] !== undefined) {

@@ -234,6 +234,19 @@ describe('OpenAPI document (openapi.ts)', () => {
       expect(serversFor({ listening: 'http://127.0.0.1:8080' }, demo, noPublicGateway).map((s) => s.url)).to.deep.equal(['http://127.0.0.1:8080/demo', 'http://iam.localhost:8080/demo']);
     });
 
+    it('spec.domain: the published gateways first (https://iam.<domain>, https://public.<domain>, those that serve the dataset), then the own addresses, in a cluster too', () => {
+      const published = { ...env, domain: 'data.example.com' };
+      expect(serversFor({ listening: 'http://127.0.0.1:8080' }, demo, published).map((s) => s.url)).to.deep.equal([
+        'https://iam.data.example.com/demo',
+        'https://public.data.example.com/demo',
+        'http://127.0.0.1:8080/demo',
+        'http://iam.localhost:8080/demo',
+        'http://public.localhost:8080/demo',
+      ]);
+      expect(serversFor({ listening: 'http://127.0.0.1:8080', inCluster: true }, iamOnlyDataset, { ...published, type: 'public' }).map((s) => s.url)).to.deep.equal(['https://iam.data.example.com/sealed', '/sealed']);
+      expect(adminServers({ inCluster: true }, 'data.example.com').map((s) => s.url)).to.deep.equal(['https://iam.data.example.com/_admin', '/_admin']);
+    });
+
     it('a relative URL when nothing is known; in a cluster the internal Service’s DNS name (internal environments), never *.localhost', () => {
       expect(serversFor({}, demo, env)).to.deep.equal([{ url: '/demo', description: 'this host' }]);
       const internal = { ...env, id: 'orders', namespace: 'data', type: 'internal' as const };

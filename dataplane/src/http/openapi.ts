@@ -83,7 +83,8 @@ export interface KnownAddresses {
  * The server URLs of a dataset's document, from the data plane's own configuration only: a
  * foreign `Host: evil.example` must not become the address a generated client talks to.
  *
- * First an address every client resolves, where the Authorization scheme picks the gateway
+ * First the gateways the Environment publishes under `spec.domain` (`https://iam.<domain>`,
+ * `https://public.<domain>`), when it names one. Then an address every client resolves, where the Authorization scheme picks the gateway
  * (gateway.ts): in a cluster, an internal environment's internal Service; on a machine, the
  * listening address. Then, on a machine, `iam.localhost` / `public.localhost` on the same port
  * for the gateways that serve the dataset (curl and browsers resolve `*.localhost`; node, Python
@@ -91,6 +92,15 @@ export interface KnownAddresses {
  */
 export function serversFor(known: KnownAddresses, dataset: DatasetConfig, env: EnvironmentConfig): ServerObject[] {
   const datasetPath = `/${encodeURIComponent(dataset.id)}`;
+  // The Environment's published names first (spec.domain), then where this data plane is reached.
+  const published: ServerObject[] = env.domain
+    ? (['iam', 'public'] as const).filter((kind) => gatewayServes(kind, dataset, env)).map((kind) => ({ url: `https://${kind}.${env.domain}${datasetPath}`, description: `${kind} gateway (spec.domain)` }))
+    : [];
+  return [...published, ...ownAddresses(known, dataset, env, datasetPath)];
+}
+
+/** Where this data plane itself is reached: the listening address (with *.localhost) or, in a cluster, the internal Service. */
+function ownAddresses(known: KnownAddresses, dataset: DatasetConfig, env: EnvironmentConfig, datasetPath: string): ServerObject[] {
   if (known.inCluster) {
     return env.type === 'internal'
       ? [{ url: `http://${env.id}-internal.${env.namespace}.svc.cluster.local${datasetPath}`, description: UNLABELLED('the internal load balancer, inside the cluster') }]

@@ -1,7 +1,8 @@
 /** status.conditions in the metav1.Condition shape, with lastTransitionTime kept while nothing flips. */
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
-export type ConditionType = 'Ready' | 'Reconciled' | 'Degraded' | 'Paused';
+/** StorageRetained is the data plane's (model/types.ts STORAGE_RETAINED_CONDITION): the operator keeps it and reads it. */
+export type ConditionType = 'Ready' | 'Reconciled' | 'Degraded' | 'Paused' | 'StorageRetained';
 
 export interface Condition {
   type: ConditionType;
@@ -14,7 +15,10 @@ export interface Condition {
 
 export type ConditionUpdate = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
-export const CONDITION_ORDER: readonly ConditionType[] = ['Ready', 'Reconciled', 'Degraded', 'Paused'];
+export const CONDITION_ORDER: readonly ConditionType[] = ['Ready', 'Reconciled', 'Degraded', 'Paused', 'StorageRetained'];
+
+/** Condition types another writer owns (the data plane): a status write carries the stored one, never a stale copy. */
+export const FOREIGN_CONDITIONS: readonly ConditionType[] = ['StorageRetained'];
 
 /** metav1.Time: RFC 3339 with second precision. */
 export function kubeTime(date: Date): string {

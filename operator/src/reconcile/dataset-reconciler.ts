@@ -15,6 +15,7 @@ import { renderDatasetObjects } from '../render/dataset.js';
 import { isControlledBy } from './applier.js';
 import { WAIT_REQUEUE_MS, applyOwned, failureOutcome, ownedCache, publishStatus, recordChange, type ReconcileContext, type ReconcileResult } from './context.js';
 import { datasetStatus, type Outcome } from './status.js';
+import { findCondition, type Condition } from './conditions.js';
 import { publishedLocation, storageConflict, type DatasetView } from './storage-claims.js';
 
 type DatasetObject = KubeObject & { spec: DatasetSpec };
@@ -41,6 +42,7 @@ export async function reconcileDataset(ctx: ReconcileContext, namespace: string,
     try {
       // Pruning ConfigMaps: after spec.environment changed, the one under the old name goes.
       outcome = await applyOwned(ctx, dataset, renderDatasetObjects(dataset as unknown as DatasetResource), ['ConfigMap']);
+      if (outcome.kind === 'applied') outcome = retainedStorageOf(dataset) ?? outcome;
     } catch (err) {
       failure = err;
       outcome = failureOutcome(err);
@@ -54,6 +56,17 @@ export async function reconcileDataset(ctx: ReconcileContext, namespace: string,
   if (failure) throw failure;
   if (outcome.kind === 'storage-in-use') return { requeueAfterMs: STORAGE_RECHECK_MS };
   return outcome.kind === 'waiting' ? { requeueAfterMs: WAIT_REQUEUE_MS } : {};
+}
+
+/**
+ * Published, but the data plane refuses to serve it: its storage holds a deleted dataset's retained
+ * data. Only the data plane sees the storage; it says so in its own condition (StorageRetained,
+ * dataplane/src/config/kube-status.ts), which counts for the generation it names.
+ */
+function retainedStorageOf(dataset: DatasetObject): Outcome | undefined {
+  const reported = findCondition((dataset.status as { conditions?: Condition[] } | undefined)?.conditions, 'StorageRetained');
+  if (reported?.status !== 'True' || reported.observedGeneration !== dataset.metadata.generation) return undefined;
+  return { kind: 'storage-retained', message: reported.message };
 }
 
 /** Validity per cached object (a changed Dataset is a new object): every reconcile looks at all the namespace's Datasets. */

@@ -6,11 +6,21 @@
 import type { MutationCache } from '../kube/mutation-cache.js';
 import { refOf, statusCodeOf, type KubeObject, type ObjectWriter } from '../kube/object-client.js';
 import { canonicalJson } from '../render/canonical-json.js';
+import { FOREIGN_CONDITIONS, type Condition } from './conditions.js';
 
 const MAX_CONFLICT_RETRIES = 3;
 
 export function sameJson(a: unknown, b: unknown): boolean {
   return canonicalJson(a ?? null) === canonicalJson(b ?? null);
+}
+
+/** `status` with the stored conditions of the types another writer owns (FOREIGN_CONDITIONS) in place of its copies. */
+export function withForeignConditions(status: object, stored: unknown): object {
+  const conditions = (status as { conditions?: Condition[] }).conditions;
+  if (!conditions) return status;
+  const theirs = ((stored as { conditions?: Condition[] } | undefined)?.conditions ?? []).filter((c) => FOREIGN_CONDITIONS.includes(c.type));
+  const ours = conditions.filter((c) => !FOREIGN_CONDITIONS.includes(c.type));
+  return { ...status, conditions: [...ours, ...theirs] };
 }
 
 export class ResourceWriter {
@@ -23,7 +33,10 @@ export class ResourceWriter {
   async writeStatus(resource: KubeObject, status: object): Promise<KubeObject> {
     return this.update(
       resource,
-      (current) => (sameJson(current.status, status) ? undefined : { ...current, status }),
+      (current) => {
+        const next = withForeignConditions(status, current.status);
+        return sameJson(current.status, next) ? undefined : { ...current, status: next };
+      },
       (o) => this.client.replaceStatus(o),
       { generationBound: true },
     );

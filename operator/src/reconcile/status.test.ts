@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { checkDatasetSpec } from '../../../model/validate.js';
 import { findCondition, readyTransition, setConditions, type Condition } from './conditions.js';
 import { datasetStatus, environmentStatus, type Outcome } from './status.js';
+import { withForeignConditions } from './resource-writer.js';
 
 const t0 = new Date('2025-01-01T00:00:00.000Z');
 const t1 = new Date('2025-01-01T00:05:00.000Z');
@@ -127,5 +128,28 @@ describe('operator: Environment status', () => {
     const status = environmentStatus(env, { kind: 'waiting', message: 'waiting' }, { datasets: 0, dataplane: undefined }, t0);
     expect(findCondition(status.conditions, 'Degraded')!.status).to.equal('False');
     expect(findCondition(status.conditions, 'Reconciled')).to.include({ status: 'False', reason: 'WaitingForGarbageCollection' });
+  });
+});
+
+describe('operator: the data plane\'s StorageRetained condition', () => {
+  const retained = { type: 'StorageRetained' as const, status: 'True' as const, observedGeneration: 2, lastTransitionTime: '2025-01-01T00:00:00Z', reason: 'StorageRetained', message: 'its storage holds the data of dataset "team-a"' };
+
+  it('a status write carries the stored StorageRetained, never the stale copy computed from an older read', () => {
+    const computed = { observedGeneration: 2, conditions: [{ ...retained, status: 'False' as const, reason: 'OwnStorage' }] };
+    const merged = withForeignConditions(computed, { conditions: [retained] }) as { conditions: Condition[] };
+    expect(merged.conditions).to.deep.equal([retained]);
+    // Ours stay ours, whatever the stored status says of them.
+    const ready = { type: 'Ready' as const, status: 'True' as const, observedGeneration: 2, lastTransitionTime: '2025-01-01T00:00:00Z', reason: 'ConfigPublished', message: 'ok' };
+    expect((withForeignConditions({ conditions: [ready] }, { conditions: [{ ...ready, status: 'False' }] }) as { conditions: Condition[] }).conditions).to.deep.equal([ready]);
+  });
+
+  it('is the Degraded reason StorageRetained outcome, naming the old dataset', () => {
+    const dataset = { metadata: { name: 'mallory', generation: 2 }, spec: { environment: 'local' }, status: { conditions: [retained] } };
+    const status = datasetStatus(dataset, { kind: 'storage-retained', message: retained.message }, { configMap: 'local-dataset-mallory' }, t1);
+    expect(findCondition(status.conditions, 'Degraded')).to.include({ status: 'True', reason: 'StorageRetained' });
+    expect(findCondition(status.conditions, 'Degraded')!.message).to.contain('dataset "team-a"');
+    expect(findCondition(status.conditions, 'Ready')).to.include({ status: 'False', reason: 'StorageRetained' });
+    // Kept as the data plane wrote it.
+    expect(findCondition(status.conditions, 'StorageRetained')).to.deep.equal(retained);
   });
 });

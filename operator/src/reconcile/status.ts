@@ -12,6 +12,7 @@ export type Outcome =
   | { kind: 'environment-missing'; environment: string; namespace: string }
   | { kind: 'conflict'; message: string }
   | { kind: 'storage-in-use'; dataset: string; message: string }
+  | { kind: 'storage-retained'; message: string }
   | { kind: 'failed'; message: string };
 
 export function describeProblems(problems: readonly SpecProblem[]): string {
@@ -44,6 +45,12 @@ export function problemOf(outcome: Outcome): Problem | undefined {
       return {
         reason: 'StorageInUse',
         message: `The storage this spec names belongs to Dataset "${outcome.dataset}": ${outcome.message}. Nothing was applied; give this Dataset storage of its own.`,
+        degraded: true,
+      };
+    case 'storage-retained':
+      return {
+        reason: 'StorageRetained',
+        message: `The data plane does not serve this Dataset: ${outcome.message}`,
         degraded: true,
       };
     case 'failed':

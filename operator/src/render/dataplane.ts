@@ -49,6 +49,7 @@ export function renderDataplaneServiceAccount(env: EnvironmentResource, owner: O
  * Secrets: the connection Secrets reach the container as secret volumes, which the kubelet reads.
  * When the Environment names admin principals, the administrative API's Datasets too (in this
  * namespace only): the data plane writes Dataset resources, the operator everything they render.
+ * Always the Datasets' status, to get and patch: the data plane's StorageRetained condition.
  */
 export function renderDataplaneRole(env: EnvironmentResource, owner: OwnerRef, namespace: string): Rendered<V1Role> {
   const name = env.metadata.name;
@@ -58,6 +59,8 @@ export function renderDataplaneRole(env: EnvironmentResource, owner: OwnerRef, n
     metadata: ownedMetadata(objectNames.dataplane(name), namespace, owner, dataplaneLabels(name)),
     rules: [
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
+      // The one condition only the data plane can know (StorageRetained, dataplane/src/config/kube-status.ts).
+      { apiGroups: ['dataaccess.dev'], resources: ['datasets/status'], verbs: ['get', 'patch'] },
       ...(env.spec.admin?.principals?.length ? [{ apiGroups: ['dataaccess.dev'], resources: ['datasets'], verbs: ['get', 'list', 'create', 'patch', 'delete'] }] : []),
     ],
   };

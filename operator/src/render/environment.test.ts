@@ -58,10 +58,11 @@ describe('operator: rendering an Environment', () => {
     expect(deployment.spec.replicas).to.equal(2);
   });
 
-  it('data plane Role: read ConfigMaps, nothing else (no admin principals); bound to the data plane ServiceAccount', () => {
+  it('data plane Role: read ConfigMaps and the Datasets\' status (its StorageRetained condition), nothing else (no admin principals); bound to the data plane ServiceAccount', () => {
     const withoutAdmins = renderEnvironmentObjects(environment({ admin: undefined }), DEFAULT_RENDER_SETTINGS);
     expect(byKindAndName(withoutAdmins, 'Role', 'local-dataplane').rules).to.deep.equal([
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['dataaccess.dev'], resources: ['datasets/status'], verbs: ['get', 'patch'] },
     ]);
     const binding = byKindAndName(objects, 'RoleBinding', 'local-dataplane');
     expect(binding.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: 'local-dataplane', namespace: 'team-a' }]);
@@ -74,6 +75,7 @@ describe('operator: rendering an Environment', () => {
     expect(role.metadata.namespace).to.equal('team-a');
     expect(role.rules).to.deep.equal([
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['dataaccess.dev'], resources: ['datasets/status'], verbs: ['get', 'patch'] },
       { apiGroups: ['dataaccess.dev'], resources: ['datasets'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
     ]);
   });

@@ -47,6 +47,7 @@ import {
 } from '../../engine/contract.js';
 import { SecretNotMountedError } from '../postgres/connection.js';
 import { DynamoDbBulkLoad } from './bulk-load.js';
+import { DynamoDbOwnership } from './ownership.js';
 import { DATAPLANE_DEFAULTS, type DataPlaneSettings } from '../../../../model/settings/dataplane.js';
 import { DynamoDbChangeFeed, STREAM_RETENTION_MS } from './change-feed.js';
 import { clientKey, createClient, createStreamsClient } from './client.js';
@@ -125,6 +126,7 @@ export class DynamoDbDriver implements LocationDriver {
   private readonly streamClients = new Map<string, DynamoDBStreamsClient>();
   readonly bulkLoad: DynamoDbBulkLoad;
   readonly changes: DynamoDbChangeFeed;
+  readonly ownership: DynamoDbOwnership;
 
   constructor(private readonly options: DynamoDbDriverOptions) {
     this.settings = options.settings ?? DATAPLANE_DEFAULTS;
@@ -133,6 +135,7 @@ export class DynamoDbDriver implements LocationDriver {
       (dataset, schema) => this.def(dataset, schema),
       storeFailure,
     );
+    this.ownership = new DynamoDbOwnership({ client: (dataset) => this.client(dataset), untilActive: (raw, table) => this.untilActive(raw, table), failure: storeFailure });
     const shardReadMs = this.settings.DAS_DYNAMODB_STREAM_READ_MS;
     this.changes = new DynamoDbChangeFeed(
       {
@@ -377,6 +380,8 @@ export class DynamoDbDriver implements LocationDriver {
       }
       const transactions = await this.bulkLoad.drop(dataset);
       if (transactions) dropped.push(transactions);
+      const marker = await this.ownership.drop(dataset);
+      if (marker) dropped.push(marker);
     } catch (err) {
       throw storeFailure(err);
     }

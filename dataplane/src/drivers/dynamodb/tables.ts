@@ -32,5 +32,14 @@ export function schemaTables(dataset: DatasetConfig, schema: string): SchemaTabl
   return { records: fit(base), history: fit(`${base}-history`) };
 }
 
+/**
+ * The ownership marker's table, `<tablePrefix><dataset>_das-owner` (a `-` no schema name has): two
+ * datasets whose prefix and id spell the same table names (prefix `a-` with id `b-c`, prefix `a-b-`
+ * with id `c`) find the same marker, so a retained dataset's tables are never claimed unnoticed.
+ */
+export function ownerTable(dataset: DatasetConfig): string {
+  return fit(`${dataset.location.tablePrefix ?? ''}${dataset.id}_das-owner`);
+}
+
 /** Attribute names of the items (data lives under `d`, so no property can collide with them). */
 export const A = { id: 'id', version: 'version', data: 'd', createdAt: 'createdAt', updatedAt: 'updatedAt', deletedAt: 'deletedAt' } as const;
