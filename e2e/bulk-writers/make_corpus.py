@@ -251,8 +251,34 @@ def make(out, large):
         c.add(name, fmt, f"duckdb {duckdb.__version__}", {"copy": options}, rows, text_columns, lambda p, o=options: con.execute(f"COPY (SELECT * FROM source) TO '{p}' ({o})"))
         con.unregister("source")
 
+    refusals(c, con)
+
     with open(os.path.join(out, "corpus.json"), "w", encoding="utf-8") as f:
         json.dump(c.entries, f, indent=1)
+
+
+def refusals(c, con):
+    """Files whose values the engine cannot load as given: each entry's "refused" is what its FAILED error must say.
+
+    A list<decimal> column (pyarrow, DuckDB): no property type holds a list, so each row is refused naming the
+    column (its decimals read exactly, not rounded). A DECIMAL(38, 10) of more than 15 significant digits: a JSON
+    number cannot carry it exactly, so the row is refused naming the column, not loaded rounded.
+    """
+    n = 50
+    ids = [f"r{i}" for i in range(n)]
+    lists = pa.table({"id": ids, "decs": pa.array([[Decimal("1.15"), Decimal(i).scaleb(-2)] for i in range(n)], type=pa.list_(pa.decimal128(9, 2)))})
+    wide = pa.table({"id": ids, "dec": pa.array([Decimal("1234567890123456789.0123456789") + i for i in range(n)], type=pa.decimal128(38, 10))})
+    for name, writer, table, refused in [
+        ("pa-list-decimal.parquet", "pyarrow", lists, "decs"),
+        ("pa-decimal-38.parquet", "pyarrow", wide, "column dec: a DECIMAL(38, 10) value of more than 15 significant digits"),
+    ]:
+        pq.write_table(table, os.path.join(c.out, name))
+        c.entries.append({"file": name, "format": "PARQUET", "writer": f"pyarrow {pa.__version__}", "options": {}, "rows": n, "refused": refused})
+    con.register("lists", lists)
+    path = os.path.join(c.out, "duckdb-list-decimal.parquet")
+    con.execute(f"COPY (SELECT * FROM lists) TO '{path}' (FORMAT parquet)")
+    con.unregister("lists")
+    c.entries.append({"file": "duckdb-list-decimal.parquet", "format": "PARQUET", "writer": f"duckdb {duckdb.__version__}", "options": {"copy": "FORMAT parquet"}, "rows": n, "refused": "decs"})
 
 
 def pandas_column(name, values):

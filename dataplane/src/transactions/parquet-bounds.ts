@@ -50,10 +50,19 @@ export function flatColumns(metadata: FileMetaData): boolean {
   return root?.num_children === elements.length && elements.every((e) => !e.num_children && e.repetition_type !== 'REPEATED');
 }
 
-/** Rows decoded at once from a row group: within DAS_BULK_MAX_GROUP_VALUES when its columns are flat, else the whole group. */
+/**
+ * Values of flat columns decoded at once, whatever the budget allows: a slice skips the pages
+ * before it without decompressing them and decodes its dictionaries and at most one partial page
+ * per column again, so slices this size cost little more than one pass, while a writer's
+ * 1,048,576-row groups (pyarrow's default) are never held decoded whole.
+ */
+export const SLICE_VALUES = 1 << 19;
+
+/** Rows decoded at once from a row group: within SLICE_VALUES and DAS_BULK_MAX_GROUP_VALUES when its columns are flat, else the whole group. */
 export function sliceRows(metadata: FileMetaData, group: GroupSpan, limits: FileLimits): number {
   if (!flatColumns(metadata)) return group.rows;
-  return Math.max(1, Math.min(group.rows, Math.floor(limits.maxGroupValues / Math.max(1, group.chunks.length))));
+  const values = Math.min(limits.maxGroupValues, SLICE_VALUES);
+  return Math.max(1, Math.min(group.rows, Math.floor(values / Math.max(1, group.chunks.length))));
 }
 
 /**

@@ -103,9 +103,11 @@ async function* parquetChunks(file: SourceFile, start: number, chunkRows: number
       for (let from = Math.max(start, groupStart); from < groupEnd; from += slice) {
         const to = Math.min(groupEnd, from + slice);
         let rows: Record<string, unknown>[];
+        // A row whose value cannot be read exactly (a DECIMAL over 15 digits) is refused, naming its column.
+        let problems: (string | undefined)[] = [];
         try {
           rows = (await parquetReadObjects({ file: buffer, metadata, rowStart: from, rowEnd: to, compressors })) as Record<string, unknown>[];
-          if (fixDecimals) rows.forEach(fixDecimals);
+          if (fixDecimals) problems = rows.map(fixDecimals);
         } catch (err) {
           if (err instanceof FormatError) throw at(err);
           throw new FormatError(`${file.name} is not a valid Parquet file: row group ${g + 1} cannot be decoded (${(err as Error).message})`);
@@ -113,7 +115,11 @@ async function* parquetChunks(file: SourceFile, start: number, chunkRows: number
         for (let i = 0; i < rows.length; i += chunkRows) {
           const part = rows.slice(i, i + chunkRows);
           const end = from + i + part.length;
-          const chunk: RawChunk = { rows: part.map((value, j) => ({ row: from + i + j + 1, value })), end, bytes: passed(end) - passed(done) };
+          const raw = (value: Record<string, unknown>, j: number): RawRow => {
+            const problem = problems[i + j];
+            return problem ? { row: from + i + j + 1, problem } : { row: from + i + j + 1, value };
+          };
+          const chunk: RawChunk = { rows: part.map(raw), end, bytes: passed(end) - passed(done) };
           done = end;
           yield chunk;
         }
