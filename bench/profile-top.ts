@@ -1,9 +1,9 @@
 /**
- * `npx tsx bench/profile-top.ts <file.cpuprofile | folder> [count]`: the functions with the most
+ * `npx tsx bench/profile-top.ts <file.cpuprofile | folder> [count] [skip-seconds]`: the functions with the most
  * self time in V8 CPU profiles (as `--cpu-prof` and BENCH_PROFILE_DIR write them), each with its
  * share of the profile's non-idle samples, and the same summed by package or source folder. Idle
  * and (program) time are left out of the shares, so profiles of servers under different loads
- * compare.
+ * compare. `skip-seconds` leaves out each profile's first seconds (start-up, module loading).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ interface Node {
 interface Profile {
   nodes: Node[];
   samples: number[];
+  timeDeltas: number[];
 }
 
 const IDLE = new Set(['(idle)', '(program)']);
@@ -29,7 +30,7 @@ function where(url: string): string {
 }
 
 function main(): void {
-  const [target, count = '25'] = process.argv.slice(2);
+  const [target, count = '25', skip = '0'] = process.argv.slice(2);
   const files = statSync(target).isDirectory() ? readdirSync(target).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(target, f)) : [target];
   const byFunction = new Map<string, number>();
   const byPlace = new Map<string, number>();
@@ -37,7 +38,11 @@ function main(): void {
   for (const file of files) {
     const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
     const hits = new Map<number, number>();
-    for (const s of profile.samples) hits.set(s, (hits.get(s) ?? 0) + 1);
+    let at = 0;
+    profile.samples.forEach((s, i) => {
+      at += profile.timeDeltas[i] ?? 0;
+      if (at >= Number(skip) * 1e6) hits.set(s, (hits.get(s) ?? 0) + 1);
+    });
     for (const node of profile.nodes) {
       const n = hits.get(node.id) ?? 0;
       const { functionName, url, lineNumber } = node.callFrame;
