@@ -96,16 +96,21 @@ class Connection {
       this.pump();
       return;
     }
-    const done = () => {
-      if (this.inProgress.delete(res)) {
-        this.progressed = true;
-        this.pump();
-      }
-    };
-    res.once('finish', done);
-    res.once('close', done);
+    // One shared listener for both events, the connection on the response: no closure or
+    // once-wrapper per request (answered() is idempotent: the second event finds nothing in progress).
+    (res as TrackedResponse)[CONNECTION] = this;
+    res.on('finish', answered);
+    res.on('close', answered);
     this.waiting.push([req, res]);
     this.pump();
+  }
+
+  /** The answer to `res` has been handed to the socket, or the response was closed. */
+  settled(res: ServerResponse): void {
+    if (this.inProgress.delete(res)) {
+      this.progressed = true;
+      this.pump();
+    }
   }
 
   /** Bytes of answers the client has not taken: in the socket, and in answers queued behind the one being sent. */
@@ -197,6 +202,13 @@ class Connection {
     this.waiting.length = 0;
     this.inProgress.clear();
   }
+}
+
+const CONNECTION = Symbol('pipelining connection');
+type TrackedResponse = ServerResponse & { [CONNECTION]?: Connection };
+
+function answered(this: TrackedResponse): void {
+  this[CONNECTION]?.settled(this);
 }
 
 /** The request listener to give `createServer`: `handler` behind the per-connection bounds above. */

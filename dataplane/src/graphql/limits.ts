@@ -91,6 +91,42 @@ export function prepareOperation(
   limits: QueryLimits = DEFAULT_QUERY_LIMITS,
   operationName?: string | null,
 ): PreparedOperation {
+  const checked = checkedDocument(schema, text, limits);
+  if (checked.errors) return checked;
+  const document = checked.document;
+  const measured = measureOperation(schema, document, variables ?? {}, operationName);
+  if ('errors' in measured) return { errors: measured.errors };
+  if (measured.depth > limits.maxDepth) return { errors: [limitError(LIMIT_CODES.depth, `the operation selects deeper than ${limits.maxDepth} levels`)] };
+  if (measured.aliases > limits.maxAliases) return { errors: [limitError(LIMIT_CODES.aliases, `the operation has ${measured.aliases} aliased fields; at most ${limits.maxAliases} are allowed`)] };
+  if (measured.cost > limits.maxCost) {
+    return { errors: [limitError(LIMIT_CODES.cost, `the operation may read ${measured.cost} records; at most ${limits.maxCost} per operation (lower the limit of its lists or split it)`)] };
+  }
+  return { document };
+}
+
+/**
+ * Documents that parsed and validated against a schema, by limits and query text: clients send
+ * the same few operations over and over (the values in variables), and parsing plus validation
+ * cost more than running a read by id. A schema is one config generation's (schema.ts caches it
+ * per dataset config), so a new config starts empty. Bounded: texts up to CACHED_TEXT_LENGTH,
+ * CACHED_DOCUMENTS per schema, least recently used out first. Only what depends on the text alone
+ * is cached; the measure against the limits (it depends on the variables) runs every time.
+ */
+const documents = new WeakMap<GraphQLSchema, Map<string, DocumentNode>>();
+export const CACHED_DOCUMENTS = 128;
+export const CACHED_TEXT_LENGTH = 2048;
+
+function checkedDocument(schema: GraphQLSchema, text: string, limits: QueryLimits): PreparedOperation {
+  const cacheable = text.length <= CACHED_TEXT_LENGTH;
+  const key = cacheable ? `${limits.maxTokens} ${limits.maxSelections} ${text}` : '';
+  let cache = cacheable ? documents.get(schema) : undefined;
+  const hit = cache?.get(key);
+  if (hit) {
+    // Most recently used last: delete and re-insert.
+    cache!.delete(key);
+    cache!.set(key, hit);
+    return { document: hit };
+  }
   let document: DocumentNode;
   try {
     document = parse(text, { maxTokens: limits.maxTokens });
@@ -105,12 +141,10 @@ export function prepareOperation(
   }
   const problems = validate(schema, document, specifiedRules);
   if (problems.length) return { errors: problems };
-  const measured = measureOperation(schema, document, variables ?? {}, operationName);
-  if ('errors' in measured) return { errors: measured.errors };
-  if (measured.depth > limits.maxDepth) return { errors: [limitError(LIMIT_CODES.depth, `the operation selects deeper than ${limits.maxDepth} levels`)] };
-  if (measured.aliases > limits.maxAliases) return { errors: [limitError(LIMIT_CODES.aliases, `the operation has ${measured.aliases} aliased fields; at most ${limits.maxAliases} are allowed`)] };
-  if (measured.cost > limits.maxCost) {
-    return { errors: [limitError(LIMIT_CODES.cost, `the operation may read ${measured.cost} records; at most ${limits.maxCost} per operation (lower the limit of its lists or split it)`)] };
+  if (cacheable) {
+    if (!cache) documents.set(schema, (cache = new Map()));
+    if (cache.size >= CACHED_DOCUMENTS) cache.delete(cache.keys().next().value!);
+    cache.set(key, document);
   }
   return { document };
 }
