@@ -50,8 +50,11 @@ describe('operator OpenTelemetry traces e2e (kube-apiserver, OTLP receiver)', fu
       const deployment = await getObject(cluster, ns, 'deployment', name);
       return Object.fromEntries((deployment.spec.template.spec.containers[0].env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
     };
-    const names = (await kubectl(cluster, ['-n', ns, 'get', 'deployments', '-o', 'jsonpath={.items[*].metadata.name}'])).trim().split(/\s+/);
-    expect(names.length).to.be.greaterThan(1);
+    // The Dataset can be Ready before the Environment's function gateway is rendered: wait for both.
+    const names = await waitFor('the data plane and function gateway Deployments', async () => {
+      const listed = (await kubectl(cluster, ['-n', ns, 'get', 'deployments', '-o', 'jsonpath={.items[*].metadata.name}'])).trim().split(/\s+/).filter(Boolean);
+      return listed.length >= 2 && listed;
+    });
     for (const name of names) {
       const env = await envOf(name);
       expect(env, name).to.include({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=e2e' });
