@@ -4,7 +4,8 @@
  * fresh database, so suites never see each other's rows.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -74,6 +75,6 @@ export async function stopTestPostgres(): Promise<void> {
     const started = await embedded;
     embedded = undefined;
     await started.stop();
-    if (embeddedDir) rmSync(embeddedDir, { recursive: true, force: true });
+    if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
   }
 }
