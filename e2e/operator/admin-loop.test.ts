@@ -10,30 +10,25 @@
  * Also: the Environment's bulk-load S3 credentials Secret and its imports claim mounted into the data-plane Deployment.
  */
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { secretVolumeName } from '../../model/secrets.js';
 import { freshDatabase } from '../../dataplane/test-support/postgres.js';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import {
-  CHART,
   REPO_ROOT,
   apply,
   callJson,
   condition,
   createNamespace,
-  freePort,
   getObject,
-  httpGet,
   kubectl,
   resyncAndCountWrites,
-  serviceAccountKubeconfig,
-  startDataPlane,
-  startOperator,
-  waitFor,
+  startChartOperator,
+  startClusterDataPlane,
   waitDataPlaneReady,
+  waitFor,
   waitForCondition,
   type JsonAnswer,
   type ManagedProcess,
@@ -41,8 +36,6 @@ import {
 } from './harness.js';
 
 const RELEASE = 'adm';
-const RELEASE_NAMESPACE = 'adm-system';
-const FULLNAME = `${RELEASE}-data-access-operator`;
 
 /** One request to the data plane as an iam principal. */
 function call(port: number, method: string, path: string, principal: string, body?: unknown): Promise<JsonAnswer> {
@@ -62,10 +55,7 @@ describe('administrative API loop e2e (kube-apiserver, operator, data plane in c
 
   before(async () => {
     cluster = await startKubeCluster({ controllerManager: true });
-    const install = await cluster.helm(['install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace']);
-    expect(install.code, install.stderr).to.equal(0);
-    const operatorKubeconfig = await serviceAccountKubeconfig(cluster, RELEASE_NAMESPACE, FULLNAME);
-    operator = await startOperator(operatorKubeconfig, { LEASE_NAMESPACE: RELEASE_NAMESPACE, LEASE_NAME: FULLNAME, RESYNC_PERIOD_SECONDS: '0', POD_NAME: `e2e-admin-${process.pid}` });
+    operator = await startChartOperator(cluster, RELEASE, `e2e-admin-${process.pid}`);
 
     // The example Environment (admin principals: demo-admin), with bulk-load S3 credentials from a Secret.
     ns = await createNamespace(cluster, 'admin-loop');
@@ -76,20 +66,10 @@ describe('administrative API loop e2e (kube-apiserver, operator, data plane in c
     await waitForCondition(cluster, ns, 'environment', 'local', 'Reconciled', 'True');
 
     // The data plane as its Pod runs it: cluster mode, its own ServiceAccount, the operator's Role.
-    port = await freePort();
-    const dataDir = mkdtempSync(join(tmpdir(), 'das-e2e-admin-'));
-    dataplane = startDataPlane({
-      KUBECONFIG: await serviceAccountKubeconfig(cluster, ns, 'local-dataplane'),
-      DAS_CONFIG_SOURCE: 'kubernetes',
-      DAS_NAMESPACE: ns,
-      DAS_ENVIRONMENT: 'local',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      // The test process's PostgreSQL (a fresh database) rather than an embedded one per data plane: faster, same server code.
-      DATABASE_URL: await freshDatabase(),
-    });
-    await waitDataPlaneReady(dataplane, port);
+    // The test process's PostgreSQL (a fresh database) rather than an embedded one per data plane: faster, same server code.
+    const started = await startClusterDataPlane(cluster, ns, { dataDirPrefix: 'admin', env: { DATABASE_URL: await freshDatabase() } });
+    ({ dataplane, port } = started);
+    await waitDataPlaneReady(started.dataplane, port);
   });
 
   after(async () => {

@@ -5,34 +5,29 @@
  * dataset from DynamoDB Local.
  */
 import { expect } from 'chai';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { secretVolumeName } from '../../model/secrets.js';
 import { sharedDynamoDbLocal } from '../peers/dynamodb/peer.js';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import {
-  CHART,
   REPO_ROOT,
   apply,
   createNamespace,
-  freePort,
+  dataPlaneDataDir,
   getObject,
   httpGet,
   httpRequest,
   kubectl,
-  serviceAccountKubeconfig,
-  startDataPlane,
-  startOperator,
+  startChartOperator,
+  startClusterDataPlane,
   waitFor,
   waitForCondition,
   type OperatorProcess,
 } from './harness.js';
 
 const RELEASE = 'ddb';
-const RELEASE_NAMESPACE = 'ddb-system';
-const FULLNAME = `${RELEASE}-data-access-operator`;
 
 describe('operator e2e: a DynamoDB Dataset (Secret mounted, ConfigMap rendered, served from DynamoDB Local)', function () {
   this.timeout(240_000);
@@ -41,10 +36,7 @@ describe('operator e2e: a DynamoDB Dataset (Secret mounted, ConfigMap rendered, 
 
   before(async () => {
     cluster = await startKubeCluster({ controllerManager: true });
-    const install = await cluster.helm(['install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace']);
-    expect(install.code, install.stderr).to.equal(0);
-    const kubeconfig = await serviceAccountKubeconfig(cluster, RELEASE_NAMESPACE, FULLNAME);
-    operator = await startOperator(kubeconfig, { LEASE_NAMESPACE: RELEASE_NAMESPACE, LEASE_NAME: FULLNAME, RESYNC_PERIOD_SECONDS: '0', POD_NAME: `e2e-ddb-${process.pid}` });
+    operator = await startChartOperator(cluster, RELEASE, `e2e-ddb-${process.pid}`);
   });
   after(async () => {
     await operator?.stop();
@@ -80,23 +72,12 @@ describe('operator e2e: a DynamoDB Dataset (Secret mounted, ConfigMap rendered, 
     ]);
 
     // The data plane as its container runs it, the Secret's files laid out as the kubelet mounts them.
-    const dataDir = mkdtempSync(join(tmpdir(), 'das-e2e-ddb-'));
-    chmodSync(dataDir, 0o755); // as root, embedded PostgreSQL runs as the postgres user
+    const dataDir = dataPlaneDataDir('ddb');
     const secretsDir = join(dataDir, 'secrets');
     mkdirSync(join(secretsDir, 'shop-dynamodb'), { recursive: true });
     writeFileSync(join(secretsDir, 'shop-dynamodb', 'accessKeyId'), peer.credentials.accessKeyId);
     writeFileSync(join(secretsDir, 'shop-dynamodb', 'secretAccessKey'), peer.credentials.secretAccessKey);
-    const port = await freePort();
-    const dataplane = startDataPlane({
-      KUBECONFIG: await serviceAccountKubeconfig(cluster, ns, 'local-dataplane'),
-      DAS_CONFIG_SOURCE: 'kubernetes',
-      DAS_NAMESPACE: ns,
-      DAS_ENVIRONMENT: 'local',
-      DAS_SECRETS_DIR: secretsDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-    });
+    const { dataplane, port } = await startClusterDataPlane(cluster, ns, { env: { DAS_SECRETS_DIR: secretsDir, DATA_DIR: dataDir } });
     try {
       await waitFor('the data plane to be ready', async () => {
         if (dataplane.child.exitCode !== null) throw new Error(`data plane exited: ${dataplane.output()}`);

@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -186,6 +186,39 @@ export async function startOperator(kubeconfigPath: string, env: Record<string, 
 /** The data plane as its container runs it; inherited database settings are dropped (embedded PostgreSQL). */
 export function startDataPlane(env: Record<string, string>): ManagedProcess {
   return startProcess('dataplane/src/main.js', env, ['DATABASE_URL', 'PGHOST', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGPORT']);
+}
+
+/** A fresh data directory the embedded PostgreSQL can use (as root it runs as the postgres user). */
+export function dataPlaneDataDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `das-e2e-${prefix}-`));
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+/**
+ * The data plane as its Pod runs it: cluster mode (its config read from the API server) as the
+ * Environment's own ServiceAccount, so the Role the operator made must suffice; on a free loopback
+ * port. `env` adds to or overrides those settings (DATABASE_URL, DAS_SECRETS_DIR, a KUBECONFIG
+ * through a proxy…). It is not waited for: see waitDataPlaneReady.
+ */
+export async function startClusterDataPlane(
+  cluster: KubeCluster,
+  namespace: string,
+  options: { environment?: string; dataDirPrefix?: string; env?: Record<string, string> } = {},
+): Promise<{ dataplane: ManagedProcess; port: number }> {
+  const environment = options.environment ?? 'local';
+  const port = await freePort();
+  const dataplane = startDataPlane({
+    KUBECONFIG: options.env?.KUBECONFIG ?? (await serviceAccountKubeconfig(cluster, namespace, `${environment}-dataplane`)),
+    DAS_CONFIG_SOURCE: 'kubernetes',
+    DAS_NAMESPACE: namespace,
+    DAS_ENVIRONMENT: environment,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: options.env?.DATA_DIR ?? dataPlaneDataDir(options.dataDirPrefix ?? 'dataplane'),
+    ...options.env,
+  });
+  return { dataplane, port };
 }
 
 /** Waits for the data plane's /readyz to answer 200; fails with its output's tail when it exits or never does. */

@@ -5,8 +5,7 @@
  * least-privilege RBAC; the examples are applied with kubectl as a user would.
  */
 import { expect } from 'chai';
-import { chmodSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
@@ -19,7 +18,6 @@ import {
   apply,
   condition,
   createNamespace,
-  freePort,
   getObject,
   httpGet,
   httpRequest,
@@ -28,7 +26,7 @@ import {
   quiescentApiServerWrites,
   resyncAndCountWrites,
   serviceAccountKubeconfig,
-  startDataPlane,
+  startClusterDataPlane,
   startOperator,
   waitFor,
   waitForCondition,
@@ -273,20 +271,7 @@ describe('operator e2e (kube-apiserver, controller-manager, helm chart)', functi
   it('a Dataset edit updates its ConfigMap and the running data plane serves the new schema without a restart', async function () {
     const ns = await applyExamples('dataplane');
     // The data plane runs as its own ServiceAccount: the Role the operator made must suffice.
-    const dataplaneKubeconfig = await serviceAccountKubeconfig(cluster, ns, 'local-dataplane');
-    const port = await freePort();
-    const dataDir = mkdtempSync(join(tmpdir(), 'das-e2e-'));
-    chmodSync(dataDir, 0o755); // as root, embedded PostgreSQL runs as the postgres user
-    const env: Record<string, string> = {
-      KUBECONFIG: dataplaneKubeconfig,
-      DAS_CONFIG_SOURCE: 'kubernetes',
-      DAS_NAMESPACE: ns,
-      DAS_ENVIRONMENT: 'local',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-    };
-    const dataplane = startDataPlane(env);
+    const { dataplane, port } = await startClusterDataPlane(cluster, ns);
     try {
       let readiness = 'no answer yet';
       await waitFor('the data plane to be ready', async () => {

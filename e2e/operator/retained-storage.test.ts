@@ -7,35 +7,29 @@
  * Degraded (reason StorageRetained) naming the old dataset. `spec.adopt` naming it clears both.
  */
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { freshDatabase } from '../../dataplane/test-support/postgres.js';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import {
-  CHART,
   REPO_ROOT,
   apply,
   condition,
   createNamespace,
-  freePort,
   getObject,
   httpGet,
   kubectl,
-  serviceAccountKubeconfig,
-  startDataPlane,
-  startOperator,
-  waitFor,
+  startChartOperator,
+  startClusterDataPlane,
   waitDataPlaneReady,
+  waitFor,
   waitForCondition,
   type ManagedProcess,
   type OperatorProcess,
 } from './harness.js';
 
 const RELEASE = 'ret';
-const RELEASE_NAMESPACE = 'ret-system';
-const FULLNAME = `${RELEASE}-data-access-operator`;
 
 function datasetManifest(name: string, extra: Record<string, unknown> = {}): string {
   return JSON.stringify({
@@ -64,31 +58,15 @@ describe('retained storage in a cluster: Degraded StorageRetained naming the old
 
   before(async () => {
     cluster = await startKubeCluster({ controllerManager: true });
-    const install = await cluster.helm(['install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace']);
-    expect(install.code, install.stderr).to.equal(0);
-    operator = await startOperator(await serviceAccountKubeconfig(cluster, RELEASE_NAMESPACE, FULLNAME), {
-      LEASE_NAMESPACE: RELEASE_NAMESPACE,
-      LEASE_NAME: FULLNAME,
-      RESYNC_PERIOD_SECONDS: '0',
-      POD_NAME: `e2e-retained-${process.pid}`,
-    });
+    operator = await startChartOperator(cluster, RELEASE, `e2e-retained-${process.pid}`);
     ns = await createNamespace(cluster, 'retained');
     const environment = parseAllDocuments(readFileSync(join(REPO_ROOT, 'examples', 'environment.yaml'), 'utf8'))[0].toJS();
     await apply(cluster, ns, JSON.stringify(environment));
     await waitForCondition(cluster, ns, 'environment', 'local', 'Reconciled', 'True');
 
-    port = await freePort();
-    dataplane = startDataPlane({
-      KUBECONFIG: await serviceAccountKubeconfig(cluster, ns, 'local-dataplane'),
-      DAS_CONFIG_SOURCE: 'kubernetes',
-      DAS_NAMESPACE: ns,
-      DAS_ENVIRONMENT: 'local',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'das-e2e-retained-')),
-      DATABASE_URL: await freshDatabase(),
-    });
-    await waitDataPlaneReady(dataplane, port);
+    const started = await startClusterDataPlane(cluster, ns, { dataDirPrefix: 'retained', env: { DATABASE_URL: await freshDatabase() } });
+    ({ dataplane, port } = started);
+    await waitDataPlaneReady(started.dataplane, port);
   });
 
   after(async () => {

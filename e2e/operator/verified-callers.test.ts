@@ -29,7 +29,6 @@ import { freshDatabase } from '../../dataplane/test-support/postgres.js';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import { CuttableProxy } from './tcp-proxy.js';
 import {
-  CHART,
   apply,
   callJson,
   createNamespace,
@@ -38,16 +37,15 @@ import {
   httpGet,
   kubectl,
   serviceAccountKubeconfig,
+  startChartOperator,
+  startClusterDataPlane,
   startDataPlane,
-  startOperator,
   waitFor,
   type ManagedProcess,
   type OperatorProcess,
 } from './harness.js';
 
 const RELEASE = 'ver';
-const RELEASE_NAMESPACE = 'ver-system';
-const FULLNAME = `${RELEASE}-data-access-operator`;
 const ENV = 'vfy';
 const GATEWAY = `service-${ENV}-function-service-gateway`;
 /** How long the data plane reuses a verdict here (production: up to 5 minutes). */
@@ -95,15 +93,8 @@ describe('verified callers e2e (kube-apiserver TokenReview, operator, data plane
     cluster = await startKubeCluster({ controllerManager: true });
     // Without the cluster's default grant to every ServiceAccount, only the operator's bindings let the data plane read the issuer keys.
     await kubectl(cluster, ['delete', 'clusterrolebinding', 'system:service-account-issuer-discovery']);
-    const install = await cluster.helm(['install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace']);
-    expect(install.code, install.stderr).to.equal(0);
     // The operator with exactly the chart's RBAC: binding system:auth-delegator must be allowed by it.
-    operator = await startOperator(await serviceAccountKubeconfig(cluster, RELEASE_NAMESPACE, FULLNAME), {
-      LEASE_NAMESPACE: RELEASE_NAMESPACE,
-      LEASE_NAME: FULLNAME,
-      RESYNC_PERIOD_SECONDS: '0',
-      POD_NAME: `e2e-verified-${process.pid}`,
-    });
+    operator = await startChartOperator(cluster, RELEASE, `e2e-verified-${process.pid}`);
 
     ns = await createNamespace(cluster, 'verified');
     for (const sa of ['reader', 'stranger', 'admin', 'invoker', 'temp', 'podbound']) await kubectl(cluster, ['-n', ns, 'create', 'serviceaccount', sa]);
@@ -146,19 +137,16 @@ spec:
       (await getObject(cluster, ns, 'serviceaccount', `${ENV}-dataplane`)) ? serviceAccountKubeconfig(cluster, ns, `${ENV}-dataplane`) : undefined,
     );
     await waitFor('the environment ConfigMap', () => getObject(cluster, ns, 'configmap', `${ENV}-dataplane`));
-    port = await freePort();
-    dataplane = startDataPlane({
-      KUBECONFIG: withServer(dataplaneKubeconfig, `https://127.0.0.1:${apiProxy.port}`),
-      DAS_CONFIG_SOURCE: 'kubernetes',
-      DAS_NAMESPACE: ns,
-      DAS_ENVIRONMENT: ENV,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'das-e2e-verified-')),
-      DATABASE_URL: await freshDatabase(),
-      DAS_TOKEN_REVIEW_CACHE_MS: String(CACHE_MS),
-      DAS_SUBSCRIPTION_REVERIFY_MS: '1000',
-    });
+    ({ dataplane, port } = await startClusterDataPlane(cluster, ns, {
+      environment: ENV,
+      dataDirPrefix: 'verified',
+      env: {
+        KUBECONFIG: withServer(dataplaneKubeconfig, `https://127.0.0.1:${apiProxy.port}`),
+        DATABASE_URL: await freshDatabase(),
+        DAS_TOKEN_REVIEW_CACHE_MS: String(CACHE_MS),
+        DAS_SUBSCRIPTION_REVERIFY_MS: '1000',
+      },
+    }));
     await waitFor('the data plane to serve dataset vds', async () => {
       if (dataplane!.child.exitCode !== null) throw new Error(`data plane exited: ${dataplane!.output()}`);
       return (await httpGet(port, '/readyz').catch(() => ({ status: 0 }))).status === 200;

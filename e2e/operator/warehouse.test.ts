@@ -8,8 +8,7 @@
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { secretVolumeName } from '../../model/secrets.js';
@@ -17,26 +16,22 @@ import { testPostgresAdminUrl } from '../../dataplane/test-support/postgres.js';
 import { startSnowflakeTestPeer, type SnowflakeTestPeerHandle } from '../peers/snowflake/peer.js';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import {
-  CHART,
   REPO_ROOT,
   apply,
   createNamespace,
-  freePort,
+  dataPlaneDataDir,
   getObject,
   httpGet,
   httpRequest,
   kubectl,
-  serviceAccountKubeconfig,
-  startDataPlane,
-  startOperator,
+  startChartOperator,
+  startClusterDataPlane,
   waitFor,
   waitForCondition,
   type OperatorProcess,
 } from './harness.js';
 
 const RELEASE = 'wh';
-const RELEASE_NAMESPACE = 'wh-system';
-const FULLNAME = `${RELEASE}-data-access-operator`;
 // Databases of their own on the shared test PostgreSQL (other suites in this process use the same examples).
 const RUN = randomBytes(4).toString('hex').toUpperCase();
 const LOGIN = JSON.stringify({ username: 'das', password: 'das' });
@@ -52,10 +47,7 @@ describe('operator e2e: warehouse Datasets (snowflake and iceberg, served throug
   before(async () => {
     peer = await startSnowflakeTestPeer({ adminUrl: await testPostgresAdminUrl() });
     cluster = await startKubeCluster({ controllerManager: true });
-    const install = await cluster.helm(['install', RELEASE, CHART, '--namespace', RELEASE_NAMESPACE, '--create-namespace']);
-    expect(install.code, install.stderr).to.equal(0);
-    const kubeconfig = await serviceAccountKubeconfig(cluster, RELEASE_NAMESPACE, FULLNAME);
-    operator = await startOperator(kubeconfig, { LEASE_NAMESPACE: RELEASE_NAMESPACE, LEASE_NAME: FULLNAME, RESYNC_PERIOD_SECONDS: '0', POD_NAME: `e2e-wh-${process.pid}` });
+    operator = await startChartOperator(cluster, RELEASE, `e2e-wh-${process.pid}`);
   });
   after(async () => {
     await operator?.stop();
@@ -103,22 +95,11 @@ describe('operator e2e: warehouse Datasets (snowflake and iceberg, served throug
     ]);
 
     // The data plane as its container runs it, the Secret's file laid out as the kubelet mounts it.
-    const dataDir = mkdtempSync(join(tmpdir(), 'das-e2e-wh-'));
-    chmodSync(dataDir, 0o755); // as root, embedded PostgreSQL runs as the postgres user
+    const dataDir = dataPlaneDataDir('wh');
     const secretsDir = join(dataDir, 'secrets');
     mkdirSync(join(secretsDir, 'warehouse-login'), { recursive: true });
     writeFileSync(join(secretsDir, 'warehouse-login', 'login'), LOGIN);
-    const port = await freePort();
-    const dataplane = startDataPlane({
-      KUBECONFIG: await serviceAccountKubeconfig(cluster, ns, 'local-dataplane'),
-      DAS_CONFIG_SOURCE: 'kubernetes',
-      DAS_NAMESPACE: ns,
-      DAS_ENVIRONMENT: 'local',
-      DAS_SECRETS_DIR: secretsDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-    });
+    const { dataplane, port } = await startClusterDataPlane(cluster, ns, { env: { DAS_SECRETS_DIR: secretsDir, DATA_DIR: dataDir } });
     try {
       await waitFor('the data plane to be ready', async () => {
         if (dataplane.child.exitCode !== null) throw new Error(`data plane exited: ${dataplane.output()}`);
