@@ -1,18 +1,23 @@
 /**
  * `npm run bench:bulk-load`: a Parquet UPSERT of BENCH_ROWS demo.Person rows (default 1,000,000)
- * through a transaction on the data plane (a child process as `npm start` runs it) against
+ * through a transaction on the data plane (a child process running the compiled entry point, as
+ * the container image does; the script builds it first: under tsx the loader alone adds ~100 MB of
+ * RSS that production never has) against
  * PostgreSQL's own COPY of the same rows from CSV, side by side in one run on one embedded
  * PostgreSQL: into the tables the transaction writes (a live and a history table with the data
  * plane's indexes, the two COPYs at once on two connections, as the transaction writes on two: the
  * expectation's baseline, docs/transactions.md "Figures"), and into a plain table with one index.
  * Reports the times, their ratios, and the data plane's peak RSS (sampled from /proc every 50 ms)
  * for the full file and for a quarter of it: with row-group streaming the peak does not grow with
- * the file. Not a test: read the figures.
+ * the file. After each load it also reports the resting RSS: the lowest RSS over the
+ * BENCH_REST_MS (10,000) that follow, the load finished and the process idle. Not a test: read
+ * the figures.
  *
  * Beside the wall-clock times it reports the CPU seconds PostgreSQL (all its processes) and the
  * data plane spent on each, from /proc (PostgreSQL's background processes included), and the
  * load average before and after: on a shared machine the wall-clock ratio moves with what else
- * runs, the CPU seconds less.
+ * runs, the CPU seconds less. Of PostgreSQL's CPU, the part its backends spent (the statements the
+ * connections sent; the rest is autovacuum, checkpoints, WAL writing) is printed apart.
  *
  * It also prints a bound: COPY straight into the live and history tables is the least CPU any load
  * that keeps history can spend, and that CPU plus the data plane's, spread over every core, is the
@@ -38,11 +43,12 @@ import copyStreams from 'pg-copy-streams';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
 import { startMain, waitReady } from '../dataplane/test-support/main-process.js';
-import { cpuMs, HEADERS, postgresCpuMs } from './support.js';
+import { backendCpuDelta, cpuMs, HEADERS, postgresBackendCpuMs, postgresCpuMs } from './support.js';
 import { parquetFile } from '../dataplane/test-support/transactions.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const ROW_GROUP = Number(process.env.BENCH_ROW_GROUP ?? 50_000);
+const REST_MS = Number(process.env.BENCH_REST_MS ?? 10_000);
 
 function rss(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -107,7 +113,8 @@ async function main(): Promise<void> {
   const quarter = fixtures(join(dataDir, 'imports'), Math.floor(ROWS / 4), 'quarter');
   const real = realWriterFixtures(join(dataDir, 'imports'), ROWS);
   const port = await freePort();
-  const child = startMain({
+  const child = startMain(
+    {
     DATABASE_URL: db.url,
     DATA_DIR: dataDir,
     PORT: String(port),
@@ -116,14 +123,16 @@ async function main(): Promise<void> {
     DAS_BULK_POLL_MS: '200',
     ...(process.env.BENCH_CHUNK_ROWS ? { DAS_BULK_CHUNK_ROWS: process.env.BENCH_CHUNK_ROWS } : {}),
     ...(process.env.BENCH_WRITERS ? { DAS_BULK_WRITERS: process.env.BENCH_WRITERS } : {}),
-  });
+    },
+    'compiled',
+  );
   const url = `http://127.0.0.1:${port}`;
   const postmaster = Number(readFileSync(join(work, 'pg', 'pgdata', 'postmaster.pid'), 'utf8').split('\n')[0]);
   const loadBefore = load();
   try {
     await waitReady(url, child);
     const transaction = async (file: string) => {
-      const [pgCpu, planeCpu] = [postgresCpu(postmaster), cpuSeconds(child.child.pid!)];
+      const [pgCpu, planeCpu, backends] = [postgresCpu(postmaster), cpuSeconds(child.child.pid!), postgresBackendCpuMs(postmaster)];
       const before = rss(child.child.pid!);
       let peak = before;
       const sampler = setInterval(() => {
@@ -142,8 +151,19 @@ async function main(): Promise<void> {
         if (tx.status === 'SUCCEEDED' || tx.status === 'FAILED') {
           clearInterval(sampler);
           if (tx.status === 'FAILED') throw new Error(JSON.stringify(tx));
-          const cpu = { postgres: postgresCpu(postmaster) - pgCpu, dataPlane: cpuSeconds(child.child.pid!) - planeCpu };
-          return { seconds: (Date.now() - started) / 1000, before, peak, tx, cpu };
+          const cpu = {
+            postgres: postgresCpu(postmaster) - pgCpu,
+            backends: backendCpuDelta(backends, postgresBackendCpuMs(postmaster)) / 1000,
+            dataPlane: cpuSeconds(child.child.pid!) - planeCpu,
+          };
+          const seconds = (Date.now() - started) / 1000;
+          // Resting: the lowest RSS while the process idles after the load (what it keeps).
+          let resting = rss(child.child.pid!);
+          for (let waited = 0; waited < REST_MS; waited += 250) {
+            await new Promise((r) => setTimeout(r, 250));
+            resting = Math.min(resting, rss(child.child.pid!));
+          }
+          return { seconds, before, peak, resting, tx, cpu };
         }
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -181,6 +201,7 @@ async function main(): Promise<void> {
     await second.connect();
     const shapedStarted = Date.now();
     pgCpu = postgresCpu(postmaster);
+    const backends = postgresBackendCpuMs(postmaster);
     await Promise.all(
       (['bench_live', 'bench_history'] as const).map((table, i) =>
         pipeline(createReadStream(csvWithSystem), [client, second][i].query(copyStreams.from(`COPY ${table} (id, version, created_at, updated_at, name, email, age) FROM STDIN WITH (FORMAT csv)`))),
@@ -188,6 +209,7 @@ async function main(): Promise<void> {
     );
     const shapedSeconds = (Date.now() - shapedStarted) / 1000;
     const shapedCpu = postgresCpu(postmaster) - pgCpu;
+    const shapedBackendCpu = backendCpuDelta(backends, postgresBackendCpuMs(postmaster)) / 1000;
     await Promise.all([client.end(), second.end()]);
 
     const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
@@ -197,7 +219,10 @@ async function main(): Promise<void> {
     if (small && big) {
       console.log(`data plane transaction (Parquet UPSERT, history, versions): ${big.seconds.toFixed(1)} s, ${(ROWS / big.seconds).toFixed(0)} rows/s; rowsWritten ${big.tx.actions[0].rowsWritten}`);
       console.log(`ratio to COPY into live + history (COPY time / transaction time; the expectation's baseline, docs/transactions.md): ${(shapedSeconds / big.seconds).toFixed(2)}; to COPY into a plain table ${(copySeconds / big.seconds).toFixed(2)}`);
-      console.log(`data plane RSS: before ${mb(small.before)}, peak ${mb(small.peak)} loading ${ROWS / 4} rows; before ${mb(big.before)}, peak ${mb(big.peak)} loading ${ROWS} rows`);
+      console.log(
+        `data plane RSS: before ${mb(small.before)}, peak ${mb(small.peak)}, resting ${mb(small.resting)} loading ${ROWS / 4} rows; ` +
+          `before ${mb(big.before)}, peak ${mb(big.peak)}, resting ${mb(big.resting)} loading ${ROWS} rows`,
+      );
     }
     for (const [writer, run, file] of [
       ['pyarrow (defaults: snappy, dictionary)', pyarrow, real.pyarrow],
@@ -206,12 +231,14 @@ async function main(): Promise<void> {
       console.log(
         `${writer}: Parquet ${mb(readFileSync(file).length)}, ${run.seconds.toFixed(1)} s, ${(ROWS / run.seconds).toFixed(0)} rows/s, rowsWritten ${run.tx.actions[0].rowsWritten}; ` +
           `ratio to COPY into live + history ${(shapedSeconds / run.seconds).toFixed(2)}, to COPY into a plain table ${(copySeconds / run.seconds).toFixed(2)}; ` +
-          `RSS before ${mb(run.before)}, peak ${mb(run.peak)}; CPU PostgreSQL ${run.cpu.postgres.toFixed(1)} s + data plane ${run.cpu.dataPlane.toFixed(1)} s`,
+          `RSS before ${mb(run.before)}, peak ${mb(run.peak)}, resting ${mb(run.resting)}; CPU PostgreSQL ${run.cpu.postgres.toFixed(1)} s (backends ${run.cpu.backends.toFixed(1)} s) + data plane ${run.cpu.dataPlane.toFixed(1)} s ` +
+          `(PostgreSQL CPU ratio, COPY into live + history / transaction: ${(shapedCpu / run.cpu.postgres).toFixed(2)})`,
       );
     }
     const s = (n: number) => `${n.toFixed(1)} s`;
+    console.log(`CPU: COPY plain table PostgreSQL ${s(copyCpu)}; COPY live + history PostgreSQL ${s(shapedCpu)} (backends ${s(shapedBackendCpu)})`);
     if (!big) return console.log(`load average (1, 5, 15 min): before ${loadBefore}, after ${load()} (${cpus().length} CPUs)`);
-    console.log(`CPU: transaction PostgreSQL ${s(big.cpu.postgres)} + data plane ${s(big.cpu.dataPlane)}; COPY plain table PostgreSQL ${s(copyCpu)}; COPY live + history PostgreSQL ${s(shapedCpu)}`);
+    console.log(`CPU: transaction PostgreSQL ${s(big.cpu.postgres)} + data plane ${s(big.cpu.dataPlane)}`);
     console.log(`PostgreSQL CPU ratio (COPY / transaction): plain table ${(copyCpu / big.cpu.postgres).toFixed(2)}, live + history ${(shapedCpu / big.cpu.postgres).toFixed(2)}`);
     // A bound, not a measurement of the project: no load that writes what this one writes (the rows
     // into the live table and the history table with their indexes) can use less CPU than COPY

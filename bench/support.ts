@@ -63,6 +63,34 @@ export function postgresCpuMs(postmaster: number): number {
   return total;
 }
 
+/**
+ * CPU ms of each live PostgreSQL process that serves a connection (a backend, by its process title
+ * `postgres: user db host…`), by pid: the rest of postgresCpuMs is the server's own work
+ * (autovacuum, checkpointer, WAL writer; and backends that exited meanwhile).
+ */
+export function postgresBackendCpuMs(postmaster: number): Map<number, number> {
+  const backends = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      if (Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]) !== postmaster) continue;
+      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (/autovacuum|checkpointer|walwriter|background writer|launcher|startup|archiver|walsummarizer|io worker/.test(title)) continue;
+      backends.set(Number(entry), cpuMs(Number(entry)) ?? 0);
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return backends;
+}
+
+/** The backends' CPU ms between two postgresBackendCpuMs samples (those alive at the second; new ones from 0). */
+export function backendCpuDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
+  return total;
+}
+
 /** The true median (the mean of the middle two for an even count). */
 export function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);

@@ -87,13 +87,7 @@ async function* parquetChunks(file: SourceFile, start: number, chunkRows: number
         const bytes = await file.slice(span.start, span.end);
         if (bytes.byteLength !== span.end - span.start) throw new FormatError(`ended early: row group ${g + 1} needs bytes ${span.start}..${span.end}`);
         checkPages(bytes, span, g, limits, columnShapes(metadata, metadata.row_groups[g]), compressors);
-        buffer = {
-          byteLength: size,
-          slice: (a: number, b = size) => {
-            if (a < span.start || b > span.end || b < a) throw new FormatError(`is not a valid Parquet file: row group ${g + 1} reads bytes ${a}..${b} outside its column chunks`);
-            return bytes.slice(a - span.start, b - span.start);
-          },
-        };
+        buffer = groupBuffer(bytes, span, size, g);
       } catch (err) {
         throw at(err);
       }
@@ -127,6 +121,31 @@ async function* parquetChunks(file: SourceFile, start: number, chunkRows: number
     }
     groupStart = groupEnd;
   }
+}
+
+/**
+ * A row group's bytes as hyparquet reads them. Each slice of the group asks for the same column
+ * chunks again, and hyparquet needs each as an ArrayBuffer of its own: each range is copied out
+ * once and kept while the group is read (at most the group's size again), not copied per slice.
+ */
+function groupBuffer(bytes: ArrayBuffer, span: { start: number; end: number }, size: number, g: number): AsyncBuffer {
+  const copies = new Map<string, ArrayBuffer>();
+  let kept = 0;
+  return {
+    byteLength: size,
+    slice: (a: number, b = size) => {
+      if (a < span.start || b > span.end || b < a) throw new FormatError(`is not a valid Parquet file: row group ${g + 1} reads bytes ${a}..${b} outside its column chunks`);
+      const key = `${a}:${b}`;
+      const known = copies.get(key);
+      if (known) return known;
+      const copy = bytes.slice(a - span.start, b - span.start);
+      if (kept + copy.byteLength <= bytes.byteLength) {
+        copies.set(key, copy);
+        kept += copy.byteLength;
+      }
+      return copy;
+    },
+  };
 }
 
 /** A record of a line-based file: its bytes (without the line end), or only its size when over the budget. */

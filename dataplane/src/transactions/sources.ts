@@ -93,9 +93,10 @@ function fileSources(path: string): SourceFile[] {
     async slice(start, end) {
       const handle = await openRegular(p);
       try {
-        const buffer = Buffer.alloc(Math.max(0, end - start));
-        const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
-        return buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + bytesRead) as ArrayBuffer;
+        // Read straight into the ArrayBuffer handed back: a row group's bytes are not allocated twice.
+        const buffer = new ArrayBuffer(Math.max(0, end - start));
+        const { bytesRead } = await handle.read(new Uint8Array(buffer), 0, buffer.byteLength, start);
+        return bytesRead === buffer.byteLength ? buffer : buffer.slice(0, bytesRead);
       } finally {
         await handle.close();
       }
