@@ -26,20 +26,27 @@ export function start(script: string, env: Record<string, string>, options: { cw
   return child;
 }
 
+/** Above this a scavenge's `allocated` is not young-generation allocation (see allocatedBetween). */
+const YOUNG_LIMIT = 4 * 1024 * 1024;
+
 const gcTraces = new Map<ChildProcess, { file: string; spawnedAt: number }>();
 
 /**
  * Bytes a server allocated on its JavaScript heap between two moments of this process
- * (`performance.now()`), from its GC trace (BENCH_GC_DIR); undefined without one. Counts the
- * collections inside the window: accurate to about one semi-space (1 MiB).
+ * (`performance.now()`), from its GC trace (BENCH_GC_DIR); undefined without one. Sums what the
+ * scavenges inside the window found allocated in the young generation (every allocation but large
+ * objects starts there; a mark-compact's own figure would count it twice): accurate to about one
+ * semi-space (1 MiB).
  */
 export function allocatedBetween(child: ChildProcess, from: number, to: number): number | undefined {
   const trace = gcTraces.get(child);
   if (!trace) return undefined;
   let bytes = 0;
-  for (const m of readFileSync(trace.file, 'utf8').matchAll(/^\[\d+:0x[0-9a-f]+\]\s+(\d+) ms: .*?\ballocated=(\d+)/gm)) {
+  for (const m of readFileSync(trace.file, 'utf8').matchAll(/^\[\d+:0x[0-9a-f]+\]\s+(\d+) ms: .*? gc=s .*?\ballocated=(\d+)/gm)) {
     const at = trace.spawnedAt + Number(m[1]);
-    if (at >= from && at < to) bytes += Number(m[2]);
+    // A scavenge just before a mark-compact reports tens of MiB (allocation in the old generation
+    // since the last one): not the young garbage of requests, left out.
+    if (at >= from && at < to && Number(m[2]) <= YOUNG_LIMIT) bytes += Number(m[2]);
   }
   return bytes;
 }
