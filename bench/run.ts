@@ -164,27 +164,36 @@ async function main() {
       const seeded = await call(dpUrl, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: { batch: { actions: batch } } });
       if (seeded.status !== 200) throw new Error(`seeding failed: ${seeded.status} ${seeded.text.slice(0, 300)}`);
     }
-    const add = async (name: string, script: string, env: Record<string, string>, request: Target['request'], ready: string, options?: Parameters<typeof start>[2]) => {
-      const port = await freePort();
-      const child = start(script, { DATABASE_URL: databaseUrl, PORT: String(port), ...env }, options);
-      children.push(child);
-      targets.push({ name, url: `http://127.0.0.1:${port}`, child, request });
-      await waitFor(targets.at(-1)!.url, ready, child);
+    // Servers start side by side (their start-up dominated bench:check's time); each target keeps
+    // its place in the rotation, and all are ready before the warm-up.
+    const starting: Promise<void>[] = [];
+    const add = (name: string, script: string, env: Record<string, string>, request: Target['request'], ready: string, options?: Parameters<typeof start>[2]) => {
+      const target = { name, url: '', child: undefined as unknown as ChildProcess, request };
+      targets.push(target);
+      starting.push(
+        (async () => {
+          const port = await freePort();
+          target.child = start(script, { DATABASE_URL: databaseUrl, PORT: String(port), ...env }, options);
+          children.push(target.child);
+          target.url = `http://127.0.0.1:${port}`;
+          await waitFor(target.url, ready, target.child);
+        })(),
+      );
     };
     const same = (name: string, request: Target['request']) => targets.push({ name, url: dpUrl, child: dp, request });
 
     if (SCENARIOS.has('read') || SCENARIOS.has('graphql')) same(NAMES.read, read);
     if (SCENARIOS.has('read') && BASELINE) {
-      await add(NAMES.baseline, 'dataplane/src/main.ts', { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' }, read, '/readyz', { cwd: BASELINE, label: 'baseline-main.ts' });
+      add(NAMES.baseline, 'dataplane/src/main.ts', { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' }, read, '/readyz', { cwd: BASELINE, label: 'baseline-main.ts' });
     }
     if (SCENARIOS.has('read')) {
       // Two floors: the issue's yardstick (pg's own Query) and the same read the driver does, which
       // leaves only the cost of everything the data plane does besides the database round trip.
-      await add(NAMES.pgQuery, 'bench/bare-server.ts', { BARE_READ: 'pg' }, read, recordPath(1));
-      await add(NAMES.sameRead, 'bench/bare-server.ts', { BARE_READ: 'prepared' }, read, recordPath(1));
+      add(NAMES.pgQuery, 'bench/bare-server.ts', { BARE_READ: 'pg' }, read, recordPath(1));
+      add(NAMES.sameRead, 'bench/bare-server.ts', { BARE_READ: 'prepared' }, read, recordPath(1));
       const platformatic = ensurePlatformatic((line) => console.log(line));
       if (platformatic) {
-        await add(NAMES.platformatic, 'bench/platformatic-server.ts', { PLATFORMATIC_DIR: platformatic }, (n) => ({ path: `/demoDemoPerson/p${n % RECORDS}` }), '/demoDemoPerson/p1');
+        add(NAMES.platformatic, 'bench/platformatic-server.ts', { PLATFORMATIC_DIR: platformatic }, (n) => ({ path: `/demoDemoPerson/p${n % RECORDS}` }), '/demoDemoPerson/p1');
       }
     }
     if (SCENARIOS.has('graphql')) same(NAMES.graphql, graphqlRead);
@@ -204,6 +213,7 @@ async function main() {
       }
     }
 
+    await Promise.all(starting);
     if (SCENARIOS.has('graphql')) {
       // GraphQL answers errors with 200 too: check once that the query reads the record.
       const answer = await call(dpUrl, { path: '/demo/graphql', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: JSON.parse(graphqlRead(1).body!) });
