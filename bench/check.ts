@@ -11,7 +11,7 @@
  * each round measures every server back to back on the same machine, so the machine's speed and
  * its other tenants cancel out.
  *
- * BENCH_SECONDS (3), BENCH_ROUNDS (3), BENCH_WARMUP (1), BENCH_RECORDS (2000) override the brief run's settings.
+ * BENCH_SECONDS (2), BENCH_ROUNDS (4), BENCH_WARMUP (1), BENCH_RECORDS (2000) override the brief run's settings.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -44,8 +44,8 @@ interface RunResult {
 async function runComparison(resultFile: string): Promise<RunResult> {
   const env = {
     ...process.env,
-    BENCH_SECONDS: process.env.BENCH_SECONDS ?? '3',
-    BENCH_ROUNDS: process.env.BENCH_ROUNDS ?? '3',
+    BENCH_SECONDS: process.env.BENCH_SECONDS ?? '2',
+    BENCH_ROUNDS: process.env.BENCH_ROUNDS ?? '4',
     BENCH_WARMUP: process.env.BENCH_WARMUP ?? '1',
     BENCH_RECORDS: process.env.BENCH_RECORDS ?? '2000',
     BENCH_PLATFORMATIC: '0',

@@ -24,7 +24,10 @@
  * BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_WARMUP (2 s), BENCH_CONNECTIONS (32),
  * BENCH_RECORDS (10000), BENCH_LOG_LEVEL (info); BENCH_PROFILE_DIR=<dir> writes a CPU profile of
  * each server there (one subfolder each); BENCH_PLATFORMATIC=0 leaves Platformatic DB out;
- * BENCH_RESULT_FILE=<file> also writes the per-round ratios there as JSON (bench/check.ts reads them).
+ * BENCH_RESULT_FILE=<file> also writes the per-round ratios there as JSON (bench/check.ts reads them);
+ * BENCH_BASELINE_DIR=<another checkout> runs that checkout's data plane beside this one in the read
+ * scenario (before/after of a change, measured in the same rounds); BENCH_GC_DIR=<dir> traces each
+ * server's garbage collections there and reports KiB allocated per request.
  */
 import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
@@ -35,7 +38,7 @@ import { join } from 'node:path';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
 import { ensurePlatformatic } from './peers/platformatic.js';
-import { cpuMs, HEADERS, median, start, waitFor } from './support.js';
+import { allocatedBetween, cpuMs, HEADERS, median, start, waitFor } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -46,10 +49,13 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000);
 const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'read,graphql,create,batch').split(',').map((s) => s.trim()));
 const SEED_BATCH = 1000;
+/** BENCH_BASELINE_DIR=<checkout>: that checkout's data plane too, on the same database, side by side in every round (a before/after of a change). */
+const BASELINE = process.env.BENCH_BASELINE_DIR;
 const BATCH_SIZE = 10;
 
 const NAMES = {
   read: 'data plane',
+  baseline: 'data plane (baseline)',
   pgQuery: 'bare node:http + pg',
   sameRead: 'bare, same read as driver',
   platformatic: 'Platformatic DB 2',
@@ -65,6 +71,9 @@ const COMPARISONS: { subject: string; floor: string; scenario: string }[] = [
   { subject: NAMES.read, floor: NAMES.pgQuery, scenario: 'read' },
   { subject: NAMES.read, floor: NAMES.sameRead, scenario: 'read' },
   { subject: NAMES.read, floor: NAMES.platformatic, scenario: 'read' },
+  { subject: NAMES.read, floor: NAMES.baseline, scenario: 'read' },
+  { subject: NAMES.baseline, floor: NAMES.pgQuery, scenario: 'read' },
+  { subject: NAMES.baseline, floor: NAMES.sameRead, scenario: 'read' },
   { subject: NAMES.graphql, floor: NAMES.read, scenario: 'graphql' },
   { subject: NAMES.create, floor: NAMES.bareCreate, scenario: 'create' },
   { subject: NAMES.batch, floor: NAMES.bareBatch, scenario: 'batch' },
@@ -111,10 +120,13 @@ interface Measurement {
   p99: number;
   errors: number;
   cpuUs?: number;
+  /** KiB allocated on the JavaScript heap per request (BENCH_GC_DIR). */
+  allocKiB?: number;
 }
 
 async function measure(target: Target, seconds: number): Promise<Measurement> {
   let i = 0;
+  const from = performance.now();
   const cpuBefore = cpuMs(target.child.pid);
   const result = await autocannon({
     url: target.url,
@@ -125,7 +137,11 @@ async function measure(target: Target, seconds: number): Promise<Measurement> {
   });
   const cpuAfter = cpuMs(target.child.pid);
   const cpuUs = cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1000) / result.requests.total;
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
+  // The GC trace reaches its file a moment after the collection: read it once the next one is due.
+  const to = performance.now();
+  const allocated = allocatedBetween(target.child, from, to) !== undefined ? (await new Promise((r) => setTimeout(r, 500)), allocatedBetween(target.child, from, to)) : undefined;
+  const allocKiB = allocated === undefined ? undefined : allocated / 1024 / result.requests.total;
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs, allocKiB };
 }
 
 async function main() {
@@ -148,24 +164,36 @@ async function main() {
       const seeded = await call(dpUrl, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: { batch: { actions: batch } } });
       if (seeded.status !== 200) throw new Error(`seeding failed: ${seeded.status} ${seeded.text.slice(0, 300)}`);
     }
-    const add = async (name: string, script: string, env: Record<string, string>, request: Target['request'], ready: string) => {
-      const port = await freePort();
-      const child = start(script, { DATABASE_URL: databaseUrl, PORT: String(port), ...env });
-      children.push(child);
-      targets.push({ name, url: `http://127.0.0.1:${port}`, child, request });
-      await waitFor(targets.at(-1)!.url, ready, child);
+    // Servers start side by side (their start-up dominated bench:check's time); each target keeps
+    // its place in the rotation, and all are ready before the warm-up.
+    const starting: Promise<void>[] = [];
+    const add = (name: string, script: string, env: Record<string, string>, request: Target['request'], ready: string, options?: Parameters<typeof start>[2]) => {
+      const target = { name, url: '', child: undefined as unknown as ChildProcess, request };
+      targets.push(target);
+      starting.push(
+        (async () => {
+          const port = await freePort();
+          target.child = start(script, { DATABASE_URL: databaseUrl, PORT: String(port), ...env }, options);
+          children.push(target.child);
+          target.url = `http://127.0.0.1:${port}`;
+          await waitFor(target.url, ready, target.child);
+        })(),
+      );
     };
     const same = (name: string, request: Target['request']) => targets.push({ name, url: dpUrl, child: dp, request });
 
     if (SCENARIOS.has('read') || SCENARIOS.has('graphql')) same(NAMES.read, read);
+    if (SCENARIOS.has('read') && BASELINE) {
+      add(NAMES.baseline, 'dataplane/src/main.ts', { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' }, read, '/readyz', { cwd: BASELINE, label: 'baseline-main.ts' });
+    }
     if (SCENARIOS.has('read')) {
       // Two floors: the issue's yardstick (pg's own Query) and the same read the driver does, which
       // leaves only the cost of everything the data plane does besides the database round trip.
-      await add(NAMES.pgQuery, 'bench/bare-server.ts', { BARE_READ: 'pg' }, read, recordPath(1));
-      await add(NAMES.sameRead, 'bench/bare-server.ts', { BARE_READ: 'prepared' }, read, recordPath(1));
+      add(NAMES.pgQuery, 'bench/bare-server.ts', { BARE_READ: 'pg' }, read, recordPath(1));
+      add(NAMES.sameRead, 'bench/bare-server.ts', { BARE_READ: 'prepared' }, read, recordPath(1));
       const platformatic = ensurePlatformatic((line) => console.log(line));
       if (platformatic) {
-        await add(NAMES.platformatic, 'bench/platformatic-server.ts', { PLATFORMATIC_DIR: platformatic }, (n) => ({ path: `/demoDemoPerson/p${n % RECORDS}` }), '/demoDemoPerson/p1');
+        add(NAMES.platformatic, 'bench/platformatic-server.ts', { PLATFORMATIC_DIR: platformatic }, (n) => ({ path: `/demoDemoPerson/p${n % RECORDS}` }), '/demoDemoPerson/p1');
       }
     }
     if (SCENARIOS.has('graphql')) same(NAMES.graphql, graphqlRead);
@@ -185,6 +213,7 @@ async function main() {
       }
     }
 
+    await Promise.all(starting);
     if (SCENARIOS.has('graphql')) {
       // GraphQL answers errors with 200 too: check once that the query reads the record.
       const answer = await call(dpUrl, { path: '/demo/graphql', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: JSON.parse(graphqlRead(1).body!) });
@@ -196,8 +225,8 @@ async function main() {
       if (m.errors) throw new Error(`${t.name}: ${m.errors} errors while warming up`);
     }
 
-    const results = new Map<string, { rps: number[]; p50: number[]; p99: number[]; cpuUs: number[]; errors: number }>();
-    for (const t of targets) results.set(t.name, { rps: [], p50: [], p99: [], cpuUs: [], errors: 0 });
+    const results = new Map<string, { rps: number[]; p50: number[]; p99: number[]; cpuUs: number[]; allocKiB: number[]; errors: number }>();
+    for (const t of targets) results.set(t.name, { rps: [], p50: [], p99: [], cpuUs: [], allocKiB: [], errors: 0 });
     for (let round = 0; round < ROUNDS; round++) {
       // Each round starts with another server, so none is always measured first or last.
       const order = targets.map((_, i) => targets[(i + round) % targets.length]);
@@ -209,14 +238,17 @@ async function main() {
         r.p99.push(m.p99);
         r.errors += m.errors;
         if (m.cpuUs !== undefined) r.cpuUs.push(m.cpuUs);
+        if (m.allocKiB !== undefined) r.allocKiB.push(m.allocKiB);
         const cpu = m.cpuUs === undefined ? '' : `  cpu ${m.cpuUs.toFixed(0)} µs/req`;
-        console.log(`round ${round + 1} ${t.name.padEnd(26)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms${cpu}  errors ${m.errors}`);
+        const alloc = m.allocKiB === undefined ? '' : `  alloc ${m.allocKiB.toFixed(1)} KiB/req`;
+        console.log(`round ${round + 1} ${t.name.padEnd(26)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms${cpu}${alloc}  errors ${m.errors}`);
       }
     }
     console.log(`\n${CONNECTIONS} connections, ${SECONDS}s x ${ROUNDS} rounds (medians):`);
     for (const [name, r] of results) {
       const cpu = r.cpuUs.length ? `  cpu ${median(r.cpuUs).toFixed(0)} µs/req` : '';
-      console.log(`  ${name.padEnd(26)} ${median(r.rps).toFixed(0).padStart(7)} req/s  p50 ${median(r.p50)} ms  p99 ${median(r.p99)} ms${cpu}  errors ${r.errors}`);
+      const alloc = r.allocKiB.length ? `  alloc ${median(r.allocKiB).toFixed(1)} KiB/req` : '';
+      console.log(`  ${name.padEnd(26)} ${median(r.rps).toFixed(0).padStart(7)} req/s  p50 ${median(r.p50)} ms  p99 ${median(r.p99)} ms${cpu}${alloc}  errors ${r.errors}`);
     }
     const ratios: Record<string, { throughput: number[]; cpu?: number[] }> = {};
     let errors = 0;

@@ -1,6 +1,6 @@
 /** What the benchmarks share: starting servers the same way, waiting for them, CPU time from /proc, medians. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { call } from '../dataplane/test-support/http.js';
 
@@ -12,10 +12,43 @@ export const HEADERS = { host: 'iam.localhost', authorization: 'Proxy demo-admin
  * Node with tsx's loader in the same process (the tsx CLI would put a wrapper process in between,
  * and its CPU in the figures). BENCH_PROFILE_DIR writes a CPU profile per server.
  */
-export function start(script: string, env: Record<string, string>): ChildProcess {
-  const folder = [script.split('/').pop(), env.BARE_READ].filter(Boolean).join('-');
+export function start(script: string, env: Record<string, string>, options: { cwd?: string; label?: string } = {}): ChildProcess {
+  const folder = [options.label ?? script.split('/').pop(), env.BARE_READ].filter(Boolean).join('-');
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_PROFILE_DIR, folder)}`] : [];
-  return spawn(process.execPath, [...profile, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  // BENCH_GC_DIR: V8's GC trace (bytes allocated between collections, on stdout) into a file per
+  // server; a 1 MiB semi-space makes collections frequent, so a window's total is close.
+  const gcDir = process.env.BENCH_GC_DIR;
+  const gc = gcDir ? ['--trace-gc-nvp', '--max-semi-space-size=1'] : [];
+  const stdout = gcDir ? openSync(resolve(gcDir, `${folder}.log`), 'w') : 'ignore';
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [...profile, ...gc, '--import', 'tsx', script], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
+  if (gcDir) gcTraces.set(child, { file: resolve(gcDir, `${folder}.log`), spawnedAt });
+  return child;
+}
+
+/** Above this a scavenge's `allocated` is not young-generation allocation (see allocatedBetween). */
+const YOUNG_LIMIT = 4 * 1024 * 1024;
+
+const gcTraces = new Map<ChildProcess, { file: string; spawnedAt: number }>();
+
+/**
+ * Bytes a server allocated on its JavaScript heap between two moments of this process
+ * (`performance.now()`), from its GC trace (BENCH_GC_DIR); undefined without one. Sums what the
+ * scavenges inside the window found allocated in the young generation (every allocation but large
+ * objects starts there; a mark-compact's own figure would count it twice): accurate to about one
+ * semi-space (1 MiB).
+ */
+export function allocatedBetween(child: ChildProcess, from: number, to: number): number | undefined {
+  const trace = gcTraces.get(child);
+  if (!trace) return undefined;
+  let bytes = 0;
+  for (const m of readFileSync(trace.file, 'utf8').matchAll(/^\[\d+:0x[0-9a-f]+\]\s+(\d+) ms: .*? gc=s .*?\ballocated=(\d+)/gm)) {
+    const at = trace.spawnedAt + Number(m[1]);
+    // A scavenge just before a mark-compact reports tens of MiB (allocation in the old generation
+    // since the last one): not the young garbage of requests, left out.
+    if (at >= from && at < to && Number(m[2]) <= YOUNG_LIMIT) bytes += Number(m[2]);
+  }
+  return bytes;
 }
 
 /** Polls `path` until the server answers below 500 (or fails when it exits or takes a minute). */

@@ -4,7 +4,7 @@
  * outcomes. Label values come only from bounded sets: a dataset this replica serves (else `-`, so
  * a client cannot grow the series with made-up names), the gateway, the method, the status code.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, type MetricType, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 /** Seconds: from well under a millisecond (a cached read) to a slow query. */
@@ -25,32 +25,108 @@ export interface RequestMetrics {
 
 /** `served`: whether a dataset id is one this replica serves (a label value); anything else counts as `-`. */
 export function requestMetrics(registry: Registry, served: (dataset: string) => boolean): RequestMetrics {
-  const labelNames = ['dataset', 'gateway', 'method', 'status'] as const;
-  const total = new Counter({ name: 'das_http_requests_total', help: 'HTTP requests answered, by dataset, gateway, method and status code', labelNames, registers: [registry] });
-  const latency = new Histogram({
+  // prom-client validates and hashes the labels on every inc/observe, even through a labelled
+  // child (about 3% of a read's CPU). Each label set's figures are kept here instead, in a
+  // pre-bound entry, and handed to prom-client only when /metrics is scraped.
+  const entries = new Map<string, LabelledRequests>();
+  const total = new Counter({
+    name: 'das_http_requests_total',
+    help: 'HTTP requests answered, by dataset, gateway, method and status code',
+    labelNames: ['dataset', 'gateway', 'method', 'status'] as const,
+    registers: [registry],
+    collect() {
+      for (const entry of entries.values()) {
+        if (entry.uncounted === 0) continue;
+        this.inc(entry.counterLabels, entry.uncounted);
+        entry.uncounted = 0;
+      }
+    },
+  });
+  new PreboundHistogram(LATENCY_BUCKETS, () => entries.values(), {
     name: 'das_http_request_duration_seconds',
     help: 'Time from a request arriving to its response finishing, by dataset, gateway and method',
     labelNames: ['dataset', 'gateway', 'method'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
-  // The labelled children, kept per label set: the hot path then skips prom-client's label hashing.
-  const children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  const timings = new Map<string, LatencyFigures>();
   return {
     observe({ dataset, gateway, method, status, seconds }) {
       const d = dataset && served(dataset) ? dataset : '-';
       const g = gateway === 'iam' || gateway === 'public' ? gateway : '-';
       const m = method && METHODS.has(method) ? method : 'other';
       const key = `${d} ${g} ${m} ${status}`;
-      let child = children.get(key);
-      if (!child) {
-        child = { count: total.labels({ dataset: d, gateway: g, method: m, status: String(status) }), time: latency.labels({ dataset: d, gateway: g, method: m }) };
-        children.set(key, child);
+      let entry = entries.get(key);
+      if (!entry) {
+        const timingKey = `${d} ${g} ${m}`;
+        let timing = timings.get(timingKey);
+        if (!timing) timings.set(timingKey, (timing = { labels: { dataset: d, gateway: g, method: m }, buckets: new Array<number>(LATENCY_BUCKETS.length).fill(0), count: 0, sum: 0 }));
+        entries.set(key, (entry = { counterLabels: { dataset: d, gateway: g, method: m, status: String(status) }, uncounted: 0, timing }));
       }
-      child.count.inc();
-      child.time.observe(seconds);
+      entry.uncounted++;
+      const t = entry.timing;
+      t.count++;
+      t.sum += seconds;
+      const bucket = bucketOf(seconds);
+      if (bucket >= 0) t.buckets[bucket]++;
     },
   };
+}
+
+interface LatencyFigures {
+  labels: Record<string, string>;
+  /** Observations per bucket (not cumulative), by index into LATENCY_BUCKETS. */
+  buckets: number[];
+  count: number;
+  sum: number;
+}
+
+interface LabelledRequests {
+  counterLabels: Record<string, string>;
+  /** Requests not yet handed to the prom-client counter. */
+  uncounted: number;
+  /** Shared by every status of one dataset, gateway and method. */
+  timing: LatencyFigures;
+}
+
+function bucketOf(seconds: number): number {
+  for (let i = 0; i < LATENCY_BUCKETS.length; i++) if (seconds <= LATENCY_BUCKETS[i]) return i;
+  return -1;
+}
+
+/** A prom-client Histogram whose figures come from the pre-bound entries above (same exposition). */
+class PreboundHistogram extends Histogram<string> {
+  constructor(
+    private readonly bounds: number[],
+    private readonly figures: () => Iterable<{ timing: LatencyFigures }>,
+    private readonly config: { name: string; help: string; labelNames: readonly string[]; buckets: number[]; registers: Registry[] },
+  ) {
+    super(config);
+  }
+
+  override async get(): Promise<MetricObjectWithValues<MetricValueWithName<string>>> {
+    const seen = new Set<LatencyFigures>();
+    const values: MetricValueWithName<string>[] = [];
+    const name = this.config.name;
+    for (const { timing } of this.figures()) {
+      if (seen.has(timing)) continue;
+      seen.add(timing);
+      let cumulative = 0;
+      this.bounds.forEach((le, i) => {
+        cumulative += timing.buckets[i];
+        values.push({ labels: { le, ...timing.labels }, value: cumulative, metricName: `${name}_bucket` });
+      });
+      values.push({ labels: { le: '+Inf', ...timing.labels }, value: timing.count, metricName: `${name}_bucket` });
+      values.push({ labels: { ...timing.labels }, value: timing.sum, metricName: `${name}_sum` });
+      values.push({ labels: { ...timing.labels }, value: timing.count, metricName: `${name}_count` });
+    }
+    return { name, help: this.config.help, type: 'histogram' as unknown as MetricType, values, aggregator: 'sum' } as MetricObjectWithValues<MetricValueWithName<string>>;
+  }
+
+  /** The registry's text exposition asks for this one when it exists. */
+  async getForPromString(): Promise<MetricObjectWithValues<MetricValueWithName<string>>> {
+    return this.get();
+  }
 }
 
 /**

@@ -56,12 +56,11 @@ export class TokenVerifierCache {
   /** The environment's verifier, or undefined when it has no identity provider. */
   async get(env: EnvironmentConfig): Promise<TokenVerifier | undefined> {
     const configured = env.identityProvider;
-    const provider = configured?.development ? { ...configured, issuer: developmentIssuerOn(configured.issuer, this.options.issuerPort) } : configured;
-    if (!provider) {
+    if (!configured) {
       this.entries.delete(env.id);
       return undefined;
     }
-    const fingerprint = JSON.stringify(provider);
+    const { provider, fingerprint } = this.resolved(configured);
     let entry = this.entries.get(env.id);
     if (!entry || entry.fingerprint !== fingerprint) {
       const verifier = this.create(provider);
@@ -73,6 +72,18 @@ export class TokenVerifierCache {
       });
     }
     return entry.verifier;
+  }
+
+  /** The provider as verified and its fingerprint: worked out once per config object, not per request. */
+  private readonly providers = new WeakMap<IdentityProviderConfig, { provider: IdentityProviderConfig; fingerprint: string }>();
+  private resolved(configured: IdentityProviderConfig): { provider: IdentityProviderConfig; fingerprint: string } {
+    let entry = this.providers.get(configured);
+    if (!entry) {
+      const provider = configured.development ? { ...configured, issuer: developmentIssuerOn(configured.issuer, this.options.issuerPort) } : configured;
+      entry = { provider, fingerprint: JSON.stringify(provider) };
+      this.providers.set(configured, entry);
+    }
+    return entry;
   }
 
   private async create(provider: IdentityProviderConfig): Promise<TokenVerifier> {

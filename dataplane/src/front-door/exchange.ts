@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayRoute } from './gateway.js';
+import { writeAccessLog } from './access-log.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
@@ -70,7 +71,7 @@ function logAccess(this: LoggedResponse): void {
   const { exchange: x, logger, started, observe } = entry;
   const ms = performance.now() - started;
   const path = x.redactPath ? '[redacted: blocked by the firewall]' : x.path.slice(0, 512);
-  logger.info({ reqId: x.id, method: x.req.method, path, status: this.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
+  writeAccessLog(logger, { reqId: x.id, method: x.req.method, path, status: this.statusCode, ms: Math.round(ms * 100) / 100 });
   observe?.(x, this.statusCode, ms / 1000);
 }
 

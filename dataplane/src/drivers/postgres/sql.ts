@@ -100,16 +100,42 @@ export interface Statement {
  * and then the create. The lookup is an index-only probe of the history's primary key.
  */
 export function insertSql(layout: TableLayout, id: string, data: Record<string, unknown>, options: WriteSqlOptions = {}): Statement {
+  const template = insertTemplate(layout, options.changeLog ?? true);
   const values: unknown[] = [id];
-  const fieldCols = layout.columns.filter((c) => c.field);
-  const placeholders = fieldCols.map((c) => {
-    values.push(toDb(valueAt(data, c.field!)));
-    return `$${values.length}`;
-  });
-  const s = naming.system;
-  const cols = [s.id, s.version, s.createdAt, s.updatedAt, ...fieldCols.map((c) => c.name)].map(q).join(', ');
-  const version = `COALESCE((SELECT max(${q(s.version)}) FROM ${layout.history} WHERE ${q(s.id)} = $1), 0) + 1`;
-  return withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, ${version}, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`, values, 'CREATE', options.changeLog ?? true);
+  for (const c of template.fieldCols) values.push(toDb(valueAt(data, c.field!)));
+  for (const v of template.tail) values.push(v);
+  return { text: template.text, values };
+}
+
+interface InsertTemplate {
+  text: string;
+  fieldCols: TableLayout['columns'];
+  /** The values after the record's: the change log's schema name and channel (a digest). */
+  tail: unknown[];
+}
+
+/**
+ * A create's text depends on the layout (one config generation) and the change-log choice only,
+ * never on the record: built once for each, with the channel's digest, instead of on every create.
+ */
+const insertTemplates = new WeakMap<TableLayout, Map<boolean, InsertTemplate>>();
+
+function insertTemplate(layout: TableLayout, changeLog: boolean): InsertTemplate {
+  let byChoice = insertTemplates.get(layout);
+  if (!byChoice) insertTemplates.set(layout, (byChoice = new Map()));
+  let template = byChoice.get(changeLog);
+  if (!template) {
+    const fieldCols = layout.columns.filter((c) => c.field);
+    const values: unknown[] = ['', ...fieldCols.map(() => null)];
+    const placeholders = fieldCols.map((_, i) => `$${i + 2}`);
+    const s = naming.system;
+    const cols = [s.id, s.version, s.createdAt, s.updatedAt, ...fieldCols.map((c) => c.name)].map(q).join(', ');
+    const version = `COALESCE((SELECT max(${q(s.version)}) FROM ${layout.history} WHERE ${q(s.id)} = $1), 0) + 1`;
+    const statement = withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, ${version}, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`, values, 'CREATE', changeLog);
+    template = { text: statement.text, fieldCols, tail: statement.values.slice(values.length) };
+    byChoice.set(changeLog, template);
+  }
+  return template;
 }
 
 /** Replace sets every property (absent ones to null); merge sets only the given ones. */
