@@ -21,7 +21,8 @@ function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetCon
       ...extra?.(),
     }),
     fn,
-    { kind: 'client' },
+    // Children of the request's span only when it is recorded: an unsampled read builds nothing.
+    { kind: 'client', childOnly: true },
   );
 }
 
