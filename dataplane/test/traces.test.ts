@@ -17,6 +17,7 @@ const admin = { host: 'iam.localhost', headers: { authorization: 'Proxy demo-adm
 const FUNCTION = 'service-local-function-service-gateway';
 const SERVER = 2;
 const CLIENT = 3;
+const CONSUMER = 5;
 
 /** A caller's trace context: a fresh trace id and parent span id. */
 function callerContext() {
@@ -70,6 +71,47 @@ describe('OpenTelemetry traces (main.ts processes, an OTLP receiver in the test)
     expect(text).not.to.contain(id);
     expect(text).not.to.contain('Traced Co');
     expect(receiver.contentTypes).to.include('application/x-protobuf');
+  });
+
+  it('a subscription delivery is a span of its own, linked to the trace of the write that made the change (PostgreSQL change log)', async () => {
+    const caller = callerContext();
+    const ws = new WebSocket(`ws://127.0.0.1:${dataPlane!.port}/demo/graphql`, 'graphql-transport-ws', { headers: { ...admin.headers, host: admin.host } });
+    const received: unknown[] = [];
+    const subscribed = new Promise<void>((resolve, reject) => {
+      ws.once('error', reject);
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init' })));
+      ws.on('message', (data) => {
+        const message = JSON.parse(String(data));
+        if (message.type === 'connection_ack') {
+          ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { demo_Company { op record { id } } }' } }));
+          // The subscription takes its start position before its first event; a short pause is not relied on: the write repeats until one arrives.
+          resolve();
+        } else if (message.type === 'next') received.push(message.payload);
+      });
+    });
+    try {
+      await subscribed;
+      const id = `delivered-${randomBytes(4).toString('hex')}`;
+      for (let attempt = 0; received.length === 0 && attempt < 100; attempt++) {
+        const written = await call(dataPlane!.url, { ...admin, headers: { ...admin.headers, ...caller.headers }, path: '/demo', body: { create: { schema: 'demo.Company', id: `${id}-${attempt}`, data: { name: 'Delivered Co' } } } });
+        expect(written.status).to.equal(201);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(received.length).to.be.greaterThan(0);
+      const spans = await receiver.waitFor((all) => all.some((s) => s.name === 'deliver demo.Company' && s.links.some((l) => l.traceId === caller.traceId)));
+      const delivery = spans.find((s) => s.name === 'deliver demo.Company' && s.links.some((l) => l.traceId === caller.traceId))!;
+      expect(delivery).to.include({ kind: CONSUMER, parentSpanId: '', service: 'data-access-dataplane' });
+      expect(delivery.traceId).not.to.equal(caller.traceId);
+      expect(delivery.attributes).to.include({ 'das.dataset': 'demo', 'db.collection.name': 'demo.Company', 'das.change.op': 'CREATE' });
+      // The link points at the write's store call, a child of the write's SERVER span.
+      const [link] = delivery.links;
+      const writeServer = inTrace(spans, caller.traceId).find((s) => s.kind === SERVER)!;
+      const writeStore = inTrace(spans, caller.traceId).find((s) => s.spanId === link.spanId)!;
+      expect(writeStore).to.include({ name: 'write demo.Company', parentSpanId: writeServer.spanId });
+      expect(JSON.stringify(delivery)).not.to.contain(id);
+    } finally {
+      ws.close();
+    }
   });
 
   it('a WebSocket upgrade continues the caller\'s trace: one SERVER span, 101', async () => {

@@ -134,12 +134,7 @@ export async function inSpan<T>(name: string, attributes: () => SpanAttributes, 
   if (!active) return fn();
   const { api, tracer } = active;
   if (options.childOnly && !api.trace.getSpan(api.context.active())?.isRecording()) return fn();
-  const kind = options.kind === 'client' ? api.SpanKind.CLIENT : options.kind === 'consumer' ? api.SpanKind.CONSUMER : api.SpanKind.INTERNAL;
-  const links = options.links?.flatMap((link) => {
-    const context = api.trace.getSpanContext(api.propagation.extract(api.ROOT_CONTEXT, link));
-    return context && api.isSpanContextValid(context) ? [{ context }] : [];
-  });
-  return tracer.startActiveSpan(name, { kind, attributes: attributes(), links }, async (span) => {
+  return tracer.startActiveSpan(name, { kind: kindOf(api, options.kind), attributes: attributes(), links: linksOf(api, options.links) }, async (span) => {
     try {
       const result = await fn();
       span.end();
@@ -149,6 +144,27 @@ export async function inSpan<T>(name: string, attributes: () => SpanAttributes, 
       throw err;
     }
   });
+}
+
+function kindOf(api: typeof Api, kind: SpanKindName | undefined): Api.SpanKind {
+  return kind === 'client' ? api.SpanKind.CLIENT : kind === 'consumer' ? api.SpanKind.CONSUMER : api.SpanKind.INTERNAL;
+}
+
+function linksOf(api: typeof Api, links: readonly TraceParent[] | undefined): Api.Link[] | undefined {
+  return links?.flatMap((link) => {
+    const context = api.trace.getSpanContext(api.propagation.extract(api.ROOT_CONTEXT, link));
+    return context && api.isSpanContextValid(context) ? [{ context }] : [];
+  });
+}
+
+/**
+ * A span of a moment, started and ended at once, in a trace of its own (a subscription delivery:
+ * its links say which write it follows from). A no-op when tracing is off.
+ */
+export function recordRootSpan(name: string, attributes: () => SpanAttributes, options: Omit<InSpanOptions, 'childOnly'> = {}): void {
+  if (!active) return;
+  const { api, tracer } = active;
+  tracer.startSpan(name, { kind: kindOf(api, options.kind), attributes: attributes(), links: linksOf(api, options.links), root: true }).end();
 }
 
 /** W3C trace-context headers of a span (what a change remembers of the write that made it). */
