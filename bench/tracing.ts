@@ -12,6 +12,9 @@
  * per turn, amortises less per read, and its CPU per read would grow for that reason alone (on a
  * loaded machine that doubled the ratio). BENCH_RATE=0: as fast as they can.
  *
+ * BENCH_SAMPLER (always_on) is the traced plane's OTEL_TRACES_SAMPLER: always_off shows what the SDK
+ * costs before any span is recorded (context propagation, the context manager).
+ *
  * BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16), BENCH_RATE (400). BENCH_UNTRACED_ROOT=<a checkout of the
  * commit before tracing existed, with node_modules> adds a third plane run from that checkout (the
  * "untraced build"), to show that tracing off costs nothing. BENCH_PROFILE_DIR=<dir> writes a CPU
@@ -70,7 +73,7 @@ const planes: Partial<Record<Name, ReadyMain>> = {};
 try {
   if (UNTRACED_ROOT) planes.untraced = await startReadyMain({ LOG_LEVEL: 'warn' }, placement('untraced'));
   planes.off = await startReadyMain({ LOG_LEVEL: 'warn' }, placement('off'));
-  planes.on = await startReadyMain({ LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_TRACES_SAMPLER: 'always_on', OTEL_TRACES_SAMPLER_ARG: '1.0' }, placement('on'));
+  planes.on = await startReadyMain({ LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_TRACES_SAMPLER: process.env.BENCH_SAMPLER ?? 'always_on', OTEL_TRACES_SAMPLER_ARG: '1.0' }, placement('on'));
   for (const plane of NAMES.map((name) => planes[name]!)) {
     const created = await call(plane.url, { ...{ host: HEADERS.host, headers: { authorization: HEADERS.authorization } }, path: '/demo', body: { create: { schema: 'demo.Company', id: 'bench-co', data: { name: 'Bench Co' } } } });
     if (created.status !== 201) throw new Error(`seed failed: ${created.status} ${created.text}`);
