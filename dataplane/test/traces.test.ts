@@ -2,16 +2,22 @@
  * OpenTelemetry traces through the real entry points (main.ts as a process, in both modes) with an
  * OTLP receiver in the test: W3C trace context continued from each incoming request (HTTP, WebSocket
  * upgrade, function-gateway invocation) and passed on by the function gateway; SERVER spans named by
- * route template; store spans on PostgreSQL and DynamoDB Local; http/protobuf and http/json.
+ * route template; store spans on PostgreSQL and DynamoDB Local; bulk-load chunks; subscription
+ * deliveries linked to the write's trace; http/protobuf and http/json.
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { freePort } from '../src/db/embedded.js';
 import { call } from '../test-support/http.js';
 import { startMain, startReadyMain, stopMain, waitReady, type MainProcess, type ReadyMain } from '../test-support/main-process.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../test-support/otlp-receiver.js';
 import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../test-support/dynamodb.js';
+import { writePeopleParquet } from '../test-support/transactions.js';
 
 const admin = { host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } };
 const FUNCTION = 'service-local-function-service-gateway';
@@ -34,10 +40,11 @@ describe('OpenTelemetry traces (main.ts processes, an OTLP receiver in the test)
   this.timeout(180_000);
   let receiver: OtlpReceiver;
   let dataPlane: ReadyMain | undefined;
+  const importDir = mkdtempSync(join(tmpdir(), 'das-traces-imports-'));
 
   before(async () => {
     receiver = await startOtlpReceiver();
-    dataPlane = await startReadyMain(otel(receiver, 'http/protobuf'));
+    dataPlane = await startReadyMain({ ...otel(receiver, 'http/protobuf'), DAS_IMPORT_ROOT: join(importDir, 'imports'), DAS_BULK_CHUNK_ROWS: '50', DAS_BULK_POLL_MS: '100' });
   });
   after(async () => {
     await stopMain(dataPlane);
@@ -112,6 +119,26 @@ describe('OpenTelemetry traces (main.ts processes, an OTLP receiver in the test)
     } finally {
       ws.close();
     }
+  });
+
+  it('a bulk load: a span per chunk written, with its size and transaction, no data', async () => {
+    writePeopleParquet(importDir, 'traced.parquet', 120, { prefix: 'bulk-traced-' });
+    const started = await call(dataPlane!.url, {
+      ...admin,
+      path: '/demo',
+      body: { create: { schema: 'Transaction', data: { actions: [{ locationUri: pathToFileURL(join(importDir, 'imports', 'traced.parquet')).href, operation: 'UPSERT', format: 'PARQUET', schema: 'demo.Person' }] } } },
+    });
+    expect(started.status, started.text).to.equal(202);
+    const transaction = started.json.id as string;
+    const ofThisLoad = (all: ReceivedSpan[]) => all.filter((s) => s.name === 'bulk-load chunk demo.Person' && s.attributes['das.transaction.id'] === transaction);
+    // 120 rows in chunks of 50: three chunks.
+    const chunks = ofThisLoad(await receiver.waitFor((all) => ofThisLoad(all).length >= 3));
+    expect(chunks.map((c) => c.attributes['db.operation.batch.size']).sort()).to.deep.equal([20, 50, 50]);
+    for (const chunk of chunks) {
+      expect(chunk.kind).to.equal(CLIENT);
+      expect(chunk.attributes).to.include({ 'db.system': 'postgresql', 'db.operation.name': 'bulk-load chunk', 'db.collection.name': 'demo.Person', 'das.load.operation': 'UPSERT' });
+    }
+    expect(JSON.stringify(chunks)).not.to.contain('bulk-traced-');
   });
 
   it('a WebSocket upgrade continues the caller\'s trace: one SERVER span, 101', async () => {
