@@ -2,56 +2,106 @@
  * `npm run bench:tracing`: the cost of OpenTelemetry traces on reads by id. Two data planes
  * (main.ts processes, each with its embedded PostgreSQL), one without an OTLP endpoint (tracing
  * off: the SDK is not loaded) and one exporting every trace (sampler always_on, ratio 1.0) to an
- * OTLP receiver in this process; the same reads against each, rounds alternating; prints each
+ * OTLP sink in this process (it counts the exports and does not decode them: decoding here took
+ * this process's CPU, so autocannon sent fewer reads in the traced plane's rounds); the same reads against each, rounds alternating; prints each
  * one's CPU time per read (user + system of the data plane's process, /proc/<pid>/stat) and the
  * ratio. Not a test: read the ratio.
  *
- * BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16).
+ * The reads come at a fixed rate (BENCH_RATE per second, below what either plane can serve), so
+ * both planes do the same work per event-loop turn: at full load a slower plane serves fewer reads
+ * per turn, amortises less per read, and its CPU per read would grow for that reason alone (on a
+ * loaded machine that doubled the ratio). BENCH_RATE=0: as fast as they can.
+ *
+ * BENCH_SAMPLER (always_on) is the traced plane's OTEL_TRACES_SAMPLER: always_off shows what the SDK
+ * costs before any span is recorded (context propagation, the context manager).
+ *
+ * BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16), BENCH_RATE (400). BENCH_UNTRACED_ROOT=<a checkout of the
+ * commit before tracing existed, with node_modules> adds a third plane run from that checkout (the
+ * "untraced build"), to show that tracing off costs nothing. BENCH_PROFILE_DIR=<dir> writes a CPU
+ * profile per plane (`npx tsx bench/profile-top.ts <dir>/on`). BENCH_NODE=<node binary> runs the data
+ * planes with another Node.js (the image's is Node 24).
  */
 import autocannon from 'autocannon';
+import { resolve } from 'node:path';
 import { startReadyMain, stopMain, type ReadyMain } from '../dataplane/test-support/main-process.js';
 import { call } from '../dataplane/test-support/http.js';
-import { startOtlpReceiver } from '../dataplane/test-support/otlp-receiver.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpuMs, HEADERS } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const RATE = Number(process.env.BENCH_RATE ?? 400);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 async function round(plane: ReadyMain): Promise<{ cpuPerReadUs: number; reads: number }> {
   const before = cpuMs(plane.child.pid)!;
-  const result = await autocannon({ url: `${plane.url}/demo/demo.Company/bench-co`, headers: HEADERS, connections: CONNECTIONS, duration: SECONDS });
+  const result = await autocannon({ url: `${plane.url}/demo/demo.Company/bench-co`, headers: HEADERS, connections: CONNECTIONS, duration: SECONDS, ...(RATE > 0 ? { overallRate: RATE } : {}) });
   const used = cpuMs(plane.child.pid)! - before;
   const reads = result['2xx'];
   if (reads === 0 || result.non2xx > 0) throw new Error(`reads failed: ${result.non2xx} answers not 2xx`);
   return { cpuPerReadUs: (used * 1000) / reads, reads };
 }
 
-const receiver = await startOtlpReceiver();
-const planes: Record<'off' | 'on', ReadyMain | undefined> = { off: undefined, on: undefined };
+type Name = 'untraced' | 'off' | 'on';
+const UNTRACED_ROOT = process.env.BENCH_UNTRACED_ROOT;
+const NAMES: Name[] = UNTRACED_ROOT ? ['untraced', 'off', 'on'] : ['off', 'on'];
+const placement = (name: Name) => ({
+  node: process.env.BENCH_NODE,
+  root: name === 'untraced' ? resolve(UNTRACED_ROOT!) : undefined,
+  nodeArgs: process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_PROFILE_DIR, name)}`] : [],
+});
+
+/** Takes OTLP exports and counts them (requests, bytes) without decoding. */
+async function startOtlpSink() {
+  const counted = { exports: 0, bytes: 0 };
+  const server = createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (counted.bytes += chunk.length));
+    req.on('error', () => res.destroy());
+    req.on('end', () => {
+      counted.exports++;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, counted, close: () => new Promise<void>((done) => server.close(() => done())) };
+}
+
+const receiver = await startOtlpSink();
+const planes: Partial<Record<Name, ReadyMain>> = {};
 try {
-  planes.off = await startReadyMain({ LOG_LEVEL: 'warn' });
-  planes.on = await startReadyMain({ LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_TRACES_SAMPLER: 'always_on', OTEL_TRACES_SAMPLER_ARG: '1.0' });
-  for (const plane of [planes.off, planes.on]) {
+  if (UNTRACED_ROOT) planes.untraced = await startReadyMain({ LOG_LEVEL: 'warn' }, placement('untraced'));
+  planes.off = await startReadyMain({ LOG_LEVEL: 'warn' }, placement('off'));
+  planes.on = await startReadyMain({ LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_TRACES_SAMPLER: process.env.BENCH_SAMPLER ?? 'always_on', OTEL_TRACES_SAMPLER_ARG: '1.0' }, placement('on'));
+  for (const plane of NAMES.map((name) => planes[name]!)) {
     const created = await call(plane.url, { ...{ host: HEADERS.host, headers: { authorization: HEADERS.authorization } }, path: '/demo', body: { create: { schema: 'demo.Company', id: 'bench-co', data: { name: 'Bench Co' } } } });
     if (created.status !== 201) throw new Error(`seed failed: ${created.status} ${created.text}`);
   }
   // A round each first, not counted: JIT warm-up would otherwise decide the medians.
-  for (const plane of [planes.off, planes.on]) await round(plane);
-  const cpu: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  for (const name of NAMES) await round(planes[name]!);
+  const cpu: Record<Name, number[]> = { untraced: [], off: [], on: [] };
+  // Per-round ratios: the machine's load changes between rounds more than within one.
+  const ratios: { onOff: number[]; offUntraced: number[] } = { onOff: [], offUntraced: [] };
   for (let r = 0; r < ROUNDS; r++) {
-    for (const name of r % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
+    const order = r % 2 === 0 ? NAMES : [...NAMES].reverse();
+    const thisRound: Partial<Record<Name, number>> = {};
+    for (const name of order) {
       const { cpuPerReadUs, reads } = await round(planes[name]!);
       cpu[name].push(cpuPerReadUs);
-      console.log(`round ${r + 1} tracing ${name}: ${reads} reads, ${cpuPerReadUs.toFixed(1)} µs CPU per read`);
+      thisRound[name] = cpuPerReadUs;
+      console.log(`round ${r + 1} ${name === 'untraced' ? 'untraced build' : `tracing ${name}`}: ${reads} reads, ${cpuPerReadUs.toFixed(1)} µs CPU per read`);
     }
+    ratios.onOff.push(thisRound.on! / thisRound.off!);
+    if (UNTRACED_ROOT) ratios.offUntraced.push(thisRound.off! / thisRound.untraced!);
+    console.log(`round ${r + 1} ratios: on/off ×${ratios.onOff.at(-1)!.toFixed(3)}${UNTRACED_ROOT ? `, off/untraced ×${ratios.offUntraced.at(-1)!.toFixed(3)}` : ''}`);
   }
   const off = median(cpu.off);
   const on = median(cpu.on);
-  console.log(`median CPU per read: off ${off.toFixed(1)} µs, on (ratio 1.0) ${on.toFixed(1)} µs: ×${(on / off).toFixed(3)}; spans received: ${receiver.spans.length}`);
+  const untraced = UNTRACED_ROOT ? `untraced build ${median(cpu.untraced).toFixed(1)} µs, ` : '';
+  console.log(`median CPU per read: ${untraced}off ${off.toFixed(1)} µs, on (ratio 1.0) ${on.toFixed(1)} µs: ×${(on / off).toFixed(3)}; exports received: ${receiver.counted.exports} (${(receiver.counted.bytes / 1e6).toFixed(1)} MB)`);
+  console.log(`median of the per-round ratios: on/off ×${median(ratios.onOff).toFixed(3)}${UNTRACED_ROOT ? `, off/untraced ×${median(ratios.offUntraced).toFixed(3)}` : ''}`);
 } finally {
-  await stopMain(planes.off);
-  await stopMain(planes.on);
+  for (const name of NAMES) await stopMain(planes[name]);
   await receiver.close();
 }

@@ -28,11 +28,17 @@ export function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/** Where bench/tracing.ts runs a data plane: another checkout (its untraced build), node flags (`--cpu-prof`). */
+export interface MainPlacement {
+  root?: string;
+  nodeArgs?: string[];
+}
+
 /** `node` is the Node.js binary to run it with (default this one; node24.test.ts passes Node 24's). */
-export function startMain(env: Record<string, string>, entry: EntryPoint = 'tsx', node = process.execPath): MainProcess {
+export function startMain(env: Record<string, string>, entry: EntryPoint = 'tsx', node = process.execPath, { root = ROOT, nodeArgs = [] }: MainPlacement = {}): MainProcess {
   if (entry === 'compiled' && !existsSync(COMPILED_MAIN)) throw new Error(`${COMPILED_MAIN} is missing: run npm run build (npm test's pretest does)`);
-  const args = entry === 'tsx' ? ['--import', 'tsx', 'dataplane/src/main.ts'] : [COMPILED_MAIN];
-  const child = spawn(node, args, { cwd: ROOT, env: { ...cleanEnv(), LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [...nodeArgs, ...(entry === 'tsx' ? ['--import', 'tsx', 'dataplane/src/main.ts'] : [COMPILED_MAIN])];
+  const child = spawn(node, args, { cwd: root, env: { ...cleanEnv(), LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
@@ -66,12 +72,12 @@ export function rssOf(pid: number): number {
 /** main.ts on a free port of 127.0.0.1 with a fresh DATA_DIR (embedded PostgreSQL, the examples), once ready. */
 export type ReadyMain = MainProcess & { port: number; url: string };
 
-export async function startReadyMain(env: Record<string, string> = {}): Promise<ReadyMain> {
+export async function startReadyMain(env: Record<string, string> = {}, placement: MainPlacement & { node?: string } = {}): Promise<ReadyMain> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'das-main-'));
   chmodSync(dataDir, 0o755); // as root, the embedded server runs as the postgres user and must reach it
-  const main = startMain({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ...env });
+  const main = startMain({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ...env }, 'tsx', placement.node ?? process.execPath, placement);
   await waitReady(url, main);
   return { ...main, port, url };
 }

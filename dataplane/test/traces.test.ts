@@ -2,21 +2,28 @@
  * OpenTelemetry traces through the real entry points (main.ts as a process, in both modes) with an
  * OTLP receiver in the test: W3C trace context continued from each incoming request (HTTP, WebSocket
  * upgrade, function-gateway invocation) and passed on by the function gateway; SERVER spans named by
- * route template; store spans on PostgreSQL and DynamoDB Local; http/protobuf and http/json.
+ * route template; store spans on PostgreSQL and DynamoDB Local; bulk-load chunks; subscription
+ * deliveries linked to the write's trace; http/protobuf and http/json.
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { freePort } from '../src/db/embedded.js';
 import { call } from '../test-support/http.js';
 import { startMain, startReadyMain, stopMain, waitReady, type MainProcess, type ReadyMain } from '../test-support/main-process.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../test-support/otlp-receiver.js';
 import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../test-support/dynamodb.js';
+import { writePeopleParquet } from '../test-support/transactions.js';
 
 const admin = { host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } };
 const FUNCTION = 'service-local-function-service-gateway';
 const SERVER = 2;
 const CLIENT = 3;
+const CONSUMER = 5;
 
 /** A caller's trace context: a fresh trace id and parent span id. */
 function callerContext() {
@@ -33,10 +40,11 @@ describe('OpenTelemetry traces (main.ts processes, an OTLP receiver in the test)
   this.timeout(180_000);
   let receiver: OtlpReceiver;
   let dataPlane: ReadyMain | undefined;
+  const importDir = mkdtempSync(join(tmpdir(), 'das-traces-imports-'));
 
   before(async () => {
     receiver = await startOtlpReceiver();
-    dataPlane = await startReadyMain(otel(receiver, 'http/protobuf'));
+    dataPlane = await startReadyMain({ ...otel(receiver, 'http/protobuf'), DAS_IMPORT_ROOT: join(importDir, 'imports'), DAS_BULK_CHUNK_ROWS: '50', DAS_BULK_POLL_MS: '100' });
   });
   after(async () => {
     await stopMain(dataPlane);
@@ -70,6 +78,72 @@ describe('OpenTelemetry traces (main.ts processes, an OTLP receiver in the test)
     expect(text).not.to.contain(id);
     expect(text).not.to.contain('Traced Co');
     expect(receiver.contentTypes).to.include('application/x-protobuf');
+  });
+
+  it('a subscription delivery is a span of its own, linked to the trace of the write that made the change (PostgreSQL change log)', async () => {
+    const caller = callerContext();
+    const ws = new WebSocket(`ws://127.0.0.1:${dataPlane!.port}/demo/graphql`, 'graphql-transport-ws', { headers: { ...admin.headers, host: admin.host } });
+    const received: unknown[] = [];
+    const subscribed = new Promise<void>((resolve, reject) => {
+      ws.once('error', reject);
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init' })));
+      ws.on('message', (data) => {
+        const message = JSON.parse(String(data));
+        if (message.type === 'connection_ack') {
+          ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'subscription { demo_Company { op record { id } } }' } }));
+          // The subscription takes its start position before its first event; a short pause is not relied on: the write repeats until one arrives.
+          resolve();
+        } else if (message.type === 'next') received.push(message.payload);
+      });
+    });
+    try {
+      await subscribed;
+      const id = `delivered-${randomBytes(4).toString('hex')}`;
+      // EVENTUAL: a single statement that appends its own change row. A write under another trace
+      // goes first, so a statement reused across writes must still carry each write's own context.
+      const earlier = callerContext();
+      const warm = await call(dataPlane!.url, { ...admin, headers: { ...admin.headers, ...earlier.headers }, path: '/demo', body: { create: { schema: 'demo.Company', id: `${id}-earlier`, data: { name: 'Earlier Co' }, consistency: 'EVENTUAL' } } });
+      expect(warm.status).to.equal(201);
+      for (let attempt = 0; received.length === 0 && attempt < 100; attempt++) {
+        const written = await call(dataPlane!.url, { ...admin, headers: { ...admin.headers, ...caller.headers }, path: '/demo', body: { create: { schema: 'demo.Company', id: `${id}-${attempt}`, data: { name: 'Delivered Co' }, consistency: 'EVENTUAL' } } });
+        expect(written.status).to.equal(201);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(received.length).to.be.greaterThan(0);
+      const spans = await receiver.waitFor((all) => all.some((s) => s.name === 'deliver demo.Company' && s.links.some((l) => l.traceId === caller.traceId)));
+      const delivery = spans.find((s) => s.name === 'deliver demo.Company' && s.links.some((l) => l.traceId === caller.traceId))!;
+      expect(delivery).to.include({ kind: CONSUMER, parentSpanId: '', service: 'data-access-dataplane' });
+      expect(delivery.traceId).not.to.equal(caller.traceId);
+      expect(delivery.attributes).to.include({ 'das.dataset': 'demo', 'db.collection.name': 'demo.Company', 'das.change.op': 'CREATE' });
+      // The link points at the write's store call, a child of the write's SERVER span.
+      const [link] = delivery.links;
+      const writeServer = inTrace(spans, caller.traceId).find((s) => s.kind === SERVER)!;
+      const writeStore = inTrace(spans, caller.traceId).find((s) => s.spanId === link.spanId)!;
+      expect(writeStore).to.include({ name: 'write demo.Company', parentSpanId: writeServer.spanId });
+      expect(JSON.stringify(delivery)).not.to.contain(id);
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('a bulk load: a span per chunk written, with its size and transaction, no data', async () => {
+    writePeopleParquet(importDir, 'traced.parquet', 120, { prefix: 'bulk-traced-' });
+    const started = await call(dataPlane!.url, {
+      ...admin,
+      path: '/demo',
+      body: { create: { schema: 'Transaction', data: { actions: [{ locationUri: pathToFileURL(join(importDir, 'imports', 'traced.parquet')).href, operation: 'UPSERT', format: 'PARQUET', schema: 'demo.Person' }] } } },
+    });
+    expect(started.status, started.text).to.equal(202);
+    const transaction = started.json.id as string;
+    const ofThisLoad = (all: ReceivedSpan[]) => all.filter((s) => s.name === 'bulk-load chunk demo.Person' && s.attributes['das.transaction.id'] === transaction);
+    // 120 rows in chunks of 50: three chunks.
+    const chunks = ofThisLoad(await receiver.waitFor((all) => ofThisLoad(all).length >= 3));
+    expect(chunks.map((c) => c.attributes['db.operation.batch.size']).sort()).to.deep.equal([20, 50, 50]);
+    for (const chunk of chunks) {
+      expect(chunk.kind).to.equal(CLIENT);
+      expect(chunk.attributes).to.include({ 'db.system': 'postgresql', 'db.operation.name': 'bulk-load chunk', 'db.collection.name': 'demo.Person', 'das.load.operation': 'UPSERT' });
+    }
+    expect(JSON.stringify(chunks)).not.to.contain('bulk-traced-');
   });
 
   it('a WebSocket upgrade continues the caller\'s trace: one SERVER span, 101', async () => {

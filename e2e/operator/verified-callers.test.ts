@@ -14,10 +14,11 @@
  * Forged tokens (another key, a wrong audience, expired) are refused locally: 2,000 of them cost
  * at most 20 TokenReviews as the API server itself counts them (apiserver_request_total), the
  * expired ones none; a token bound to a Pod stops working once the Pod is deleted.
- * Deleting the Environment removes the ClusterRoleBindings (its finalizer).
+ * Deleting the Environment removes the ClusterRoleBindings (its finalizer). The data plane exports
+ * traces to an OTLP receiver in the test: a TokenReview is a CLIENT span of the request.
  */
 import { expect } from 'chai';
-import { createPrivateKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,7 @@ import { decodeProtectedHeader, SignJWT } from 'jose';
 import WebSocket from 'ws';
 import { parse, stringify } from 'yaml';
 import { freshDatabase } from '../../dataplane/test-support/postgres.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../../dataplane/test-support/otlp-receiver.js';
 import { startKubeCluster, type KubeCluster } from '../peers/kube/cluster.js';
 import { CuttableProxy } from './tcp-proxy.js';
 import {
@@ -88,8 +90,10 @@ describe('verified callers e2e (kube-apiserver TokenReview, operator, data plane
   const token = async (serviceAccount: string, aud = audience(), seconds = 600) =>
     (await kubectl(cluster, ['-n', ns, 'create', 'token', serviceAccount, '--audience', aud, '--duration', `${seconds}s`])).trim();
   const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
+  let receiver: OtlpReceiver;
 
   before(async () => {
+    receiver = await startOtlpReceiver();
     cluster = await startKubeCluster({ controllerManager: true });
     // Without the cluster's default grant to every ServiceAccount, only the operator's bindings let the data plane read the issuer keys.
     await kubectl(cluster, ['delete', 'clusterrolebinding', 'system:service-account-issuer-discovery']);
@@ -145,6 +149,8 @@ spec:
         DATABASE_URL: await freshDatabase(),
         DAS_TOKEN_REVIEW_CACHE_MS: String(CACHE_MS),
         DAS_SUBSCRIPTION_REVERIFY_MS: '1000',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_BSP_SCHEDULE_DELAY: '50',
       },
     }));
     await waitFor('the data plane to serve dataset vds', async () => {
@@ -159,6 +165,7 @@ spec:
     await apiProxy?.stop();
     await operator?.stop();
     await cluster?.stop();
+    await receiver?.close();
   });
 
   it('the operator renders the auth-delegator and issuer-discovery ClusterRoleBindings, the function gateway\'s ServiceAccount, projected token and NetworkPolicy', async () => {
@@ -199,6 +206,21 @@ spec:
     expect((await call(port, 'GET', '/_admin/datasets', bearer(await token('admin')))).status).to.equal(200);
     const notAdmin = await call(port, 'GET', '/_admin/datasets', reader);
     expect([notAdmin.status, notAdmin.json.error.code]).to.deep.equal([403, 'NOT_AN_ADMIN']);
+  });
+
+  it('a TokenReview is a CLIENT span of the request that needed it (OTLP receiver)', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const parentId = randomBytes(8).toString('hex');
+    // A token of its own (another duration): no verdict of an earlier test is remembered for it.
+    const traced = { ...bearer(await token('reader', audience(), 601)), traceparent: `00-${traceId}-${parentId}-01` };
+    expect((await call(port, 'GET', '/vds/demo.Item/i1', traced)).status).to.equal(200);
+    const trace = (await receiver.waitFor((all) => all.some((s) => s.traceId === traceId && s.kind === 3 && s.name.includes('tokenreviews')))).filter((s) => s.traceId === traceId);
+    const server = trace.find((s) => s.kind === 2)!;
+    expect(server).to.include({ name: 'GET /{dataset}/{schema}/{id}', parentSpanId: parentId });
+    const review = trace.find((s) => s.name.includes('tokenreviews'))!;
+    expect(review).to.include({ name: 'POST /apis/authentication.k8s.io/v1/tokenreviews', kind: 3, parentSpanId: server.spanId });
+    expect(review.attributes).to.include({ 'http.request.method': 'POST', 'server.address': '127.0.0.1' });
+    expect(JSON.stringify(review)).not.to.contain(traced.authorization.slice(7, 40));
   });
 
   it('refuses with the reason: wrong audience, another ServiceAccount, a tampered or expired token, no credentials', async () => {

@@ -20,6 +20,10 @@ interface Active {
 
 let active: Active | undefined;
 
+/** Spans per export request, and the most waiting to be exported (more are dropped, counted by the SDK). */
+const EXPORT_BATCH_SPANS = 2048;
+const QUEUED_SPANS = 8192;
+
 /** True once `startTracing` ran: callers that would build attributes check it first. */
 export const tracingOn = (): boolean => active !== undefined;
 
@@ -52,7 +56,9 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
   const provider = new sdk.BasicTracerProvider({
     resource: resources.resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName }),
     sampler,
-    spanProcessors: [new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduleDelayMs })],
+    // Bigger batches than the SDK's 512: fewer export requests (each one an HTTP request and its
+    // encoding's fixed cost on the event loop) when every request is sampled. The queue stays bounded.
+    spanProcessors: [new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: EXPORT_BATCH_SPANS, maxQueueSize: QUEUED_SPANS })],
   });
   // An unreachable collector is reported, never thrown into a request.
   let reported = false;
@@ -109,20 +115,26 @@ export function endSpan(span: Span, error?: unknown): void {
 
 export type SpanKindName = 'internal' | 'client' | 'consumer';
 
+export interface InSpanOptions {
+  kind?: SpanKindName;
+  /** Contexts of other traces this work follows from (a subscription delivery's write). */
+  links?: readonly TraceParent[];
+  /**
+   * Only as the child of a recorded span (store calls): with none, `fn` runs without a span, and
+   * nothing is built for one (an unsampled request's store calls cost one lookup).
+   */
+  childOnly?: boolean;
+}
+
 /**
  * Runs `fn` in a child span of the current one (kind `internal` by default). `attributes` is a
- * function so that nothing is built when tracing is off. `links`: contexts of other traces this
- * work follows from (a subscription delivery's write).
+ * function so that nothing is built when tracing is off.
  */
-export async function inSpan<T>(name: string, attributes: () => SpanAttributes, fn: () => Promise<T>, options: { kind?: SpanKindName; links?: readonly TraceParent[] } = {}): Promise<T> {
+export async function inSpan<T>(name: string, attributes: () => SpanAttributes, fn: () => Promise<T>, options: InSpanOptions = {}): Promise<T> {
   if (!active) return fn();
   const { api, tracer } = active;
-  const kind = options.kind === 'client' ? api.SpanKind.CLIENT : options.kind === 'consumer' ? api.SpanKind.CONSUMER : api.SpanKind.INTERNAL;
-  const links = options.links?.flatMap((link) => {
-    const context = api.trace.getSpanContext(api.propagation.extract(api.ROOT_CONTEXT, link));
-    return context && api.isSpanContextValid(context) ? [{ context }] : [];
-  });
-  return tracer.startActiveSpan(name, { kind, attributes: attributes(), links }, async (span) => {
+  if (options.childOnly && !api.trace.getSpan(api.context.active())?.isRecording()) return fn();
+  return tracer.startActiveSpan(name, { kind: kindOf(api, options.kind), attributes: attributes(), links: linksOf(api, options.links) }, async (span) => {
     try {
       const result = await fn();
       span.end();
@@ -132,6 +144,27 @@ export async function inSpan<T>(name: string, attributes: () => SpanAttributes, 
       throw err;
     }
   });
+}
+
+function kindOf(api: typeof Api, kind: SpanKindName | undefined): Api.SpanKind {
+  return kind === 'client' ? api.SpanKind.CLIENT : kind === 'consumer' ? api.SpanKind.CONSUMER : api.SpanKind.INTERNAL;
+}
+
+function linksOf(api: typeof Api, links: readonly TraceParent[] | undefined): Api.Link[] | undefined {
+  return links?.flatMap((link) => {
+    const context = api.trace.getSpanContext(api.propagation.extract(api.ROOT_CONTEXT, link));
+    return context && api.isSpanContextValid(context) ? [{ context }] : [];
+  });
+}
+
+/**
+ * A span of a moment, started and ended at once, in a trace of its own (a subscription delivery:
+ * its links say which write it follows from). A no-op when tracing is off.
+ */
+export function recordRootSpan(name: string, attributes: () => SpanAttributes, options: Omit<InSpanOptions, 'childOnly'> = {}): void {
+  if (!active) return;
+  const { api, tracer } = active;
+  tracer.startSpan(name, { kind: kindOf(api, options.kind), attributes: attributes(), links: linksOf(api, options.links), root: true }).end();
 }
 
 /** W3C trace-context headers of a span (what a change remembers of the write that made it). */

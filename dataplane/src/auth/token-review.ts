@@ -26,6 +26,7 @@ import { AuthError } from './errors.js';
 import { ExpiringLru } from './expiring-lru.js';
 import { IssuerKeysUnavailable, kubeIssuerDocument, ServiceAccountIssuerKeys } from './issuer-keys.js';
 import { kubeRequest } from './kube-http.js';
+import { inSpan } from '../../../model/telemetry/tracing.js';
 import { ReviewSlots, ReviewSlotsFull } from './review-slots.js';
 import { cacheUntil, earlyRefusal, unverifiedClaims, verdictOf, type Refusal, type TokenReviewStatus, type Verdict } from './service-account.js';
 
@@ -218,6 +219,8 @@ export function kubernetesCredentialsSource(env: Pick<DataPlaneSettings, 'KUBECO
   return existsSync(home) ? home : undefined;
 }
 
+const TOKEN_REVIEW_PATH = '/apis/authentication.k8s.io/v1/tokenreviews';
+
 /** TokenReviews with the credentials of a KubeConfig (in-cluster or KUBECONFIG). */
 export class KubeTokenReviewer implements TokenReviewer {
   constructor(
@@ -225,9 +228,24 @@ export class KubeTokenReviewer implements TokenReviewer {
     private readonly timeoutMs = 5_000,
   ) {}
 
+  /** The API server's host, for the span. */
+  private serverAddress(): string {
+    try {
+      return new URL(this.kubeConfig.getCurrentCluster()?.server ?? '').hostname;
+    } catch {
+      return '';
+    }
+  }
+
   async review(token: string, audiences: readonly string[]): Promise<TokenReviewStatus> {
     const body = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences } });
-    const { status, text } = await kubeRequest(this.kubeConfig, '/apis/authentication.k8s.io/v1/tokenreviews', { method: 'POST', body, timeoutMs: this.timeoutMs, maxBytes: MAX_REVIEW_RESPONSE_BYTES });
+    // A CLIENT span of the request that needed the review (when it is traced); the token is never an attribute.
+    const { status, text } = await inSpan(
+      `POST ${TOKEN_REVIEW_PATH}`,
+      () => ({ 'http.request.method': 'POST', 'url.template': TOKEN_REVIEW_PATH, 'server.address': this.serverAddress() }),
+      () => kubeRequest(this.kubeConfig, TOKEN_REVIEW_PATH, { method: 'POST', body, timeoutMs: this.timeoutMs, maxBytes: MAX_REVIEW_RESPONSE_BYTES }),
+      { kind: 'client', childOnly: true },
+    );
     if (status !== 201 && status !== 200) {
       const hint = status === 403 ? ' (the ServiceAccount needs a ClusterRoleBinding to system:auth-delegator)' : '';
       throw new Error(`HTTP ${status}${hint}`);

@@ -134,6 +134,8 @@ export interface RecordChange {
   version: number;
   op: ChangeOp;
   committedAt: string;
+  /** The trace context of the write that made the change, where the feed keeps it (PostgreSQL, with tracing on). */
+  writeTrace?: { traceparent: string };
   /**
    * The record as written (a delete: only id and version, `deleted`); absent when the store no
    * longer has that version or the schema left the config.

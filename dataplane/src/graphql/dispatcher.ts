@@ -19,6 +19,7 @@ import { schemaDefOf } from '../engine/layout.js';
 import { fromStore } from '../engine/store-outcomes.js';
 import type { ApiRecord } from '../engine/engine.js';
 import { EventQueue } from './event-queue.js';
+import { traceDelivery } from '../telemetry/delivery-spans.js';
 import type { ByteBudget } from './send-budget.js';
 import type { ChangeEvent, SubscriptionRequest } from './schema.js';
 
@@ -47,6 +48,7 @@ export interface DispatcherOptions {
 export const DEFAULT_RETENTION_MS = 24 * 3600_000;
 
 interface Subscription {
+  dataset: string;
   schema: string;
   filter?: TypedFilter;
   ids?: ReadonlySet<string>;
@@ -212,7 +214,7 @@ export class ChangeDispatcher {
       throw fromStore(err);
     }
     const live = f.order.parse(f.cursor);
-    sub = { schema: request.schema, filter, ids: request.ids ? new Set(request.ids) : undefined, queue, last: after ?? live, order: f.order, onSlow };
+    sub = { dataset: dataset.id, schema: request.schema, filter, ids: request.ids ? new Set(request.ids) : undefined, queue, last: after ?? live, order: f.order, onSlow };
     if (after === undefined || f.order.covers(after, live)) {
       this.register(f, sub);
       return queue;
@@ -361,8 +363,10 @@ export class ChangeDispatcher {
     if (sub.ids && !sub.ids.has(change.id)) return;
     const image = change.op === 'DELETE' ? change.previous : change.record;
     if (sub.filter && !(image && matchesFilter(sub.filter, image))) return;
-    if (sub.queue.push(eventOf(change))) this.delivered++;
-    else this.slow(sub);
+    if (sub.queue.push(eventOf(change))) {
+      this.delivered++;
+      traceDelivery(sub.dataset, change);
+    } else this.slow(sub);
   }
 
   /** A connection its server ended for the bytes it left unread (websocket.ts): counted with the subscriptions ended here. */

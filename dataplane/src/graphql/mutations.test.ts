@@ -89,6 +89,27 @@ function mutationSuite(location: string, start: () => Promise<TestDataPlane>) {
       }
     });
 
+    it("an argument of the wrong type (literal or variable) is refused with REST's code and status for the same value", async () => {
+      const cases: [string, Record<string, unknown> | undefined, unknown][] = [
+        ['mutation { create_demo_Person(data: { name: "Bo", age: "old" }) { id } }', undefined, { create: { schema: 'demo.Person', data: { name: 'Bo', age: 'old' } } }],
+        ['mutation($d: demo_PersonInput!) { create_demo_Person(data: $d) { id } }', { d: { name: 'Bo', age: 'old' } }, { create: { schema: 'demo.Person', data: { name: 'Bo', age: 'old' } } }],
+        ['mutation($d: demo_PersonInput!) { create_demo_Person(data: $d) { id } }', { d: { name: 42 } }, { create: { schema: 'demo.Person', data: { name: 42 } } }],
+        ['mutation { create_demo_Company(data: { name: "X" }, consistency: STRONG) { id } }', undefined, { create: { schema: 'demo.Company', data: { name: 'X' }, consistency: 'STRONG' } }],
+      ];
+      for (const [query, variables, body] of cases) {
+        const viaRest = await admin({ path: '/demo', body });
+        expect(viaRest.status, viaRest.text).to.equal(400);
+        const viaGraphql = await gql(query, variables);
+        expect(viaGraphql.data ?? null, query).to.equal(null);
+        const [error] = viaGraphql.errors!;
+        expect(error.extensions, `${query} ${JSON.stringify(variables)}: ${error.message}`).to.deep.include({ code: viaRest.json.error.code, status: viaRest.status });
+      }
+      // Nothing was written.
+      const people = await admin({ method: 'GET', path: '/demo/demo.Person?filter=name%20%3D%3D%20%22Bo%22' });
+      expect(people.status, people.text).to.equal(200);
+      expect(people.json.items).to.deep.equal([]);
+    });
+
     it("each consistency level is accepted or refused as REST's", async () => {
       for (const level of ['ATOMIC_ALL', 'ATOMIC', 'QUORUM', 'EVENTUAL', 'ASYNC']) {
         const viaRest = await admin({ path: '/demo', body: { create: { schema: 'demo.Company', id: `rest-${level}`, data: { name: level }, consistency: level } } });

@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { endSpan, inSpan, startServerSpan, tracingOn, withSpan, type Span } from '../../../model/telemetry/tracing.js';
+import { endSpan, inSpan, startServerSpan, tracingOn, withSpan, type Span, type SpanAttributes } from '../../../model/telemetry/tracing.js';
 
 const spans = new WeakMap<IncomingMessage, Span>();
 
@@ -34,27 +34,35 @@ export function nameRequestSpan(req: IncomingMessage, route: { readonly path: re
   span.setAttribute('http.route', template);
 }
 
-function hostAndPort(host: string | undefined): { 'server.address'?: string; 'server.port'?: number } {
-  if (!host) return {};
-  const match = /^(\[[^\]]*\]|[^:]*)(?::(\d+))?$/.exec(host);
-  if (!match) return {};
-  return match[2] ? { 'server.address': match[1], 'server.port': Number(match[2]) } : { 'server.address': match[1] };
+/** `server.address` and `server.port` of a Host header, set on `attributes`. */
+function addHostAndPort(attributes: SpanAttributes, host: string | undefined): SpanAttributes {
+  if (!host) return attributes;
+  const colon = host.lastIndexOf(':');
+  // A colon inside an IPv6 literal's brackets is not the port's.
+  if (colon < 0 || host.indexOf(']', colon) >= 0) attributes['server.address'] = host;
+  else {
+    attributes['server.address'] = host.slice(0, colon);
+    const port = Number(host.slice(colon + 1));
+    if (Number.isInteger(port)) attributes['server.port'] = port;
+  }
+  return attributes;
 }
 
-/** Starts the span of a request (or upgrade); undefined when tracing is off. */
+/** Starts the span of a request (or upgrade); undefined when tracing is off. Attributes set one by one: no spreads per request. */
 export function startRequestSpan(req: IncomingMessage): Span | undefined {
   const method = req.method ?? 'GET';
-  const path = (req.url ?? '/').split('?')[0];
-  const literal = LITERAL_PATHS.has(path) || path.startsWith('/_admin') ? (path.startsWith('/_admin') ? '/_admin' : path) : undefined;
-  const span = startServerSpan(req.headers, literal ? `${method} ${literal}` : method, {
-    'http.request.method': method,
-    'url.scheme': 'http',
-    ...hostAndPort(req.headers.host),
-    ...(literal ? { 'http.route': literal } : {}),
-    'network.protocol.version': req.httpVersion,
-    ...(req.socket.remoteAddress ? { 'client.address': req.socket.remoteAddress } : {}),
-    ...(typeof req.headers['user-agent'] === 'string' ? { 'user_agent.original': req.headers['user-agent'].slice(0, 256) } : {}),
-  });
+  const url = req.url ?? '/';
+  const query = url.indexOf('?');
+  const path = query < 0 ? url : url.slice(0, query);
+  const literal = path.startsWith('/_admin') ? '/_admin' : LITERAL_PATHS.has(path) ? path : undefined;
+  const attributes: SpanAttributes = { 'http.request.method': method, 'url.scheme': 'http', 'network.protocol.version': req.httpVersion };
+  addHostAndPort(attributes, req.headers.host);
+  if (literal) attributes['http.route'] = literal;
+  const client = req.socket.remoteAddress;
+  if (client) attributes['client.address'] = client;
+  const agent = req.headers['user-agent'];
+  if (typeof agent === 'string') attributes['user_agent.original'] = agent.length > 256 ? agent.slice(0, 256) : agent;
+  const span = startServerSpan(req.headers, literal ? `${method} ${literal}` : method, attributes);
   if (span) spans.set(req, span);
   return span;
 }
@@ -98,5 +106,5 @@ export function upgradeAnswered(req: IncomingMessage, status: number): void {
 /** The function gateway's call to the data plane: a CLIENT span (when tracing is on) whose context the call carries. */
 export function upstreamSpan<T extends { response: { status: number } }>(method: string, upstreamUrl: string, call: () => Promise<T>): Promise<T> {
   if (!tracingOn()) return call();
-  return inSpan(method, () => ({ 'http.request.method': method, ...hostAndPort(new URL(upstreamUrl).host) }), call, { kind: 'client' });
+  return inSpan(method, () => addHostAndPort({ 'http.request.method': method }, new URL(upstreamUrl).host), call, { kind: 'client' });
 }

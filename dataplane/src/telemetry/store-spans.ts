@@ -9,7 +9,12 @@ import { inSpan, type SpanAttributes } from '../../../model/telemetry/tracing.js
 
 const DB_SYSTEM: Record<LocationKind, string> = { postgres: 'postgresql', dynamodb: 'dynamodb', snowflake: 'snowflake', iceberg: 'snowflake' };
 
-function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined, fn: () => Promise<T>, extra?: () => SpanAttributes): Promise<T> {
+/**
+ * A store call's span: a child of the request's span only when that one is recorded (an unsampled
+ * read builds nothing), unless `ownTrace` (bulk-load chunks, written by the background runner with
+ * no request around them: each chunk starts a trace of its own then).
+ */
+function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined, fn: () => Promise<T>, extra?: () => SpanAttributes, ownTrace = false): Promise<T> {
   return inSpan(
     collection ? `${operation} ${collection}` : operation,
     () => ({
@@ -21,7 +26,7 @@ function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetCon
       ...extra?.(),
     }),
     fn,
-    { kind: 'client' },
+    { kind: 'client', childOnly: !ownTrace },
   );
 }
 
@@ -50,7 +55,7 @@ function tracedBulkLoad(kind: LocationKind, bulk: BulkLoadStore): BulkLoadStore 
         'db.operation.batch.size': chunk.records.length,
         'das.transaction.id': chunk.transaction,
         'das.load.operation': chunk.operation,
-      })),
+      }), true),
   });
 }
 

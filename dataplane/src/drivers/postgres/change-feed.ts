@@ -75,13 +75,14 @@ export class PostgresChangeFeed implements ChangeFeed {
         const first = results.length - layouts.length;
         const pruned = results[first - 2].rows[0] as [string] | undefined;
         if (from < BigInt(pruned?.[0] ?? '0')) return { changes: [], expired: true };
-        const changes: RecordChange[] = (results[first - 1].rows as [string, string, string, number, ChangeOp, Date | string][]).map(([cursor, schema, id, version, op, committedAt]) => ({
+        const changes: RecordChange[] = (results[first - 1].rows as [string, string, string, number, ChangeOp, Date | string, string | null][]).map(([cursor, schema, id, version, op, committedAt, traceparent]) => ({
           cursor,
           schema,
           id,
           version,
           op,
           committedAt: committedAt instanceof Date ? committedAt.toISOString() : String(committedAt),
+          ...(traceparent ? { writeTrace: { traceparent } } : {}),
         }));
         const images = new Map<string, StoredRecord>();
         layouts.forEach((layout, i) => {

@@ -25,6 +25,7 @@ import { quoteIdent as q } from '../../engine/sql/naming.js';
 import { postgresNaming as naming } from '../../engine/sql/naming.js';
 import type { ChangeOp } from '../../engine/contract.js';
 import type { Statement, TableLayout } from './sql.js';
+import { currentTraceParent } from '../../../../model/telemetry/tracing.js';
 
 /** Table names no record schema can map to (schema names give [a-z0-9_] only). */
 export const CHANGES_TABLE = 'das$changes';
@@ -33,6 +34,15 @@ export const PRUNED_TABLE = 'das$changes_pruned';
 export const POSITION_COLUMN = 'pos';
 /** The index of numbered positions; its absence means the log's DDL must run (a log from before it). */
 export const POSITION_INDEX = 'das$changes_pos_numbered';
+/** The W3C traceparent of the write that made a change (NULL with tracing off): a delivery's span links to it. */
+export const TRACE_COLUMN = 'traceparent';
+
+/**
+ * The bind value of TRACE_COLUMN: the writing store call's trace context, read where the statement
+ * is built (one check when tracing is off). It is the last value of inlineChangeCtes: a statement
+ * text cached across writes must take it afresh for each (insertSql does).
+ */
+export const writeTraceParent = (): string | null => currentTraceParent()?.traceparent ?? null;
 
 export const changesTable = (dbSchema: string) => `${q(dbSchema)}.${q(CHANGES_TABLE)}`;
 const prunedTable = (dbSchema: string) => `${q(dbSchema)}.${q(PRUNED_TABLE)}`;
@@ -70,6 +80,7 @@ export function changeLogDdl(dbSchema: string): string[] {
     `DROP INDEX IF EXISTS ${q(dbSchema)}.${q('das$changes_committed_at')}`,
     `CREATE INDEX IF NOT EXISTS ${q('das$changes_committed_numbered')} ON ${t} (committed_at) WHERE ${POSITION_COLUMN} IS NOT NULL`,
     `CREATE INDEX IF NOT EXISTS ${q('das$changes_unnumbered')} ON ${t} (seq) WHERE ${POSITION_COLUMN} IS NULL`,
+    `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS ${TRACE_COLUMN} text`,
   ];
 }
 
@@ -80,17 +91,17 @@ export function dropChangeLogSql(dbSchema: string): string[] {
 /**
  * CTEs appended to a single write statement (`WITH w AS (...) , h AS (...)`): a change row for
  * each row of `source` (a CTE returning id and version; OFFSET 0 keeps the staging number from
- * being drawn before the row was written) and the wake-up. Params: the record schema name and the
- * channel, numbered from `first`. Reference `NOTIFIED` in the final SELECT so the notify CTE runs.
+ * being drawn before the row was written) and the wake-up. Params: the record schema name, the
+ * channel and the write's traceparent, numbered from `first`. Reference `NOTIFIED` in the final SELECT so the notify CTE runs.
  */
 export function inlineChangeCtes(layout: TableLayout, source: string, op: ChangeOp, first: number): { ctes: string; values: unknown[] } {
   const s = naming.system;
-  const [schemaP, channelP] = [first, first + 1].map((n) => `$${n}`);
+  const [schemaP, channelP, traceP] = [first, first + 1, first + 2].map((n) => `$${n}`);
   const ctes =
-    `c AS (INSERT INTO ${changesTable(layout.dbSchema)} (schema_name, record_id, version, op) ` +
-    `SELECT ${schemaP}::text, i, v, '${op}' FROM (SELECT ${q(s.id)} AS i, ${q(s.version)} AS v FROM ${source} OFFSET 0) l RETURNING seq), ` +
+    `c AS (INSERT INTO ${changesTable(layout.dbSchema)} (schema_name, record_id, version, op, ${TRACE_COLUMN}) ` +
+    `SELECT ${schemaP}::text, i, v, '${op}', ${traceP}::text FROM (SELECT ${q(s.id)} AS i, ${q(s.version)} AS v FROM ${source} OFFSET 0) l RETURNING seq), ` +
     `n AS (SELECT pg_notify(${channelP}::text, max(seq)::text) FROM c HAVING count(*) > 0)`;
-  return { ctes, values: [layout.schemaName, changeChannel(layout.dbSchema)] };
+  return { ctes, values: [layout.schemaName, changeChannel(layout.dbSchema), writeTraceParent()] };
 }
 
 /** The condition that makes the final SELECT of a write statement run the notify CTE. */
@@ -112,11 +123,11 @@ export interface ChangeRow {
 export function appendChangesSql(dbSchema: string, rows: readonly ChangeRow[]): Statement {
   return {
     text:
-      `WITH c AS (INSERT INTO ${changesTable(dbSchema)} (schema_name, record_id, version, op) ` +
-      `SELECT u.s, u.i, u.v, u.o FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) WITH ORDINALITY AS u(s, i, v, o, n) ORDER BY u.n RETURNING seq), ` +
+      `WITH c AS (INSERT INTO ${changesTable(dbSchema)} (schema_name, record_id, version, op, ${TRACE_COLUMN}) ` +
+      `SELECT u.s, u.i, u.v, u.o, $6::text FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) WITH ORDINALITY AS u(s, i, v, o, n) ORDER BY u.n RETURNING seq), ` +
       `n AS (SELECT pg_notify($5::text, max(seq)::text) FROM c HAVING count(*) > 0) ` +
       `SELECT count(*)::int AS appended FROM c, (SELECT count(*) FROM n) x`,
-    values: [rows.map((r) => r.schema), rows.map((r) => r.id), rows.map((r) => r.version), rows.map((r) => r.op), changeChannel(dbSchema)],
+    values: [rows.map((r) => r.schema), rows.map((r) => r.id), rows.map((r) => r.version), rows.map((r) => r.op), changeChannel(dbSchema), writeTraceParent()],
   };
 }
 
@@ -177,7 +188,7 @@ export function numberAndReadSql(dbSchema: string, from: bigint, limit: number):
   // Ordered by the column, not by its text (an output column named like it would sort '10' before '9').
   return (
     `${numberSql(dbSchema)}; SELECT through::text AS through FROM ${prunedTable(dbSchema)}; ` +
-    `SELECT c.${POSITION_COLUMN}::text AS cursor, schema_name, record_id, version, op, committed_at FROM ${changesTable(dbSchema)} c ` +
+    `SELECT c.${POSITION_COLUMN}::text AS cursor, schema_name, record_id, version, op, committed_at, ${TRACE_COLUMN} FROM ${changesTable(dbSchema)} c ` +
     `WHERE c.${POSITION_COLUMN} > ${from.toString()} ORDER BY c.${POSITION_COLUMN} LIMIT ${limit}`
   );
 }

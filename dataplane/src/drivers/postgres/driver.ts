@@ -40,7 +40,7 @@ import {
   type TableLayout,
 } from './sql.js';
 import { PreparedRead } from './prepared-read.js';
-import { appendChanges, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, POSITION_COLUMN, POSITION_INDEX, type ChangeRow } from './change-log.js';
+import { appendChanges, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, POSITION_COLUMN, POSITION_INDEX, TRACE_COLUMN, type ChangeRow } from './change-log.js';
 import { PostgresChangeFeed } from './change-feed.js';
 import { LayoutCache } from './layout-cache.js';
 import { recordTypes } from './types.js';
@@ -200,7 +200,8 @@ export class PostgresDriver implements LocationDriver {
       if (plan.refused.length) return { applied: [], refused: plan.refused };
       // The change log, once per database schema and again for a log that predates its current
       // indexes (its DDL is idempotent).
-      const logCurrent = existing.rows.some((r) => r.table_name === CHANGES_TABLE && r.column_name === POSITION_COLUMN) && indexes.rows.some((r) => r.indexname === POSITION_INDEX);
+      const logColumn = (column: string) => existing.rows.some((r) => r.table_name === CHANGES_TABLE && r.column_name === column);
+      const logCurrent = logColumn(POSITION_COLUMN) && logColumn(TRACE_COLUMN) && indexes.rows.some((r) => r.indexname === POSITION_INDEX);
       if (layouts[0] && !logCurrent) plan.statements.push(...changeLogDdl(layouts[0].dbSchema));
       for (const statement of plan.statements) await client.query(statement);
       return { applied: plan.statements, refused: [] };

@@ -11,7 +11,7 @@ import { postgresSqlDialect } from './dialect.js';
 import type { PreparedSelect } from './prepared-read.js';
 import { columnParser } from './types.js';
 import type { ChangeOp } from '../../engine/contract.js';
-import { inlineChangeCtes, NOTIFIED } from './change-log.js';
+import { inlineChangeCtes, NOTIFIED, writeTraceParent } from './change-log.js';
 
 export type { Column } from '../sql/table-shape.js';
 export { SYSTEM_COLUMN_INDEX } from '../sql/table-shape.js';
@@ -104,6 +104,7 @@ export function insertSql(layout: TableLayout, id: string, data: Record<string, 
   const values: unknown[] = [id];
   for (const c of template.fieldCols) values.push(toDb(valueAt(data, c.field!)));
   for (const v of template.tail) values.push(v);
+  if (template.traced) values.push(writeTraceParent()); // this write's, never the one the template was built under
   return { text: template.text, values };
 }
 
@@ -112,6 +113,8 @@ interface InsertTemplate {
   fieldCols: TableLayout['columns'];
   /** The values after the record's: the change log's schema name and channel (a digest). */
   tail: unknown[];
+  /** Whether the change log's last value, the write's traceparent, follows the tail. */
+  traced: boolean;
 }
 
 /**
@@ -132,7 +135,8 @@ function insertTemplate(layout: TableLayout, changeLog: boolean): InsertTemplate
     const cols = [s.id, s.version, s.createdAt, s.updatedAt, ...fieldCols.map((c) => c.name)].map(q).join(', ');
     const version = `COALESCE((SELECT max(${q(s.version)}) FROM ${layout.history} WHERE ${q(s.id)} = $1), 0) + 1`;
     const statement = withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, ${version}, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`, values, 'CREATE', changeLog);
-    template = { text: statement.text, fieldCols, tail: statement.values.slice(values.length) };
+    const tail = statement.values.slice(values.length);
+    template = { text: statement.text, fieldCols, tail: changeLog ? tail.slice(0, -1) : tail, traced: changeLog };
     byChoice.set(changeLog, template);
   }
   return template;
