@@ -26,8 +26,7 @@ import {
   kubectl,
   resyncAndCountWrites,
   startChartOperator,
-  startClusterDataPlane,
-  waitDataPlaneReady,
+  startReadyClusterDataPlane,
   waitFor,
   waitForCondition,
   type JsonAnswer,
@@ -67,9 +66,7 @@ describe('administrative API loop e2e (kube-apiserver, operator, data plane in c
 
     // The data plane as its Pod runs it: cluster mode, its own ServiceAccount, the operator's Role.
     // The test process's PostgreSQL (a fresh database) rather than an embedded one per data plane: faster, same server code.
-    const started = await startClusterDataPlane(cluster, ns, { dataDirPrefix: 'admin', env: { DATABASE_URL: await freshDatabase() } });
-    ({ dataplane, port } = started);
-    await waitDataPlaneReady(started.dataplane, port);
+    ({ dataplane, port } = await startReadyClusterDataPlane(cluster, ns, { dataDirPrefix: 'admin', env: { DATABASE_URL: await freshDatabase() } }));
   });
 
   after(async () => {

@@ -221,6 +221,13 @@ export async function startClusterDataPlane(
   return { dataplane, port };
 }
 
+/** startClusterDataPlane, then waitDataPlaneReady. */
+export async function startReadyClusterDataPlane(...args: Parameters<typeof startClusterDataPlane>): Promise<{ dataplane: ManagedProcess; port: number }> {
+  const started = await startClusterDataPlane(...args);
+  await waitDataPlaneReady(started.dataplane, started.port);
+  return started;
+}
+
 /** Waits for the data plane's /readyz to answer 200; fails with its output's tail when it exits or never does. */
 export async function waitDataPlaneReady(dataplane: ManagedProcess, port: number): Promise<void> {
   await waitFor('the data plane to be ready', async () => {

@@ -21,8 +21,7 @@ import {
   httpGet,
   kubectl,
   startChartOperator,
-  startClusterDataPlane,
-  waitDataPlaneReady,
+  startReadyClusterDataPlane,
   waitFor,
   waitForCondition,
   type ManagedProcess,
@@ -64,9 +63,7 @@ describe('retained storage in a cluster: Degraded StorageRetained naming the old
     await apply(cluster, ns, JSON.stringify(environment));
     await waitForCondition(cluster, ns, 'environment', 'local', 'Reconciled', 'True');
 
-    const started = await startClusterDataPlane(cluster, ns, { dataDirPrefix: 'retained', env: { DATABASE_URL: await freshDatabase() } });
-    ({ dataplane, port } = started);
-    await waitDataPlaneReady(started.dataplane, port);
+    ({ dataplane, port } = await startReadyClusterDataPlane(cluster, ns, { dataDirPrefix: 'retained', env: { DATABASE_URL: await freshDatabase() } }));
   });
 
   after(async () => {
