@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { authenticate, TokenVerifierCache } from './auth/authenticator.js';
+import { authenticateNow, TokenVerifierCache } from './auth/authenticator.js';
 import { loadOrCreateDevIssuer } from './auth/dev-issuer.js';
 import { PostgresReadOnlyExecutor } from './drivers/postgres/readonly.js';
 import { executeRawQuery, rawSqlLimits, runRawSql } from './rawsql/handler.js';
@@ -70,7 +70,7 @@ export async function bootstrapDataPlane(options: BootstrapOptions): Promise<Dat
     port: options.port,
     host: options.host,
     settings,
-    authenticate: (input, env, dataset) => authenticate(input, env, dataset, verifiers, serviceAccounts),
+    authenticate: (input, env, dataset) => authenticateNow(input, env, dataset, verifiers, serviceAccounts),
     firewall: (s) => {
       store = s;
       return firewallMiddleware(firewallConfig, firewallLogger);

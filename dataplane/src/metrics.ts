@@ -50,18 +50,22 @@ export function requestMetrics(registry: Registry, served: (dataset: string) => 
     registers: [registry],
   });
   const timings = new Map<string, LatencyFigures>();
+  const index = new Map<string, Map<string, Map<string, Map<number, LabelledRequests>>>>();
   return {
     observe({ dataset, gateway, method, status, seconds }) {
       const d = dataset && served(dataset) ? dataset : '-';
       const g = gateway === 'iam' || gateway === 'public' ? gateway : '-';
       const m = method && METHODS.has(method) ? method : 'other';
-      const key = `${d} ${g} ${m} ${status}`;
-      let entry = entries.get(key);
+      // Found through nested maps of the label values: no key string built per request.
+      const byStatus = inner(inner(inner(index, d), g), m);
+      let entry = byStatus.get(status);
       if (!entry) {
+        const key = `${d} ${g} ${m} ${status}`;
         const timingKey = `${d} ${g} ${m}`;
         let timing = timings.get(timingKey);
         if (!timing) timings.set(timingKey, (timing = { labels: { dataset: d, gateway: g, method: m }, buckets: new Array<number>(LATENCY_BUCKETS.length).fill(0), count: 0, sum: 0 }));
         entries.set(key, (entry = { counterLabels: { dataset: d, gateway: g, method: m, status: String(status) }, uncounted: 0, timing }));
+        byStatus.set(status, entry);
       }
       entry.uncounted++;
       const t = entry.timing;
@@ -71,6 +75,13 @@ export function requestMetrics(registry: Registry, served: (dataset: string) => 
       if (bucket >= 0) t.buckets[bucket]++;
     },
   };
+}
+
+/** The map under `key`, made on first use. */
+function inner<K, V>(map: Map<string, Map<K, V>>, key: string): Map<K, V> {
+  let found = map.get(key);
+  if (!found) map.set(key, (found = new Map()));
+  return found;
 }
 
 interface LatencyFigures {

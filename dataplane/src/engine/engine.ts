@@ -94,8 +94,9 @@ export class RecordEngine {
 
   async read(dataset: DatasetConfig, action: Omit<ReadAction, 'kind'>, ctx?: StatementContext, path = '$.read'): Promise<ApiRecord> {
     if (action.schema === TRANSACTION_SCHEMA) return (await this.transactionFront(dataset).read(dataset, action.id)) as ApiRecord;
-    this.schemaOf(dataset, action.schema, `${path}.schema`);
-    const expand = this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
+    // The error paths' field names are built only when they are needed (not on every read).
+    if (!schemaDefOf(dataset, action.schema)) this.schemaOf(dataset, action.schema, `${path}.schema`);
+    const expand = action.expand.length ? this.expandFields(dataset, action.schema, action.expand, `${path}.expand`) : NO_FIELDS;
     const consistency = action.consistency ?? dataset.location.defaultConsistency;
     const stored = await this.driver(dataset).read(dataset, { schema: action.schema, id: action.id, version: action.version, consistency }, ctx);
     if (!stored) {
@@ -315,6 +316,8 @@ function project(record: ApiRecord, names: string[]): ApiRecord {
 export type { SingleAction };
 
 /** A stored record as the API shows it: id and version, then the data. */
+const NO_FIELDS = Object.freeze([]) as unknown as Field[];
+
 function apiForm(stored: StoredRecord): ApiRecord {
   return { id: stored.id, version: stored.version, ...stored.data } as ApiRecord;
 }

@@ -100,8 +100,7 @@ export class InspectedRequest {
   // Each view is computed on first use; plain fields, since every request builds one of these.
   private path?: string[];
   private query?: string[];
-  private url?: string[];
-  private entries?: [string, string][];
+  private headers?: string[];
   private headerValues?: string[];
   private body?: string[];
 
@@ -120,16 +119,22 @@ export class InspectedRequest {
   get queryRounds(): string[] {
     return (this.query ??= decodingRounds(this.rawQuery, true));
   }
-  /** Every header as [lower-case name, value]; repeated headers give several entries. */
-  get headerEntries(): [string, string][] {
-    if (this.entries) return this.entries;
-    const entries: [string, string][] = [];
-    for (const [name, value] of Object.entries(this.request.headers)) {
+  /**
+   * Every header as lower-case name and value, flat (`[name, value, name, value, …]`: one array per
+   * request rather than a pair per header); repeated headers give several pairs.
+   */
+  get headerList(): string[] {
+    if (this.headers) return this.headers;
+    const list: string[] = [];
+    const headers = this.request.headers;
+    for (const name in headers) {
+      const value = headers[name];
       if (value === undefined) continue;
-      if (Array.isArray(value)) for (const v of value) entries.push([name.toLowerCase(), String(v)]);
-      else entries.push([name.toLowerCase(), String(value)]);
+      const lower = name.toLowerCase();
+      if (Array.isArray(value)) for (const v of value) list.push(lower, String(v));
+      else list.push(lower, String(value));
     }
-    return (this.entries = entries);
+    return (this.headers = list);
   }
   header(name: string): string | undefined {
     const value = this.request.headers[name] ?? this.request.headers[name.toLowerCase()];
@@ -150,15 +155,17 @@ export class InspectedRequest {
     if (this.isFormBody) for (const round of decodingRounds(body, true)) texts.add(round);
     return (this.body = [...texts]);
   }
-  /** URL texts: path and query, raw and decoded. */
-  get urlTexts(): string[] {
-    return (this.url ??= [...this.pathRounds, ...this.queryRounds]);
+  /** Whether `test` holds for a URL text: the path or the query, raw or decoded. */
+  someUrlText(test: (text: string) => boolean): boolean {
+    return this.pathRounds.some(test) || this.queryRounds.some(test);
   }
   /** Header values, raw and (where they hold escapes) percent-decoded. */
   get headerTexts(): string[] {
     if (this.headerValues) return this.headerValues;
+    const list = this.headerList;
     const texts: string[] = [];
-    for (const [, value] of this.headerEntries) {
+    for (let i = 1; i < list.length; i += 2) {
+      const value = list[i];
       texts.push(value);
       if (value.includes('%')) {
         const decoded = lenientDecode(value);
@@ -192,7 +199,10 @@ function checkSeenBodySize(req: InspectedRequest): string | undefined {
 
 function checkHeaderSize(req: InspectedRequest): string | undefined {
   let total = 0;
-  for (const [name, value] of req.headerEntries) {
+  const list = req.headerList;
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i];
+    const value = list[i + 1];
     if (value.length > MAX_HEADER_VALUE_BYTES) return `header ${safeName(name)} is longer than ${MAX_HEADER_VALUE_BYTES} bytes`;
     total += name.length + value.length;
   }
@@ -238,23 +248,26 @@ function rawBytesAreUtf8(text: string): boolean {
 }
 
 function percentRunsAreUtf8(text: string): boolean {
+  if (!text.includes('%')) return true;
   const runs = text.match(/(?:%[0-9A-Fa-f]{2})+/g) ?? [];
   return runs.every((run) => isUtf8(Buffer.from(run.replace(/%/g, ''), 'hex')));
 }
 
+function checkUrlPartEncoding(part: string, raw: string): string | undefined {
+  if (MALFORMED_PERCENT.test(raw)) return `the ${part} has a "%" that does not start a %XX escape (encode a literal % as %25)`;
+  if (!rawBytesAreUtf8(raw) || !percentRunsAreUtf8(raw)) return `the ${part} is not valid UTF-8 once percent-decoded`;
+  return undefined;
+}
+
 function checkInvalidEncoding(req: InspectedRequest): string | undefined {
-  for (const [part, raw] of [
-    ['path', req.rawPath],
-    ['query string', req.rawQuery],
-  ] as const) {
-    if (MALFORMED_PERCENT.test(raw)) return `the ${part} has a "%" that does not start a %XX escape (encode a literal % as %25)`;
-    if (!rawBytesAreUtf8(raw) || !percentRunsAreUtf8(raw)) return `the ${part} is not valid UTF-8 once percent-decoded`;
-  }
+  const part = checkUrlPartEncoding('path', req.rawPath) ?? checkUrlPartEncoding('query string', req.rawQuery);
+  if (part) return part;
   const path = req.pathRounds[1] ?? req.pathRounds[0];
   if (PATH_CONTROL.test(path)) return 'the URL path contains control characters';
   const query = req.queryRounds[1] ?? req.queryRounds[0];
   if (query.includes('\u0000')) return 'the query string contains a NUL character';
-  for (const [name, value] of req.headerEntries) if (value.includes('\u0000')) return `header ${safeName(name)} contains a NUL character`;
+  const list = req.headerList;
+  for (let i = 0; i < list.length; i += 2) if (list[i + 1].includes('\u0000')) return `header ${safeName(list[i])} contains a NUL character`;
   return undefined;
 }
 
@@ -343,12 +356,14 @@ function headerNamesMetadata(value: string): boolean {
   return verdict;
 }
 
+const HOST_HEADERS: readonly string[] = ['host', 'x-forwarded-host', ':authority'];
+
 function checkMetadataAddress(req: InspectedRequest): string | undefined {
-  for (const name of ['host', 'x-forwarded-host', ':authority']) {
+  for (const name of HOST_HEADERS) {
     const value = req.header(name);
     if (value !== undefined && headerNamesMetadata(value)) return `the ${name} header names a cloud metadata endpoint`;
   }
-  if (req.urlTexts.some(findMetadataUrl)) return 'the URL contains a URL of a cloud metadata endpoint';
+  if (req.someUrlText(findMetadataUrl)) return 'the URL contains a URL of a cloud metadata endpoint';
   return undefined;
 }
 
@@ -435,7 +450,7 @@ export function hasLog4jLookup(text: string): boolean {
 }
 
 function checkLog4j(req: InspectedRequest): string | undefined {
-  if (req.urlTexts.some(hasLog4jLookup)) return 'the URL contains a Log4j JNDI lookup (${jndi:...})';
+  if (req.someUrlText(hasLog4jLookup)) return 'the URL contains a Log4j JNDI lookup (${jndi:...})';
   if (req.headerTexts.some(hasLog4jLookup)) return 'a header contains a Log4j JNDI lookup (${jndi:...})';
   return undefined;
 }
@@ -456,7 +471,7 @@ function hasJavaSerialized(text: string): boolean {
 }
 
 function checkJavaDeserialization(req: InspectedRequest): string | undefined {
-  if (req.urlTexts.some(hasJavaSerialized)) return 'the URL contains a serialized Java object';
+  if (req.someUrlText(hasJavaSerialized)) return 'the URL contains a serialized Java object';
   if (req.headerTexts.some(hasJavaSerialized)) return 'a header contains a serialized Java object';
   return undefined;
 }

@@ -33,6 +33,18 @@ describe('access-log line', () => {
     }
   });
 
+  it('writes every duration as pino would, rounded to hundredths as the exchange gives it or not', () => {
+    const raw = [0.004, 0.005, 0.07, 0.1, 0.29, 1, 1.005, 2.675, 9.99, 10.1, 99.999, 100, 1234.5, 65535.01, 1e7 + 0.03, 4.35, 0.1 + 0.2, 1e-7, 3e12];
+    for (let h = 0; h <= 2000; h++) raw.push(h / 100, h / 1000 + 0.0004);
+    const direct = capture();
+    const viaPino = capture();
+    for (const ms of [...raw, ...raw.map((m) => Math.round(m * 100) / 100)]) {
+      writeAccessLog(direct.logger, { ...ENTRIES[0], ms });
+      viaPino.logger.info({ reqId: ENTRIES[0].reqId, method: 'GET', path: ENTRIES[0].path, status: 200, ms }, 'request');
+    }
+    expect(direct.lines).to.deep.equal(viaPino.lines);
+  });
+
   it('writes nothing below level info', () => {
     const { logger, lines } = capture({ level: 'warn' });
     writeAccessLog(logger, ENTRIES[0]);

@@ -151,7 +151,8 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     }
     // Addressing and authentication come before the body is read: an unauthenticated caller
     // cannot make the service buffer a megabyte.
-    const d = await prepareDatasetRequest(deps, x, ENGINE_ROUTES.has(route.name));
+    const prepared = prepareDatasetRequest(deps, x, ENGINE_ROUTES.has(route.name));
+    const d = prepared instanceof Promise ? await prepared : prepared;
     if (method === 'POST') {
       const raw = await readRawBody(x.req, bodyOptions);
       if (raw.length === 0) throw badRequest('INVALID_BODY', 'the request needs a JSON body', [{ path: '$', message: 'empty body' }]);
@@ -186,7 +187,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     }
     const { authkind } = resolveGateway(x.req.headers.host, '/_admin', x.req.headers.authorization);
     const authorization = x.req.headers.authorization;
-    await deps.admin.authenticate(authkind, env, (admins) => deps.authenticate({ authkind, authorization, remoteAddress: x.req.socket.remoteAddress }, env, admins));
+    await deps.admin.authenticate(authkind, env, async (admins) => deps.authenticate({ authkind, authorization, remoteAddress: x.req.socket.remoteAddress }, env, admins));
     if (at === '/_admin/openapi') {
       readOnly();
       for (const [name, value] of Object.entries(DOCUMENT_CACHE_HEADERS)) x.res.setHeader(name, value);
@@ -214,7 +215,8 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     sendJson(x.res, result.status, result.body);
   }
 
-  async function dispatch(x: Exchange): Promise<void> {
+  /** The gateway path; throws or returns the promise of the route's work (no async wrapper of its own). */
+  function dispatch(x: Exchange): Promise<void> {
     if (x.path === '/_admin' || x.path.startsWith('/_admin/')) return administer(x);
     let route: GatewayRoute;
     try {
@@ -232,6 +234,17 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       return serve(x, match);
     }
     throw noEndpoint(x.path);
+  }
+
+  /** Runs dispatch; whatever it throws or rejects with is answered as an error response. */
+  function dispatchOrAnswer(x: Exchange): void {
+    let done: Promise<void>;
+    try {
+      done = dispatch(x);
+    } catch (err) {
+      return respondWithError(x, err, deps.logger);
+    }
+    done.catch((err: unknown) => respondWithError(x, err, deps.logger));
   }
 
   const record = deps.observeRequest;
@@ -279,15 +292,12 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       );
       return;
     }
-    if (!deps.firewall) {
-      dispatch(x).catch((err: unknown) => respondWithError(x, err, deps.logger));
-      return;
-    }
+    if (!deps.firewall) return dispatchOrAnswer(x);
     let passed = false;
     deps.firewall(req, res, (err?: unknown) => {
       passed = true;
       if (err) respondWithError(x, err, deps.logger);
-      else dispatch(x).catch((failure: unknown) => respondWithError(x, failure, deps.logger));
+      else dispatchOrAnswer(x);
     });
     // A blocked request's path may be the exploit string itself: keep it out of the access log.
     if (!passed) x.redactPath = true;
@@ -322,12 +332,21 @@ export function isJsonMediaType(value: string): boolean {
  */
 const ENGINE_ROUTES: ReadonlySet<string> = new Set(['structured', 'read', 'list', 'link', 'namedQuery', 'graphql', 'rawQuery']);
 
-async function prepareDatasetRequest(deps: AppDeps, x: Exchange, engineRoute: boolean): Promise<DatasetRequest> {
+/**
+ * The checked request, as it is when authentication did not have to wait (a `Proxy` assertion),
+ * else a promise of it: the common read pays no promise hop here. Refusals are thrown or reject.
+ */
+function prepareDatasetRequest(deps: AppDeps, x: Exchange, engineRoute: boolean): DatasetRequest | Promise<DatasetRequest> {
   const route = x.route!;
   const env = deps.store.environment;
   if (!env) throw new ApiError(503, 'NOT_READY', 'the data plane has no environment config yet');
   const dataset = engineRoute ? deps.engine.requestDataset(route.datasetId!) : deps.engine.dataset(route.datasetId!);
-  const caller = await deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization, remoteAddress: x.req.socket.remoteAddress }, env, dataset);
+  const caller = deps.authenticate({ authkind: route.authkind, authorization: x.req.headers.authorization, remoteAddress: x.req.socket.remoteAddress }, env, dataset);
+  if (caller instanceof Promise) return caller.then((authenticated: Caller) => checkedRequest(x, route, env, dataset, authenticated));
+  return checkedRequest(x, route, env, dataset, caller);
+}
+
+function checkedRequest(x: Exchange, route: GatewayRoute, env: EnvironmentConfig, dataset: DatasetConfig, caller: Caller): DatasetRequest {
   checkAddressingHeaders(x.req.headers, env, dataset);
   const ctx = statementContext(x.req.headers, env);
   return { route, env, dataset, caller, ctx };

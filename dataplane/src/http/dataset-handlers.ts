@@ -17,7 +17,7 @@ import type { RouteName } from './routes.js';
 export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'>, Handler> {
   const read: Handler = async (x, d, { schema, id }) => {
     const query = x.query;
-    for (const key of Object.keys(query)) {
+    for (const key in query) {
       if (key !== 'expand' && key !== 'version' && key !== 'projection' && key !== 'consistency') {
         throw badRequest('UNKNOWN_PARAMETER', `unknown query parameter "${key}"; accepted: expand, version, projection, consistency`, [{ path: `query:${key}`, message: 'unknown parameter' }]);
       }
