@@ -67,9 +67,13 @@ export async function waitFor(url: string, path: string, child: ChildProcess): P
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
-/** CPU time (user + system) a process has used, in ms; undefined where /proc is not there. */
-export function cpuMs(pid: number | undefined): number | undefined {
-  const file = `/proc/${pid}/stat`;
+/**
+ * CPU time (user + system) a process has used, in ms; undefined where /proc is not there. With
+ * `mainThreadOnly`, only its main thread's (where JavaScript runs; the rest is V8's GC and compiler
+ * threads and libuv's pool).
+ */
+export function cpuMs(pid: number | undefined, mainThreadOnly = false): number | undefined {
+  const file = mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`;
   if (pid === undefined || !existsSync(file)) return undefined;
   // Fields after the parenthesised command name: state is 3rd, utime 14th and stime 15th overall.
   const stat = readFileSync(file, 'utf8');

@@ -19,7 +19,10 @@
  * commit before tracing existed, with node_modules> adds a third plane run from that checkout (the
  * "untraced build"), to show that tracing off costs nothing. BENCH_PROFILE_DIR=<dir> writes a CPU
  * profile per plane (`npx tsx bench/profile-top.ts <dir>/on`). BENCH_NODE=<node binary> runs the data
- * planes with another Node.js (the image's is Node 24).
+ * planes with another Node.js (the image's is Node 24). BENCH_BEFORE_ROOT=<another checkout> adds a
+ * traced plane run from it: before/after of a change in the same rounds. BENCH_ON_ENV (JSON): more
+ * environment for the traced planes. BENCH_TOGETHER=1 reads from all planes at once in each round
+ * instead of one after another (on a loaded machine the load then changes for all alike).
  */
 import autocannon from 'autocannon';
 import { resolve } from 'node:path';
@@ -33,23 +36,27 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const RATE = Number(process.env.BENCH_RATE ?? 400);
+const TOGETHER = process.env.BENCH_TOGETHER === '1';
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
-async function round(plane: ReadyMain): Promise<{ cpuPerReadUs: number; reads: number }> {
+async function round(plane: ReadyMain): Promise<{ cpuPerReadUs: number; mainThreadUs: number; reads: number }> {
   const before = cpuMs(plane.child.pid)!;
+  const mainBefore = cpuMs(plane.child.pid, true)!;
   const result = await autocannon({ url: `${plane.url}/demo/demo.Company/bench-co`, headers: HEADERS, connections: CONNECTIONS, duration: SECONDS, ...(RATE > 0 ? { overallRate: RATE } : {}) });
   const used = cpuMs(plane.child.pid)! - before;
+  const mainUsed = cpuMs(plane.child.pid, true)! - mainBefore;
   const reads = result['2xx'];
   if (reads === 0 || result.non2xx > 0) throw new Error(`reads failed: ${result.non2xx} answers not 2xx`);
-  return { cpuPerReadUs: (used * 1000) / reads, reads };
+  return { cpuPerReadUs: (used * 1000) / reads, mainThreadUs: (mainUsed * 1000) / reads, reads };
 }
 
-type Name = 'untraced' | 'off' | 'on';
+type Name = 'untraced' | 'off' | 'on' | 'onBefore';
 const UNTRACED_ROOT = process.env.BENCH_UNTRACED_ROOT;
-const NAMES: Name[] = UNTRACED_ROOT ? ['untraced', 'off', 'on'] : ['off', 'on'];
+const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT;
+const NAMES: Name[] = [...(UNTRACED_ROOT ? ['untraced' as const] : []), 'off', 'on', ...(BEFORE_ROOT ? ['onBefore' as const] : [])];
 const placement = (name: Name) => ({
   node: process.env.BENCH_NODE,
-  root: name === 'untraced' ? resolve(UNTRACED_ROOT!) : undefined,
+  root: name === 'untraced' ? resolve(UNTRACED_ROOT!) : name === 'onBefore' ? resolve(BEFORE_ROOT!) : undefined,
   nodeArgs: process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_PROFILE_DIR, name)}`] : [],
 });
 
@@ -68,39 +75,47 @@ async function startOtlpSink() {
   return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, counted, close: () => new Promise<void>((done) => server.close(() => done())) };
 }
 
+/** BENCH_ON_ENV: more environment of the traced plane, as JSON (`{"OTEL_BSP_SCHEDULE_DELAY":"500"}`). */
+const onEnv = JSON.parse(process.env.BENCH_ON_ENV ?? '{}') as Record<string, string>;
 const receiver = await startOtlpSink();
 const planes: Partial<Record<Name, ReadyMain>> = {};
 try {
   if (UNTRACED_ROOT) planes.untraced = await startReadyMain({ LOG_LEVEL: 'warn' }, placement('untraced'));
   planes.off = await startReadyMain({ LOG_LEVEL: 'warn' }, placement('off'));
-  planes.on = await startReadyMain({ LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_TRACES_SAMPLER: process.env.BENCH_SAMPLER ?? 'always_on', OTEL_TRACES_SAMPLER_ARG: '1.0' }, placement('on'));
+  const traced = { LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_TRACES_SAMPLER: process.env.BENCH_SAMPLER ?? 'always_on', OTEL_TRACES_SAMPLER_ARG: '1.0', ...onEnv };
+  planes.on = await startReadyMain(traced, placement('on'));
+  if (BEFORE_ROOT) planes.onBefore = await startReadyMain(traced, placement('onBefore'));
   for (const plane of NAMES.map((name) => planes[name]!)) {
     const created = await call(plane.url, { ...{ host: HEADERS.host, headers: { authorization: HEADERS.authorization } }, path: '/demo', body: { create: { schema: 'demo.Company', id: 'bench-co', data: { name: 'Bench Co' } } } });
     if (created.status !== 201) throw new Error(`seed failed: ${created.status} ${created.text}`);
   }
   // A round each first, not counted: JIT warm-up would otherwise decide the medians.
   for (const name of NAMES) await round(planes[name]!);
-  const cpu: Record<Name, number[]> = { untraced: [], off: [], on: [] };
+  const cpu: Record<Name, number[]> = { untraced: [], off: [], on: [], onBefore: [] };
   // Per-round ratios: the machine's load changes between rounds more than within one.
-  const ratios: { onOff: number[]; offUntraced: number[] } = { onOff: [], offUntraced: [] };
+  const ratios: { onOff: number[]; offUntraced: number[]; beforeOff: number[] } = { onOff: [], offUntraced: [], beforeOff: [] };
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? NAMES : [...NAMES].reverse();
     const thisRound: Partial<Record<Name, number>> = {};
-    for (const name of order) {
-      const { cpuPerReadUs, reads } = await round(planes[name]!);
+    // BENCH_TOGETHER=1: every plane read at once (each at BENCH_RATE), so each round's load on the machine is the same for all.
+    const together = TOGETHER ? await Promise.all(order.map((name) => round(planes[name]!))) : undefined;
+    for (const [i, name] of order.entries()) {
+      const { cpuPerReadUs, mainThreadUs, reads } = together?.[i] ?? (await round(planes[name]!));
       cpu[name].push(cpuPerReadUs);
       thisRound[name] = cpuPerReadUs;
-      console.log(`round ${r + 1} ${name === 'untraced' ? 'untraced build' : `tracing ${name}`}: ${reads} reads, ${cpuPerReadUs.toFixed(1)} µs CPU per read`);
+      console.log(`round ${r + 1} ${name === 'untraced' ? 'untraced build' : name === 'onBefore' ? 'tracing on (before)' : `tracing ${name}`}: ${reads} reads, ${cpuPerReadUs.toFixed(1)} µs CPU per read (main thread ${mainThreadUs.toFixed(1)} µs)`);
     }
     ratios.onOff.push(thisRound.on! / thisRound.off!);
     if (UNTRACED_ROOT) ratios.offUntraced.push(thisRound.off! / thisRound.untraced!);
-    console.log(`round ${r + 1} ratios: on/off ×${ratios.onOff.at(-1)!.toFixed(3)}${UNTRACED_ROOT ? `, off/untraced ×${ratios.offUntraced.at(-1)!.toFixed(3)}` : ''}`);
+    if (BEFORE_ROOT) ratios.beforeOff.push(thisRound.onBefore! / thisRound.off!);
+    console.log(`round ${r + 1} ratios: on/off ×${ratios.onOff.at(-1)!.toFixed(3)}${BEFORE_ROOT ? `, on (before)/off ×${ratios.beforeOff.at(-1)!.toFixed(3)}` : ''}${UNTRACED_ROOT ? `, off/untraced ×${ratios.offUntraced.at(-1)!.toFixed(3)}` : ''}`);
   }
   const off = median(cpu.off);
   const on = median(cpu.on);
   const untraced = UNTRACED_ROOT ? `untraced build ${median(cpu.untraced).toFixed(1)} µs, ` : '';
-  console.log(`median CPU per read: ${untraced}off ${off.toFixed(1)} µs, on (ratio 1.0) ${on.toFixed(1)} µs: ×${(on / off).toFixed(3)}; exports received: ${receiver.counted.exports} (${(receiver.counted.bytes / 1e6).toFixed(1)} MB)`);
-  console.log(`median of the per-round ratios: on/off ×${median(ratios.onOff).toFixed(3)}${UNTRACED_ROOT ? `, off/untraced ×${median(ratios.offUntraced).toFixed(3)}` : ''}`);
+  const before = BEFORE_ROOT ? `, on (before) ${median(cpu.onBefore).toFixed(1)} µs` : '';
+  console.log(`median CPU per read: ${untraced}off ${off.toFixed(1)} µs, on (ratio 1.0) ${on.toFixed(1)} µs: ×${(on / off).toFixed(3)}${before}; exports received: ${receiver.counted.exports} (${(receiver.counted.bytes / 1e6).toFixed(1)} MB)`);
+  console.log(`median of the per-round ratios: on/off ×${median(ratios.onOff).toFixed(3)}${BEFORE_ROOT ? `, on (before)/off ×${median(ratios.beforeOff).toFixed(3)}` : ''}${UNTRACED_ROOT ? `, off/untraced ×${median(ratios.offUntraced).toFixed(3)}` : ''}`);
 } finally {
   for (const name of NAMES) await stopMain(planes[name]);
   await receiver.close();

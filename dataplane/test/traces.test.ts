@@ -2,8 +2,8 @@
  * OpenTelemetry traces through the real entry points (main.ts as a process, in both modes) with an
  * OTLP receiver in the test: W3C trace context continued from each incoming request (HTTP, WebSocket
  * upgrade, function-gateway invocation) and passed on by the function gateway; SERVER spans named by
- * route template; store spans on PostgreSQL and DynamoDB Local; bulk-load chunks; subscription
- * deliveries linked to the write's trace; http/protobuf and http/json.
+ * route template; store spans on PostgreSQL, DynamoDB Local and the Snowflake test peer; bulk-load
+ * chunks; subscription deliveries linked to the write's trace; http/protobuf and http/json.
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
@@ -18,6 +18,7 @@ import { startMain, startReadyMain, stopMain, waitReady, type MainProcess, type 
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../test-support/otlp-receiver.js';
 import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../test-support/dynamodb.js';
 import { writePeopleParquet } from '../test-support/transactions.js';
+import { warehouseDemoManifests } from '../test-support/snowflake-peer.js';
 
 const admin = { host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } };
 const FUNCTION = 'service-local-function-service-gateway';
@@ -200,6 +201,31 @@ describe('OpenTelemetry traces (main.ts processes, an OTLP receiver in the test)
       expect(store.attributes).to.include({ 'db.system': 'dynamodb', 'db.operation.name': 'list', 'db.collection.name': 'demo.Company' });
     } finally {
       await stopMain(onDynamo);
+    }
+  });
+
+  it('the Snowflake test peer: a read by id is a CLIENT span saying snowflake, its operation and schema, no statement and no data', async () => {
+    const { manifests, secretsDir } = await warehouseDemoManifests('snowflake');
+    const onSnowflake = await startReadyMain({ DAS_MANIFESTS: manifests, DAS_SECRETS_DIR: secretsDir, ...otel(receiver, 'http/protobuf'), OTEL_SERVICE_NAME: 'dp-on-snowflake' });
+    try {
+      const id = `sf-traced-${randomBytes(4).toString('hex')}`;
+      const created = await call(onSnowflake.url, { ...admin, path: '/demo', body: { create: { schema: 'demo.Company', id, data: { name: 'Snowflake Traced Co' } } } });
+      expect(created.status, created.text).to.equal(201);
+      const caller = callerContext();
+      const got = await call(onSnowflake.url, { ...admin, headers: { ...admin.headers, ...caller.headers }, path: `/demo/demo.Company/${id}` });
+      expect(got.status, got.text).to.equal(200);
+      expect(got.json).to.deep.include({ id });
+      const spans = inTrace(await receiver.waitFor((all) => inTrace(all, caller.traceId).length >= 2), caller.traceId);
+      const server = spans.find((s) => s.kind === SERVER)!;
+      expect(server).to.include({ name: 'GET /{dataset}/{schema}/{id}', service: 'dp-on-snowflake', parentSpanId: caller.parentId });
+      const [store] = childrenOf(spans, server);
+      expect(store).to.include({ name: 'read demo.Company', kind: CLIENT });
+      expect(store.attributes).to.include({ 'db.system': 'snowflake', 'db.operation.name': 'read', 'db.collection.name': 'demo.Company' });
+      // Neither the statement nor its bound values nor the record are exported.
+      const text = JSON.stringify(spans);
+      for (const leaked of [id, 'Snowflake Traced Co', 'SELECT', 'select', 'db.query.text', 'db.statement']) expect(text).not.to.contain(leaked);
+    } finally {
+      await stopMain(onSnowflake);
     }
   });
 

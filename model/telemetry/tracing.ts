@@ -92,7 +92,17 @@ export function startServerSpan(headers: Headers, name: string, attributes: Span
   if (!active) return undefined;
   const { api, tracer } = active;
   const parent = api.propagation.extract(api.ROOT_CONTEXT, headers);
-  return tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, parent);
+  return withAttributes(tracer.startSpan(name, { kind: api.SpanKind.SERVER }, parent), attributes);
+}
+
+/**
+ * Sets `attributes` on a recorded span, once validated (the SDK's setAttribute). Given to
+ * `startSpan` they would be sanitised twice more (copied for the sampler, then merged with its
+ * answer) and built for unsampled spans too; none of the samplers here reads them.
+ */
+function withAttributes(span: Span, attributes: SpanAttributes | (() => SpanAttributes)): Span {
+  if (span.isRecording()) span.setAttributes(typeof attributes === 'function' ? attributes() : attributes);
+  return span;
 }
 
 /** Runs `fn` with `span` as the current span, so the spans started inside are its children. */
@@ -124,26 +134,31 @@ export interface InSpanOptions {
    * nothing is built for one (an unsampled request's store calls cost one lookup).
    */
   childOnly?: boolean;
+  /**
+   * False: `fn` does not run with the span as the current one (no `context.with`, so no context
+   * manager work per call), for leaf spans nothing inside starts a span of or reads the context.
+   */
+  current?: boolean;
 }
 
 /**
  * Runs `fn` in a child span of the current one (kind `internal` by default). `attributes` is a
- * function so that nothing is built when tracing is off.
+ * function so that nothing is built when tracing is off or the span is not recorded.
  */
 export async function inSpan<T>(name: string, attributes: () => SpanAttributes, fn: () => Promise<T>, options: InSpanOptions = {}): Promise<T> {
   if (!active) return fn();
   const { api, tracer } = active;
-  if (options.childOnly && !api.trace.getSpan(api.context.active())?.isRecording()) return fn();
-  return tracer.startActiveSpan(name, { kind: kindOf(api, options.kind), attributes: attributes(), links: linksOf(api, options.links) }, async (span) => {
-    try {
-      const result = await fn();
-      span.end();
-      return result;
-    } catch (err) {
-      endSpan(span, err);
-      throw err;
-    }
-  });
+  const parent = api.context.active();
+  if (options.childOnly && !api.trace.getSpan(parent)?.isRecording()) return fn();
+  const span = withAttributes(tracer.startSpan(name, { kind: kindOf(api, options.kind), links: linksOf(api, options.links) }, parent), attributes);
+  try {
+    const result = await (options.current === false ? fn() : api.context.with(api.trace.setSpan(parent, span), fn));
+    span.end();
+    return result;
+  } catch (err) {
+    endSpan(span, err);
+    throw err;
+  }
 }
 
 function kindOf(api: typeof Api, kind: SpanKindName | undefined): Api.SpanKind {
@@ -164,7 +179,7 @@ function linksOf(api: typeof Api, links: readonly TraceParent[] | undefined): Ap
 export function recordRootSpan(name: string, attributes: () => SpanAttributes, options: Omit<InSpanOptions, 'childOnly'> = {}): void {
   if (!active) return;
   const { api, tracer } = active;
-  tracer.startSpan(name, { kind: kindOf(api, options.kind), attributes: attributes(), links: linksOf(api, options.links), root: true }).end();
+  withAttributes(tracer.startSpan(name, { kind: kindOf(api, options.kind), links: linksOf(api, options.links), root: true }), attributes).end();
 }
 
 /** W3C trace-context headers of a span (what a change remembers of the write that made it). */

@@ -79,7 +79,7 @@ export function traceRequests(handler: (req: IncomingMessage, res: ServerRespons
   return (req, res) => {
     const span = startRequestSpan(req);
     if (!span) return handler(req, res);
-    res.once('finish', () => finish(req, span, res.statusCode, true));
+    // One listener: a response emits 'close' after 'finish' too, and writableFinished says which it was.
     res.once('close', () => finish(req, span, res.statusCode, res.writableFinished));
     withSpan(span, () => handler(req, res));
   };

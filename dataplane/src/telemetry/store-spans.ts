@@ -12,21 +12,22 @@ const DB_SYSTEM: Record<LocationKind, string> = { postgres: 'postgresql', dynamo
 /**
  * A store call's span: a child of the request's span only when that one is recorded (an unsampled
  * read builds nothing), unless `ownTrace` (bulk-load chunks, written by the background runner with
- * no request around them: each chunk starts a trace of its own then).
+ * no request around them: each chunk starts a trace of its own then). Only writes run as the
+ * current span (their change rows carry the write's trace context, change-log.ts); a read's span
+ * is a leaf, so a read skips the context manager. Attributes are one object literal, no spreads: this
+ * runs twice per traced read.
  */
-function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined, fn: () => Promise<T>, extra?: () => SpanAttributes, ownTrace = false): Promise<T> {
+function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined, fn: () => Promise<T>, extra?: (attributes: SpanAttributes) => void, ownTrace = false): Promise<T> {
   return inSpan(
     collection ? `${operation} ${collection}` : operation,
-    () => ({
-      'db.system': DB_SYSTEM[kind],
-      'db.system.name': DB_SYSTEM[kind],
-      'db.operation.name': operation,
-      ...(collection ? { 'db.collection.name': collection } : {}),
-      'das.dataset': dataset.id,
-      ...extra?.(),
-    }),
+    () => {
+      const attributes: SpanAttributes = { 'db.system': DB_SYSTEM[kind], 'db.operation.name': operation, 'das.dataset': dataset.id };
+      if (collection) attributes['db.collection.name'] = collection;
+      extra?.(attributes);
+      return attributes;
+    },
     fn,
-    { kind: 'client', childOnly: !ownTrace },
+    { kind: 'client', childOnly: !ownTrace, current: operation === 'write' || ownTrace },
   );
 }
 
@@ -51,11 +52,11 @@ const oneSchema = (schemas: readonly { schema: string }[]): string | undefined =
 function tracedBulkLoad(kind: LocationKind, bulk: BulkLoadStore): BulkLoadStore {
   return withOwn(bulk, {
     loadChunk: (dataset, chunk) =>
-      storeSpan(kind, 'bulk-load chunk', dataset, chunk.schema, () => bulk.loadChunk(dataset, chunk), () => ({
-        'db.operation.batch.size': chunk.records.length,
-        'das.transaction.id': chunk.transaction,
-        'das.load.operation': chunk.operation,
-      }), true),
+      storeSpan(kind, 'bulk-load chunk', dataset, chunk.schema, () => bulk.loadChunk(dataset, chunk), (attributes) => {
+        attributes['db.operation.batch.size'] = chunk.records.length;
+        attributes['das.transaction.id'] = chunk.transaction;
+        attributes['das.load.operation'] = chunk.operation;
+      }, true),
   });
 }
 
@@ -64,9 +65,14 @@ export function tracedDriver(driver: LocationDriver): LocationDriver {
   const { kind } = driver;
   const traced: Partial<LocationDriver> = {
     read: (dataset, key, ctx) => storeSpan(kind, 'read', dataset, key.schema, () => driver.read(dataset, key, ctx)),
-    readMany: (dataset, schema, ids, ctx) => storeSpan(kind, 'readMany', dataset, schema, () => driver.readMany(dataset, schema, ids, ctx), () => ({ 'db.operation.batch.size': ids.length })),
+    readMany: (dataset, schema, ids, ctx) => storeSpan(kind, 'readMany', dataset, schema, () => driver.readMany(dataset, schema, ids, ctx), (attributes) => {
+      attributes['db.operation.batch.size'] = ids.length;
+    }),
     write: (dataset, ops, consistency, ctx) =>
-      storeSpan(kind, 'write', dataset, oneSchema(ops), () => driver.write(dataset, ops, consistency, ctx), () => ({ 'db.operation.batch.size': ops.length, 'das.consistency': consistency })),
+      storeSpan(kind, 'write', dataset, oneSchema(ops), () => driver.write(dataset, ops, consistency, ctx), (attributes) => {
+        attributes['db.operation.batch.size'] = ops.length;
+        attributes['das.consistency'] = consistency;
+      }),
   };
   if (driver.list) traced.list = (dataset, schema, query, ctx) => storeSpan(kind, 'list', dataset, schema, () => driver.list!(dataset, schema, query, ctx));
   if (driver.rawQuery) traced.rawQuery = (dataset, query, options) => storeSpan(kind, 'rawQuery', dataset, undefined, () => driver.rawQuery!(dataset, query, options));
