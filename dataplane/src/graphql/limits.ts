@@ -20,6 +20,7 @@
  * is one pass over the parsed document. Pure.
  */
 import { DATAPLANE_DEFAULTS } from '../../../model/settings/dataplane.js';
+import { withRestInputCodes } from './input-errors.js';
 import {
   getArgumentValues,
   getDirectiveValues,
@@ -83,7 +84,11 @@ export function isLimitError(err: GraphQLError): boolean {
 
 export type PreparedOperation = { document: DocumentNode; errors?: undefined } | { document?: undefined; errors: readonly GraphQLError[] };
 
-/** Parses, validates and measures an operation (the one `operationName` picks, as the executor does): its document, or the errors to answer with. */
+/**
+ * Parses, validates and measures an operation (the one `operationName` picks, as the executor
+ * does): its document, or the errors to answer with (a wrong-typed mutation argument with REST's
+ * code and status, input-errors.ts).
+ */
 export function prepareOperation(
   schema: GraphQLSchema,
   text: string,
@@ -92,10 +97,10 @@ export function prepareOperation(
   operationName?: string | null,
 ): PreparedOperation {
   const checked = checkedDocument(schema, text, limits);
-  if (checked.errors) return checked;
+  if (checked.errors) return isLimitError(checked.errors[0]) ? checked : { errors: withRestInputCodes(checked.errors, text, operationName) };
   const document = checked.document;
   const measured = measureOperation(schema, document, variables ?? {}, operationName);
-  if ('errors' in measured) return { errors: measured.errors };
+  if ('errors' in measured) return { errors: withRestInputCodes(measured.errors, document, operationName) };
   if (measured.depth > limits.maxDepth) return { errors: [limitError(LIMIT_CODES.depth, `the operation selects deeper than ${limits.maxDepth} levels`)] };
   if (measured.aliases > limits.maxAliases) return { errors: [limitError(LIMIT_CODES.aliases, `the operation has ${measured.aliases} aliased fields; at most ${limits.maxAliases} are allowed`)] };
   if (measured.cost > limits.maxCost) {
