@@ -12,7 +12,9 @@
  *   the repository, see bench/peers/platformatic.ts) shows where the data plane stands against a
  *   product of its kind.
  * - `graphql`: the same read as a GraphQL query by id over HTTP (POST /demo/graphql, the id as a
- *   variable), against the REST read of the same run.
+ *   variable), against the REST read of the same run; and against REST's `read` action sent as a
+ *   POST body (`POST /demo`), which splits GraphQL's cost into the POST path's (body, its firewall
+ *   rules) and GraphQL's own; with BENCH_BASELINE_DIR, against the baseline's GraphQL too.
  * - `create`, `batch`: an ATOMIC create of one record, and an ATOMIC batch of 10 creates, through
  *   POST /demo, against a bare handler doing the same statements in one transaction
  *   (bench/bare-write-server.ts: the row with its history, then the change log).
@@ -60,6 +62,8 @@ const NAMES = {
   sameRead: 'bare, same read as driver',
   platformatic: 'Platformatic DB 2',
   graphql: 'data plane GraphQL',
+  baselineGraphql: 'data plane GraphQL (baseline)',
+  postRead: 'data plane POST read',
   create: 'data plane create',
   bareCreate: 'bare create',
   batch: 'data plane batch of 10',
@@ -75,6 +79,10 @@ const COMPARISONS: { subject: string; floor: string; scenario: string }[] = [
   { subject: NAMES.baseline, floor: NAMES.pgQuery, scenario: 'read' },
   { subject: NAMES.baseline, floor: NAMES.sameRead, scenario: 'read' },
   { subject: NAMES.graphql, floor: NAMES.read, scenario: 'graphql' },
+  { subject: NAMES.graphql, floor: NAMES.postRead, scenario: 'graphql' },
+  { subject: NAMES.postRead, floor: NAMES.read, scenario: 'graphql' },
+  { subject: NAMES.graphql, floor: NAMES.baselineGraphql, scenario: 'graphql' },
+  { subject: NAMES.baselineGraphql, floor: NAMES.baseline, scenario: 'graphql' },
   { subject: NAMES.create, floor: NAMES.bareCreate, scenario: 'create' },
   { subject: NAMES.batch, floor: NAMES.bareBatch, scenario: 'batch' },
 ];
@@ -97,6 +105,8 @@ const recordPath = (n: number) => `/demo/demo.Person/p${n % RECORDS}`;
 const read = (n: number): Request => ({ path: recordPath(n) });
 const GRAPHQL_READ = 'query Person($id: ID!) { demo_Person(id: $id) { id version name email age address { street postcode } } }';
 const graphqlRead = (n: number): Request => ({ method: 'POST', path: '/demo/graphql', body: JSON.stringify({ query: GRAPHQL_READ, variables: { id: `p${n % RECORDS}` } }) });
+/** The same read as REST's `read` action in a POST body: what GraphQL pays for the POST path alone (body, its firewall rules), without GraphQL. */
+const postRead = (n: number): Request => ({ method: 'POST', path: '/demo', body: JSON.stringify({ read: { schema: 'demo.Person', id: `p${n % RECORDS}` } }) });
 
 const person = (id: string, n: number) => ({ name: `Person ${id}`, email: `${id}@example.com`, age: 20 + (n % 50), address: { street: `${n} Main St`, postcode: 'N1' } });
 /** Writes with ids no other server or round uses: `<prefix>-<round-unique counter>`. */
@@ -183,7 +193,7 @@ async function main() {
     const same = (name: string, request: Target['request']) => targets.push({ name, url: dpUrl, child: dp, request });
 
     if (SCENARIOS.has('read') || SCENARIOS.has('graphql')) same(NAMES.read, read);
-    if (SCENARIOS.has('read') && BASELINE) {
+    if ((SCENARIOS.has('read') || SCENARIOS.has('graphql')) && BASELINE) {
       add(NAMES.baseline, 'dataplane/src/main.ts', { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' }, read, '/readyz', { cwd: BASELINE, label: 'baseline-main.ts' });
     }
     if (SCENARIOS.has('read')) {
@@ -196,7 +206,10 @@ async function main() {
         add(NAMES.platformatic, 'bench/platformatic-server.ts', { PLATFORMATIC_DIR: platformatic }, (n) => ({ path: `/demoDemoPerson/p${n % RECORDS}` }), '/demoDemoPerson/p1');
       }
     }
-    if (SCENARIOS.has('graphql')) same(NAMES.graphql, graphqlRead);
+    if (SCENARIOS.has('graphql')) {
+      same(NAMES.graphql, graphqlRead);
+      same(NAMES.postRead, postRead);
+    }
     if (SCENARIOS.has('create') || SCENARIOS.has('batch')) {
       const port = await freePort();
       const bare = start('bench/bare-write-server.ts', { DATABASE_URL: databaseUrl, PORT: String(port) });
@@ -214,6 +227,9 @@ async function main() {
     }
 
     await Promise.all(starting);
+    // The baseline's GraphQL on the baseline's process, beside its REST read, as this checkout's: both ratios come from alike processes.
+    const baselineRead = targets.find((t) => t.name === NAMES.baseline);
+    if (SCENARIOS.has('graphql') && baselineRead) targets.push({ name: NAMES.baselineGraphql, url: baselineRead.url, child: baselineRead.child, request: graphqlRead });
     if (SCENARIOS.has('graphql')) {
       // GraphQL answers errors with 200 too: check once that the query reads the record.
       const answer = await call(dpUrl, { path: '/demo/graphql', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: JSON.parse(graphqlRead(1).body!) });

@@ -9,7 +9,6 @@ import { getOperationAST, GraphQLError } from 'graphql';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { DatasetConfig } from '../../../model/types.js';
 import type { StatementContext } from '../engine/contract.js';
-import { withRestInputCodes } from './input-errors.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { datasetSchema } from './schema.js';
 import { executeOperation } from './operation.js';
@@ -49,7 +48,7 @@ export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConf
   if (prepared.errors) {
     const limit = prepared.errors.find(isLimitError);
     if (limit) throw badRequest(String(limit.extensions.code), limit.message, [{ path: '$.query', message: limit.message }]);
-    return { errors: withRestInputCodes(prepared.errors, request.query, request.operationName).map((p) => p.toJSON()) };
+    return { errors: prepared.errors.map((p) => p.toJSON()) };
   }
   const document = prepared.document;
   const operation = getOperationAST(document, request.operationName);
@@ -58,5 +57,5 @@ export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConf
     throw new ApiError(400, 'SUBSCRIPTION_OVER_HTTP', 'subscriptions are served over WebSocket at this path (protocols graphql-transport-ws and graphql-ws)', [{ path: '$.query', message: 'a subscription' }]);
   }
   const result = await executeOperation({ schema, document, variableValues: request.variables, operationName: request.operationName, contextValue: { engine, dataset, ctx } });
-  return { ...(result.errors ? { errors: withRestInputCodes(result.errors, request.query, request.operationName).map((e) => e.toJSON()) } : {}), data: result.data ?? null };
+  return { ...(result.errors ? { errors: result.errors.map((e) => e.toJSON()) } : {}), data: result.data ?? null };
 }

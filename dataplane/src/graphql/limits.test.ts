@@ -1,8 +1,8 @@
 /** The operation limits (limits.ts) on the example dataset's schema, and a connection's byte budget (send-budget.ts, event-queue.ts). */
 import { expect } from 'chai';
-import { getIntrospectionQuery, parse } from 'graphql';
+import { getIntrospectionQuery, parse, type OperationDefinitionNode } from 'graphql';
 import { buildDatasetSchema } from './schema.js';
-import { countSelections, DEFAULT_QUERY_LIMITS, measure, measureOperation, prepareOperation } from './limits.js';
+import { countSelections, DEFAULT_QUERY_LIMITS, measure, measureOperation, measureReadsVariables, prepareOperation } from './limits.js';
 import { EventQueue } from './event-queue.js';
 import { SendBudget } from './send-budget.js';
 import type { DatasetConfig } from '../../../model/types.js';
@@ -26,6 +26,27 @@ describe('GraphQL operation limits', () => {
     expect(cost('{ list_demo_Person(limit: 10) { items { employer { name } } } }')).to.equal(10 + 10);
     expect(cost('query Q($n: Int) { list_demo_Company(limit: $n) { items { employees(limit: 5) { items { id } } } } }', { n: 20 })).to.equal(20 + 20 * 5);
     expect(cost('{ __typename demo_Person(id: "a") { id version } }')).to.equal(1);
+  });
+
+  it('a cached document is measured again with each request\'s variables where they count (a `limit`, `@skip`/`@include`, in a fragment too)', () => {
+    const texts = [
+      'query Q($l: Int) { list_demo_Company(limit: $l) { items { id } } }',
+      'query Q($big: Boolean!) { demo_Person(id: "a") { id } list_demo_Company(limit: 1000) @include(if: $big) { items { employees(limit: 1000) { items { id } } } } }',
+      'query Q($l: Int) { ...F } fragment F on Query { list_demo_Company(limit: 100) { items { employees(limit: $l) { items { id } } } } }',
+    ];
+    const [page, include, fragment] = texts;
+    for (let round = 0; round < 2; round++) {
+      // The same text, so the same cached document: small variables pass, large ones are refused.
+      expect(codeOf(page, { l: 10 }), page).to.equal(undefined);
+      expect(codeOf(page, { l: 6000 }), page).to.equal('QUERY_TOO_COMPLEX');
+      expect(codeOf(include, { big: false }), include).to.equal(undefined);
+      expect(codeOf(include, { big: true }), include).to.equal('QUERY_TOO_COMPLEX');
+      expect(codeOf(fragment, { l: 1 }), fragment).to.equal(undefined);
+      expect(codeOf(fragment, { l: 1000 }), fragment).to.equal('QUERY_TOO_COMPLEX');
+    }
+    expect(measureReadsVariables(parse(texts[0]), parse(texts[0]).definitions[0] as OperationDefinitionNode)).to.equal(true);
+    const byId = parse('query Q($id: ID!) { demo_Person(id: $id) { id name employer { name } } }');
+    expect(measureReadsVariables(byId, byId.definitions[0] as OperationDefinitionNode), 'an id in variables does not change the measure').to.equal(false);
   });
 
   it('costs the operation as the executor runs it: variables with their defaults, @skip/@include, the operation named', () => {

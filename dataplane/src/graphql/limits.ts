@@ -20,6 +20,7 @@
  * is one pass over the parsed document. Pure.
  */
 import { DATAPLANE_DEFAULTS } from '../../../model/settings/dataplane.js';
+import { withRestInputCodes } from './input-errors.js';
 import {
   getArgumentValues,
   getDirectiveValues,
@@ -34,6 +35,7 @@ import {
   parse,
   specifiedRules,
   validate,
+  visit,
   type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
@@ -83,7 +85,11 @@ export function isLimitError(err: GraphQLError): boolean {
 
 export type PreparedOperation = { document: DocumentNode; errors?: undefined } | { document?: undefined; errors: readonly GraphQLError[] };
 
-/** Parses, validates and measures an operation (the one `operationName` picks, as the executor does): its document, or the errors to answer with. */
+/**
+ * Parses, validates and measures an operation (the one `operationName` picks, as the executor
+ * does): its document, or the errors to answer with (a wrong-typed mutation argument with REST's
+ * code and status, input-errors.ts).
+ */
 export function prepareOperation(
   schema: GraphQLSchema,
   text: string,
@@ -92,10 +98,10 @@ export function prepareOperation(
   operationName?: string | null,
 ): PreparedOperation {
   const checked = checkedDocument(schema, text, limits);
-  if (checked.errors) return checked;
+  if (checked.errors) return isLimitError(checked.errors[0]) ? checked : { errors: withRestInputCodes(checked.errors, text, operationName) };
   const document = checked.document;
   const measured = measureOperation(schema, document, variables ?? {}, operationName);
-  if ('errors' in measured) return { errors: measured.errors };
+  if ('errors' in measured) return { errors: withRestInputCodes(measured.errors, document, operationName) };
   if (measured.depth > limits.maxDepth) return { errors: [limitError(LIMIT_CODES.depth, `the operation selects deeper than ${limits.maxDepth} levels`)] };
   if (measured.aliases > limits.maxAliases) return { errors: [limitError(LIMIT_CODES.aliases, `the operation has ${measured.aliases} aliased fields; at most ${limits.maxAliases} are allowed`)] };
   if (measured.cost > limits.maxCost) {
@@ -112,19 +118,19 @@ export function prepareOperation(
  * CACHED_DOCUMENTS per schema, least recently used out first. Only what depends on the text alone
  * is cached; the measure against the limits (it depends on the variables) runs every time.
  */
-const documents = new WeakMap<GraphQLSchema, Map<string, DocumentNode>>();
+const documents = new WeakMap<GraphQLSchema, WeakMap<QueryLimits, Map<string, DocumentNode>>>();
 export const CACHED_DOCUMENTS = 128;
 export const CACHED_TEXT_LENGTH = 2048;
 
 function checkedDocument(schema: GraphQLSchema, text: string, limits: QueryLimits): PreparedOperation {
   const cacheable = text.length <= CACHED_TEXT_LENGTH;
-  const key = cacheable ? `${limits.maxTokens} ${limits.maxSelections} ${text}` : '';
-  let cache = cacheable ? documents.get(schema) : undefined;
-  const hit = cache?.get(key);
+  // By the limits object (one per server), then the text itself: no key string built per request.
+  let cache = cacheable ? documents.get(schema)?.get(limits) : undefined;
+  const hit = cache?.get(text);
   if (hit) {
     // Most recently used last: delete and re-insert.
-    cache!.delete(key);
-    cache!.set(key, hit);
+    cache!.delete(text);
+    cache!.set(text, hit);
     return { document: hit };
   }
   let document: DocumentNode;
@@ -142,9 +148,11 @@ function checkedDocument(schema: GraphQLSchema, text: string, limits: QueryLimit
   const problems = validate(schema, document, specifiedRules);
   if (problems.length) return { errors: problems };
   if (cacheable) {
-    if (!cache) documents.set(schema, (cache = new Map()));
+    let byLimits = documents.get(schema);
+    if (!byLimits) documents.set(schema, (byLimits = new WeakMap()));
+    if (!cache) byLimits.set(limits, (cache = new Map()));
     if (cache.size >= CACHED_DOCUMENTS) cache.delete(cache.keys().next().value!);
-    cache.set(key, document);
+    cache.set(text, document);
   }
   return { document };
 }
@@ -191,12 +199,42 @@ export function measureOperation(schema: GraphQLSchema, document: DocumentNode, 
       if (chosen) return { errors: coerced.errors };
       continue;
     }
-    const m = measure(schema, document, coerced.coerced, operation);
+    const m = measureOf(schema, document, coerced.coerced, operation);
     total.depth = Math.max(total.depth, m.depth);
     total.aliases = Math.max(total.aliases, m.aliases);
     total.cost = Math.max(total.cost, m.cost);
   }
   return total;
+}
+
+/**
+ * Measures of operations no variable can change, per document (cached per schema and text, so per
+ * config generation) and operation: the measure reads variables only in `@skip`/`@include` and in
+ * `limit` arguments; an operation without a variable there measures the same every request.
+ */
+const constantMeasures = new WeakMap<OperationDefinitionNode, Measure | null>();
+
+function measureOf(schema: GraphQLSchema, document: DocumentNode, variables: Variables, operation: OperationDefinitionNode): Measure {
+  const known = constantMeasures.get(operation);
+  if (known) return known;
+  const m = measure(schema, document, variables, operation);
+  if (known === undefined) constantMeasures.set(operation, measureReadsVariables(document, operation) ? null : m);
+  return m;
+}
+
+/** Whether a variable appears in a directive or a `limit` argument of the operation or of any fragment (fragments may be spread into it). Pure. */
+export function measureReadsVariables(document: DocumentNode, operation: OperationDefinitionNode): boolean {
+  let reads = false;
+  const inside = { directive: 0, limit: 0 };
+  const visitor = {
+    Directive: { enter: () => void inside.directive++, leave: () => void inside.directive-- },
+    Argument: { enter: (a: { name: { value: string } }) => void (a.name.value === 'limit' && inside.limit++), leave: (a: { name: { value: string } }) => void (a.name.value === 'limit' && inside.limit--) },
+    Variable: () => void (reads ||= inside.directive > 0 || inside.limit > 0),
+    VariableDefinition: () => false, // declarations (and their directives), not uses
+  };
+  visit(operation.selectionSet, visitor);
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) visit(d.selectionSet, visitor);
+  return reads;
 }
 
 /**

@@ -110,6 +110,32 @@ function mutationSuite(location: string, start: () => Promise<TestDataPlane>) {
       expect(people.json.items).to.deep.equal([]);
     });
 
+    it("over both WebSocket protocols, a wrong-typed argument carries REST's code and status as over HTTP", async () => {
+      const cases: [string, Record<string, unknown> | undefined, string][] = [
+        ['mutation { create_demo_Person(data: { name: "Bo", age: "old" }) { id } }', undefined, 'INVALID_RECORD'],
+        ['mutation($d: demo_PersonInput!) { create_demo_Person(data: $d) { id } }', { d: { name: 42 } }, 'INVALID_RECORD'],
+        ['mutation { create_demo_Company(data: { name: "X" }, consistency: STRONG) { id } }', undefined, 'INVALID_CONSISTENCY'],
+      ];
+      const client = gqlClient(dp);
+      try {
+        for (const [query, variables, code] of cases) {
+          const overHttp = (await gql(query, variables)).errors![0];
+          expect(overHttp.extensions, query).to.deep.include({ code, status: 400 });
+          // graphql-transport-ws: an operation that does not validate is refused with an `error` message.
+          const refused = await new Promise<{ message: string; extensions?: Record<string, unknown> }[]>((resolve, reject) =>
+            client.subscribe({ query, variables }, { next: (v) => reject(new Error(`answered ${JSON.stringify(v)}`)), error: (e) => resolve(e as never), complete: () => reject(new Error('completed without an error')) }),
+          );
+          expect(refused[0].extensions, `graphql-transport-ws: ${query}`).to.deep.include({ code, status: 400 });
+          expect(refused[0].message).to.equal(overHttp.message);
+          const legacy = await legacyOperation(dp, query, variables);
+          expect(legacy.type, `graphql-ws: ${query}`).to.equal('error');
+          expect((legacy.payload as Answer['errors'])![0].extensions, `graphql-ws: ${query}`).to.deep.include({ code, status: 400 });
+        }
+      } finally {
+        await client.dispose();
+      }
+    });
+
     it("each consistency level is accepted or refused as REST's", async () => {
       for (const level of ['ATOMIC_ALL', 'ATOMIC', 'QUORUM', 'EVENTUAL', 'ASYNC']) {
         const viaRest = await admin({ path: '/demo', body: { create: { schema: 'demo.Company', id: `rest-${level}`, data: { name: level }, consistency: level } } });

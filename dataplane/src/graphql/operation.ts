@@ -29,8 +29,15 @@ import { parseStructuredRequest } from '../engine/actions.js';
 import type { ApiError } from '../engine/errors.js';
 import { BatchDirective, batchEntryOf, restAction, type WriteField, type WriteResult } from './mutation-schema.js';
 import { graphqlErrorOf, type GraphQLContext } from './schema.js';
+import { withRestInputCodes } from './input-errors.js';
 
+/** Runs the operation; a wrong-typed mutation argument met while executing carries REST's code and status (input-errors.ts). */
 export async function executeOperation(args: ExecutionArgs): Promise<ExecutionResult> {
+  const result = await executeWithBatch(args);
+  return result.errors ? { ...result, errors: withRestInputCodes(result.errors, args.document, args.operationName) } : result;
+}
+
+async function executeWithBatch(args: ExecutionArgs): Promise<ExecutionResult> {
   const operation = getOperationAST(args.document, args.operationName);
   const marked = operation?.operation === 'mutation' && operation.directives?.some((d) => d.name.value === BatchDirective.name);
   if (!operation || !marked) return execute(args);
