@@ -30,7 +30,8 @@
  *
  * BENCH_ROWS (1000000), BENCH_ROW_GROUP (50000), BENCH_CHUNK_ROWS (the data plane's default),
  * BENCH_WRITERS (DAS_BULK_WRITERS, the data plane's default), BENCH_REAL_ONLY=1 (only the pyarrow
- * and DuckDB files, against the same COPYs).
+ * and DuckDB files, against the same COPYs), BENCH_MALLOC_MMAP_THRESHOLD (the data plane's
+ * MALLOC_MMAP_THRESHOLD_; the image's by default, '' for none).
  */
 import { chmodSync, createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -49,6 +50,8 @@ import { parquetFile } from '../dataplane/test-support/transactions.js';
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const ROW_GROUP = Number(process.env.BENCH_ROW_GROUP ?? 50_000);
 const REST_MS = Number(process.env.BENCH_REST_MS ?? 10_000);
+/** The data plane's MALLOC_MMAP_THRESHOLD_: the image's (Dockerfile) unless BENCH_MALLOC_MMAP_THRESHOLD says otherwise ('' for glibc's sliding default). */
+const MMAP_THRESHOLD = process.env.BENCH_MALLOC_MMAP_THRESHOLD ?? /^ENV MALLOC_MMAP_THRESHOLD_=(\d+)$/m.exec(readFileSync(join(import.meta.dirname, '..', 'Dockerfile'), 'utf8'))?.[1] ?? '';
 
 function rss(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -123,6 +126,8 @@ async function main(): Promise<void> {
     DAS_BULK_POLL_MS: '200',
     ...(process.env.BENCH_CHUNK_ROWS ? { DAS_BULK_CHUNK_ROWS: process.env.BENCH_CHUNK_ROWS } : {}),
     ...(process.env.BENCH_WRITERS ? { DAS_BULK_WRITERS: process.env.BENCH_WRITERS } : {}),
+    // glibc's mmap threshold, held where the image holds it (Dockerfile; '' runs without it).
+    ...(MMAP_THRESHOLD ? { MALLOC_MMAP_THRESHOLD_: MMAP_THRESHOLD } : {}),
     },
     'compiled',
   );
@@ -237,6 +242,7 @@ async function main(): Promise<void> {
     }
     const s = (n: number) => `${n.toFixed(1)} s`;
     console.log(`CPU: COPY plain table PostgreSQL ${s(copyCpu)}; COPY live + history PostgreSQL ${s(shapedCpu)} (backends ${s(shapedBackendCpu)})`);
+    console.log(`data plane MALLOC_MMAP_THRESHOLD_: ${MMAP_THRESHOLD || "unset (glibc's sliding threshold)"}`);
     if (!big) return console.log(`load average (1, 5, 15 min): before ${loadBefore}, after ${load()} (${cpus().length} CPUs)`);
     console.log(`CPU: transaction PostgreSQL ${s(big.cpu.postgres)} + data plane ${s(big.cpu.dataPlane)}`);
     console.log(`PostgreSQL CPU ratio (COPY / transaction): plain table ${(copyCpu / big.cpu.postgres).toFixed(2)}, live + history ${(shapedCpu / big.cpu.postgres).toFixed(2)}`);

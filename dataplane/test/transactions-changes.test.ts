@@ -149,4 +149,102 @@ describe('transactions: a bulk load beside single writes to the same records', f
       await driver.close();
     }
   });
+
+  /**
+   * A chunk of `ids` (UPSERT, name "bulk") loaded while `concurrent` (a single write's statements)
+   * is open in another transaction, which commits once the chunk waits for it: its optimistic
+   * statement (bulk-load-optimistic.ts) has taken its snapshot before that write and meets it.
+   * Answers the chunk's outcome and, per id, the live version and the change log's versions.
+   */
+  async function chunkRacing(transaction: string, ids: string[], concurrent: string[]) {
+    await dp.dataPlane.runner.stop(); // this test claims its transaction itself
+    const config = dp.dataPlane.store.dataset('demo')!.config;
+    const driver = new PostgresDriver({ logger: pino({ level: 'silent' }), settings: dataPlaneSettings({ DATABASE_URL: dp.databaseUrl }) });
+    const single = new pg.Client({ connectionString: dp.databaseUrl });
+    await single.connect();
+    try {
+      const store = driver.bulkLoad!;
+      const spec = { actions: [{ locationUri: 'file:///x', operation: 'UPSERT' as const, format: 'NDJSON', schema: 'demo.Person' }], context: {} };
+      await store.create(config, { id: transaction, spec });
+      expect((await store.claim(config, 'me', 60_000))?.id).to.equal(transaction);
+      await single.query('BEGIN');
+      for (const statement of concurrent) await single.query(statement);
+      const loading = store.loadChunk(config, {
+        transaction,
+        owner: 'me',
+        leaseMs: 60_000,
+        schema: 'demo.Person',
+        operation: 'UPSERT',
+        records: ids.map((id, i) => ({ id, data: { name: 'bulk' }, row: i + 1 })),
+        from: { action: 0, file: 0, row: 0 },
+        to: { action: 0, file: 0, row: ids.length },
+        progress: { ...emptyProgress(), rowsRead: ids.length },
+        maxErrors: 10,
+      });
+      for (let i = 0; ; i++) {
+        const waiting = await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
+        if (waiting.rows[0].n > 0) break;
+        expect(i, 'the chunk never waited for the single write').to.be.lessThan(500);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await single.query('COMMIT');
+      const outcome = await loading;
+      const live = (await db.query(`SELECT id, version, name FROM demo.demo_person WHERE id = ANY($1)`, [ids])).rows;
+      const history = (await db.query(`SELECT id, version, name, deleted_at IS NOT NULL AS tombstone FROM demo.demo_person_history WHERE id = ANY($1) ORDER BY id, version`, [ids])).rows;
+      const changes = (await db.query(`SELECT record_id, version, op FROM demo."das$changes" WHERE record_id = ANY($1) ORDER BY seq`, [ids])).rows;
+      return { outcome, live, history, changes };
+    } finally {
+      await single.query('ROLLBACK').catch(() => undefined);
+      await single.end();
+      await driver.close();
+    }
+  }
+
+  const createOf = (id: string) => [
+    `INSERT INTO demo.demo_person (id, version, created_at, updated_at, name) VALUES ('${id}', 1, now(), now(), 'single')`,
+    `INSERT INTO demo.demo_person_history (id, version, created_at, updated_at, name) VALUES ('${id}', 1, now(), now(), 'single')`,
+    `INSERT INTO demo."das$changes" (schema_name, record_id, version, op) VALUES ('demo.Person', '${id}', 1, 'CREATE')`,
+  ];
+
+  it("a single write that creates one of a chunk's new ids after the chunk's optimistic statement began: the chunk falls back and writes the next version, nothing twice", async () => {
+    const { outcome, live, history, changes } = await chunkRacing('racing-a-create', ['raced-new', 'raced-create'], createOf('raced-create'));
+    expect(outcome.kind).to.equal('committed');
+    expect(outcome.kind === 'committed' && outcome.progress).to.include({ rowsWritten: 2, rowsRejected: 0 });
+    expect(live).to.have.deep.members([
+      { id: 'raced-new', version: 1, name: 'bulk' },
+      { id: 'raced-create', version: 2, name: 'bulk' },
+    ]);
+    expect(history).to.deep.equal([
+      { id: 'raced-create', version: 1, name: 'single', tombstone: false },
+      { id: 'raced-create', version: 2, name: 'bulk', tombstone: false },
+      { id: 'raced-new', version: 1, name: 'bulk', tombstone: false },
+    ]);
+    expect(changes.filter((c) => c.record_id === 'raced-create')).to.deep.equal([
+      { record_id: 'raced-create', version: 1, op: 'CREATE' },
+      { record_id: 'raced-create', version: 2, op: 'UPDATE' },
+    ]);
+    expect(changes.filter((c) => c.record_id === 'raced-new')).to.deep.equal([{ record_id: 'raced-new', version: 1, op: 'CREATE' }]);
+  });
+
+  it("a single write that deletes a record a chunk updates, after the chunk's optimistic statement began: the chunk falls back and creates it again with the next version", async () => {
+    const created = await api({ path: '/demo', body: { create: { schema: 'demo.Person', id: 'raced-delete', data: { name: 'before' } } } });
+    expect(created.status, created.text).to.be.oneOf([200, 201]);
+    const { outcome, live, history, changes } = await chunkRacing('racing-a-delete', ['raced-delete', 'raced-new-2'], [
+      `DELETE FROM demo.demo_person WHERE id = 'raced-delete'`,
+      `INSERT INTO demo.demo_person_history (id, version, created_at, updated_at, deleted_at) VALUES ('raced-delete', 2, now(), now(), now())`,
+      `INSERT INTO demo."das$changes" (schema_name, record_id, version, op) VALUES ('demo.Person', 'raced-delete', 2, 'DELETE')`,
+    ]);
+    expect(outcome.kind === 'committed' && outcome.progress).to.include({ rowsWritten: 2, rowsRejected: 0 });
+    expect(live).to.have.deep.members([
+      { id: 'raced-delete', version: 3, name: 'bulk' },
+      { id: 'raced-new-2', version: 1, name: 'bulk' },
+    ]);
+    expect(history.filter((h) => h.id === 'raced-delete').map((h) => [h.version, h.name, h.tombstone])).to.deep.equal([
+      [1, 'before', false],
+      [2, null, true],
+      [3, 'bulk', false],
+    ]);
+    expect(changes.filter((c) => c.record_id === 'raced-delete').map((c) => `${c.version} ${c.op}`)).to.deep.equal(['1 CREATE', '2 DELETE', '3 CREATE']);
+    expect(changes.filter((c) => c.record_id === 'raced-new-2')).to.have.length(1);
+  });
 });

@@ -3,7 +3,8 @@
  * and the chunk writer. A chunk is split by id into parts (bulk-load-parts.ts) written at once on
  * as many connections (`DAS_BULK_WRITERS`): each part is COPYed into a temporary staging table and
  * applied with one set-based statement that also writes the history rows (versions continue as
- * for any write) and the change-log rows, and commits with its part's cursor
+ * for any write) and the change-log rows (optimistically first: bulk-load-optimistic.ts), and
+ * commits with its part's cursor
  * (`das_transaction_parts`), so a part re-run after a crash writes nothing twice. Then the chunk
  * commits: the transaction's cursor moves and its progress takes in what the parts wrote.
  */
@@ -17,6 +18,7 @@ import { stageCsv } from '../sql/stage-csv.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StoredTransaction } from '../../engine/contract.js';
 import { quoteIdent as q, postgresNaming as naming } from '../../engine/sql/naming.js';
 import { changeChannel, changesTable } from './change-log.js';
+import { applyOptimistically, type ApplyResult } from './bulk-load-optimistic.js';
 import { addToPending, foldPending, laterCursor, nothingPending, splitIntoParts, unwritten, type PartPending } from './bulk-load-parts.js';
 import { ddlLockKey, inTransaction } from './checkout.js';
 import { outageOf } from './outage.js';
@@ -260,10 +262,11 @@ export class PostgresBulkLoad implements BulkLoadStore {
         const staged = stageCopy(layout, todo, chunk.operation === 'DELETE');
         await client.query(staged.create);
         await pipeline(Readable.from(staged.text()), client.query(copyStreams.from(staged.copy)));
-        // One statement writes the records, their history and their change-log rows (see applySql).
-        const apply = applySql(layout, chunk.operation, chunk.maxErrors);
-        const outcome = await client.query(apply.text, apply.values);
-        const { written, rejected, samples } = outcome.rows[0] as ApplyResult;
+        // One statement writes the records, their history and their change-log rows: first the
+        // optimistic one (optimisticApplySql), else, when a concurrent write raced it, applySql's.
+        const optimistic = await applyOptimistically(client, layout, chunk.operation, todo.length);
+        const apply = optimistic ? undefined : applySql(layout, chunk.operation, chunk.maxErrors);
+        const { written, rejected, samples } = optimistic ?? ((await client.query(apply!.text, apply!.values)).rows[0] as ApplyResult);
         pending = addToPending(pending, { written: Number(written), rejected: Number(rejected), samples: samples ?? [] }, chunk.maxErrors);
       }
       await client.query(`UPDATE ${this.partsTable(dataset)} SET "cursor" = $3, pending = $4 WHERE transaction_id = $1 AND part = $2`, [
@@ -398,12 +401,6 @@ export function applySql(layout: TableLayout, operation: LoadChunk['operation'],
       `(SELECT json_agg(json_build_object('row', x.das_row, 'id', x.${id})) FROM (SELECT st.das_row, st.${id} ${refused} ORDER BY st.das_row LIMIT ${Number(maxErrors)}) x) AS samples`,
     values,
   };
-}
-
-interface ApplyResult {
-  written: number;
-  rejected: number;
-  samples: { row: number; id: string }[] | null;
 }
 
 function fromRow(row: Row): StoredTransaction {
