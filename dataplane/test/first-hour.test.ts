@@ -56,6 +56,8 @@ describe('the first hour (main.ts as a process)', function () {
   it('the listening line gives the URL to open; the DDL of a first start is logged at debug, not info', async () => {
     started = await startReadyMain();
     const { port } = started as MainProcess & { port: number };
+    // Log lines reach stdout in batches (log-destination.ts, every 100 ms): /readyz can answer first.
+    for (let i = 0; i < 100 && !started.output().includes('"msg":"data plane listening'); i++) await new Promise((r) => setTimeout(r, 100));
     const lines = started.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
     const listening = lines.find((l) => String(l.msg).startsWith('data plane listening'));
     expect(listening?.url).to.equal(`http://127.0.0.1:${port}`);

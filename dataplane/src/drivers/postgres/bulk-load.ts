@@ -3,8 +3,7 @@
  * and the chunk writer. A chunk is split by id into parts (bulk-load-parts.ts) written at once on
  * as many connections (`DAS_BULK_WRITERS`): each part is COPYed into a temporary staging table and
  * applied with one set-based statement that also writes the history rows (versions continue as
- * for any write) and the change-log rows (optimistically first: bulk-load-optimistic.ts), and
- * commits with its part's cursor
+ * for any write) and the change-log rows, and commits with its part's cursor
  * (`das_transaction_parts`), so a part re-run after a crash writes nothing twice. Then the chunk
  * commits: the transaction's cursor moves and its progress takes in what the parts wrote.
  */
@@ -18,7 +17,7 @@ import { stageCsv } from '../sql/stage-csv.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StoredTransaction } from '../../engine/contract.js';
 import { quoteIdent as q, postgresNaming as naming } from '../../engine/sql/naming.js';
 import { changeChannel, changesTable } from './change-log.js';
-import { applyOptimistically, type ApplyResult } from './bulk-load-optimistic.js';
+import type { ApplyResult } from './bulk-load-optimistic.js';
 import { addToPending, foldPending, laterCursor, nothingPending, splitIntoParts, unwritten, type PartPending } from './bulk-load-parts.js';
 import { ddlLockKey, inTransaction } from './checkout.js';
 import { outageOf } from './outage.js';
@@ -262,11 +261,8 @@ export class PostgresBulkLoad implements BulkLoadStore {
         const staged = stageCopy(layout, todo, chunk.operation === 'DELETE');
         await client.query(staged.create);
         await pipeline(Readable.from(staged.text()), client.query(copyStreams.from(staged.copy)));
-        // One statement writes the records, their history and their change-log rows: first the
-        // optimistic one (optimisticApplySql), else, when a concurrent write raced it, applySql's.
-        const optimistic = await applyOptimistically(client, layout, chunk.operation, todo.length);
-        const apply = optimistic ? undefined : applySql(layout, chunk.operation, chunk.maxErrors);
-        const { written, rejected, samples } = optimistic ?? ((await client.query(apply!.text, apply!.values)).rows[0] as ApplyResult);
+        // One statement writes the records, their history and their change-log rows (applySql).
+        const { written, rejected, samples } = await applySettlingRaces(client, applySql(layout, chunk.operation, chunk.maxErrors));
         pending = addToPending(pending, { written: Number(written), rejected: Number(rejected), samples: samples ?? [] }, chunk.maxErrors);
       }
       await client.query(`UPDATE ${this.partsTable(dataset)} SET "cursor" = $3, pending = $4 WHERE transaction_id = $1 AND part = $2`, [
@@ -353,6 +349,30 @@ export function stageCopy(layout: TableLayout, records: LoadChunk['records'], id
     copy: `COPY das_stage (${names}) FROM STDIN WITH (FORMAT csv)`,
     text: () => stageCsv(records, fieldNames),
   };
+}
+
+const UNIQUE_VIOLATION = '23505';
+const RACE_ATTEMPTS = 3;
+
+/**
+ * Runs a part's write statement under a savepoint, again (a new statement, so a new snapshot under
+ * READ COMMITTED) when it meets a unique violation: a single write that committed while the
+ * statement waited for its row (a DELETE of a record the chunk updates) wrote a version the
+ * statement's snapshot did not see, so its next version collided with it in the history table.
+ * Nothing of a failed attempt remains (`transactions-changes.test.ts` races it).
+ */
+async function applySettlingRaces(client: pg.ClientBase, statement: { text: string; values: unknown[] }): Promise<ApplyResult> {
+  for (let attempt = 1; ; attempt++) {
+    await client.query('SAVEPOINT das_part_write');
+    try {
+      const result = (await client.query(statement.text, statement.values)).rows[0] as ApplyResult;
+      await client.query('RELEASE SAVEPOINT das_part_write');
+      return result;
+    } catch (err) {
+      if ((err as { code?: string }).code !== UNIQUE_VIOLATION || attempt >= RACE_ATTEMPTS) throw err;
+      await client.query('ROLLBACK TO SAVEPOINT das_part_write');
+    }
+  }
 }
 
 /**
