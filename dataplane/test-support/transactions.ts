@@ -157,3 +157,25 @@ export function withHugeRun(runs: number[] = [0xfe, 0xff, 0xff, 0xff, 0x07, 1]):
   file.set(runs, reader.offset); // by default varint 0x7ffffffe: an RLE run of 1,073,741,823
   return file;
 }
+
+/**
+ * withHugeRun's file with its first DATA_PAGE_V2 header's `num_rows` field re-typed from i32 to
+ * i64 (the same varint bytes), so a reader decodes it as a BigInt: what a flipped byte in a page
+ * header gave the fuzz test (seed 43), which the page check then added to a number.
+ */
+export function withPageRowsAsInt64(): Buffer {
+  const file = withHugeRun([]);
+  const meta = parquetMetadata(file.buffer.slice(file.byteOffset, file.byteOffset + file.length) as ArrayBuffer).row_groups[0].columns[0].meta_data!;
+  // Compact protocol: field 8 of PageHeader (data_page_header_v2, a struct: 0x5c after field 3),
+  // then its fields 1 and 2 (num_values, num_nulls: 0x15 and a varint each), then field 3.
+  let at = file.indexOf(0x5c, Number(meta.data_page_offset)) + 1;
+  for (let field = 0; field < 2; field++) {
+    if (file[at] !== 0x15) throw new Error(`unexpected page header byte ${file[at]} at ${at}`);
+    at++;
+    while (file[at] & 0x80) at++;
+    at++;
+  }
+  if (file[at] !== 0x15) throw new Error(`num_rows is not where expected (byte ${file[at]} at ${at})`);
+  file[at] = 0x16;
+  return file;
+}

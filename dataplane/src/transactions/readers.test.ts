@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { COMPRESSORS, compress } from '../../test-support/compressed.js';
-import { parquetFile, withFooter, withHugeRun } from '../../test-support/transactions.js';
+import { parquetFile, withFooter, withHugeRun, withPageRowsAsInt64 } from '../../test-support/transactions.js';
 import { DEFAULT_FILE_LIMITS, storableMessage, type FileLimits } from './limits.js';
 import { flatColumns, sliceRows } from './parquet-bounds.js';
 import { FormatError, readChunks, type Format, type RawChunk } from './readers.js';
@@ -158,6 +158,9 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
         (e: unknown) => e,
       );
       expect(err).to.be.instanceOf(FormatError);
+    });
+    it('a page header whose row count decodes as a 64-bit integer (found by the fuzz test: a TypeError ended the load as an internal failure) fails naming the page', async () => {
+      await fails(put(withPageRowsAsInt64()), 'PARQUET', /is not a valid Parquet file: a page of column 1 of row group 1 declares 4 rows of 4 values/);
     });
     it('a truncated file fails with a message, whatever the cut', async () => {
       const file = people(300, 'GZIP', 100);
