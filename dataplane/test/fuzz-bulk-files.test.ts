@@ -9,8 +9,9 @@
  * dies, its peak RSS stays within the budget, and every unmutated seed file loads whole.
  *
  * Small by default; by hand: DAS_FUZZ_FILES=2000 (DAS_FUZZ_SEED picks the files) prints the figures.
- * DAS_FUZZ_GROUP_VALUES (e.g. 64) lowers DAS_BULK_MAX_GROUP_VALUES, so that every Parquet row group
- * of plain columns is read in slices.
+ * DAS_FUZZ_GROUP_VALUES (e.g. 300) lowers DAS_BULK_MAX_GROUP_VALUES, so that every Parquet row group
+ * of plain columns is read in slices; not below 300, the values of the real writers' largest
+ * pages (a seed whose page is over the budget FAILs naming it, and the unmutated seeds must load).
  */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';

@@ -71,11 +71,33 @@ export function sliceRows(metadata: FileMetaData, group: GroupSpan, limits: File
  * footer that lists the same chunks under many row groups would claim rows its bytes do not hold).
  */
 export function groupSpans(metadata: FileMetaData, dataEnd: number, limits: FileLimits): GroupSpan[] {
+  checkSchemaTree(metadata.schema);
   const columns = metadata.schema.filter((e) => !e.num_children).length;
   if (columns > limits.maxColumns) throw new FormatError(`has ${columns} columns, more than DAS_BULK_MAX_COLUMNS (${limits.maxColumns})`);
   const spans = checkedSpans(metadata, dataEnd, limits);
   disjointChunks(spans);
   return spans;
+}
+
+/**
+ * The schema's elements form one tree, each group's `num_children` followed by that many
+ * elements: hyparquet builds the tree trusting the counts (one past the list's end fails inside
+ * it). Walked without recursion, so a deep chain of groups cannot overflow the stack.
+ */
+export function checkSchemaTree(schema: FileMetaData['schema']): void {
+  if (!schema.length) throw new FormatError('is not a valid Parquet file: its schema is empty');
+  const open: number[] = []; // children still to come, per group on the path from the root
+  for (let i = 0; i < schema.length; i++) {
+    if (i > 0) {
+      if (!open.length) throw new FormatError(`is not a valid Parquet file: its schema lists ${schema.length} elements, but its root's tree holds ${i}`);
+      open[open.length - 1]--;
+    }
+    const children = schema[i].num_children ?? 0;
+    if (!Number.isSafeInteger(children) || children < 0) throw new FormatError(`is not a valid Parquet file: schema element ${i + 1} declares ${String(children)} children`);
+    if (children > 0) open.push(children);
+    while (open.length && open[open.length - 1] === 0) open.pop();
+  }
+  if (open.length) throw new FormatError(`is not a valid Parquet file: its schema's groups declare more children than the ${schema.length} elements it lists`);
 }
 
 /** No two column chunks of the file overlap (each row group's rows must be its own bytes). */
@@ -164,9 +186,8 @@ function checkChunkPages(view: DataView, bytes: ArrayBuffer, span: GroupSpan, g:
       throw new FormatError(`has a page of ${uncompressed} bytes (decompressed) in ${at}, more than DAS_BULK_MAX_PAGE_BYTES (${limits.maxPageBytes})`);
     }
     const count = header.data_page_header?.num_values ?? header.data_page_header_v2?.num_values ?? header.dictionary_page_header?.num_values ?? 0;
-    if (!Number.isSafeInteger(count) || count < 0 || count > limits.maxGroupValues) {
-      throw new FormatError(`is not a valid Parquet file: a page of ${at} declares ${count} values`);
-    }
+    if (!Number.isSafeInteger(count) || count < 0) throw new FormatError(`is not a valid Parquet file: a page of ${at} declares ${String(count)} values`);
+    if (count > limits.maxGroupValues) throw new FormatError(`has a page of ${count} values in ${at}, more than DAS_BULK_MAX_GROUP_VALUES (${limits.maxGroupValues})`);
     if (header.data_page_header || header.data_page_header_v2) {
       // A v2 page's row count is the header's own field: any type a mutated header gives it (the
       // fuzz test found a BigInt), so checked like the value count before it is added up.

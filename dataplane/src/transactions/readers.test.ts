@@ -162,6 +162,24 @@ describe('bulk-load readers: declared sizes checked, rows bounded, bytes exact',
     it('a page header whose row count decodes as a 64-bit integer (found by the fuzz test: a TypeError ended the load as an internal failure) fails naming the page', async () => {
       await fails(put(withPageRowsAsInt64()), 'PARQUET', /is not a valid Parquet file: a page of column 1 of row group 1 declares 4 rows of 4 values/);
     });
+    it('a schema whose groups declare more children than it lists, or fewer, fails at the footer check (found by the fuzz test: hyparquet read past the list)', async () => {
+      // The root's num_children rewritten in the footer's bytes (no writer writes such a schema):
+      // compact Thrift, after the root's name (field 4), field 5 as 0x15 and a zigzag varint.
+      const withRootChildren = (count: number) => {
+        const file = people(10);
+        const footerAt = file.length - 8 - file.readUInt32LE(file.length - 8);
+        const name = Buffer.from('root');
+        const at = file.indexOf(Buffer.concat([name, Buffer.from([0x15, 2 * 2])]), footerAt);
+        expect(at, 'the root element in the footer').to.be.greaterThan(0);
+        file[at + name.length + 1] = 2 * count;
+        return file;
+      };
+      await fails(put(withRootChildren(3)), 'PARQUET', /its schema's groups declare more children than the 3 elements it lists/);
+      await fails(put(withRootChildren(1)), 'PARQUET', /its schema lists 3 elements, but its root's tree holds 2/);
+    });
+    it('a page of more values than DAS_BULK_MAX_GROUP_VALUES fails naming the budget', async () => {
+      await fails(put(people(300)), 'PARQUET', /has a page of 300 values in column 1 of row group 1, more than DAS_BULK_MAX_GROUP_VALUES \(64\)/, { maxGroupValues: 64 });
+    });
     it('a truncated file fails with a message, whatever the cut', async () => {
       const file = people(300, 'GZIP', 100);
       for (const cut of [1, 9, 40, Math.floor(file.length / 2), file.length - 9]) {
