@@ -3,7 +3,7 @@
  * queries run both ways against a real engine on PostgreSQL, `{data, errors}` compared as the HTTP
  * answer serialises them (messages, paths, locations, extensions). Reads by id found and not
  * found, nulls, every scalar the schema maps, `__typename`, aliases, fragments, variables,
- * `@skip`/`@include`, links and nested objects, pages with limits, engine errors and the non-null
+ * `@skip`/`@include`, introspection, links and nested objects, pages with limits, engine errors and the non-null
  * propagation they cause. Then the compile cache: per cached document and operation, not for
  * mutations, and its answers over HTTP.
  */
@@ -123,6 +123,18 @@ describe('GraphQL compiled queries answer as graphql-js', function () {
     expect(a.data.first).to.deep.equal({ label: 'one', count: 9007199254740991, spec: { size: 3 }, flag: true });
     expect((await both(q, { skip: false, inc: false }, 'A')).data.first).to.have.property('the', 'one');
     expect((await both(q, {}, 'B')).data).to.deep.equal({ kinds_Owner: { name: 'Acme' } });
+    // One field selected twice, skipped in one place only; a named spread under a directive; merged sub-selections.
+    const merged = `
+      fragment Owned on kinds_Thing { owner { name } }
+      query($skip: Boolean!) {
+        kinds_Thing(id: "t1") { label @skip(if: $skip) ... { label } ...Owned @include(if: $skip) owner { id } spec { size } spec @skip(if: $skip) { tags } }
+      }`;
+    expect((await both(merged, { skip: true })).data.kinds_Thing).to.deep.equal({ label: 'one', owner: { name: 'Acme', id: 'acme' }, spec: { size: 3 } });
+    expect((await both(merged, { skip: false })).data.kinds_Thing).to.deep.equal({ label: 'one', owner: { id: 'acme' }, spec: { size: 3, tags: 'a,b' } });
+  });
+
+  it('introspection', async () => {
+    await both(`{ __schema { queryType { name } } __type(name: "kinds_Thing") { name fields { name type { kind name ofType { kind name } } } } }`);
   });
 
   it('links, a link to a missing record, inverse links and pages with limits, filters and sort', async () => {
