@@ -4,8 +4,8 @@
  * answer serialises them (messages, paths, locations, extensions). Reads by id found and not
  * found, nulls, every scalar the schema maps, `__typename`, aliases, fragments, variables,
  * `@skip`/`@include`, introspection, links and nested objects, pages with limits, engine errors and the non-null
- * propagation they cause. Then the compile cache: per cached document and operation, not for
- * mutations, and its answers over HTTP.
+ * propagation they cause. Then the compile cache: per cached document (from its second use) and
+ * operation, not for mutations, and its answers over HTTP.
  */
 import { expect } from 'chai';
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -87,6 +87,7 @@ describe('GraphQL compiled queries answer as graphql-js', function () {
   /** Runs the query through graphql-js and through executeOperation (compiled); both answers must be equal and the compiled path must have been taken. */
   async function both(query: string, variables?: Record<string, unknown>, operationName?: string) {
     const schema = datasetSchema(dataset);
+    prepareOperation(schema, query, variables, DEFAULT_QUERY_LIMITS, operationName); // compiled from its second use
     const prepared = prepareOperation(schema, query, variables, DEFAULT_QUERY_LIMITS, operationName);
     expect(prepared.errors, JSON.stringify(prepared.errors)).to.equal(undefined);
     const document = prepared.document!;
@@ -176,18 +177,22 @@ describe('GraphQL compiled queries answer as graphql-js', function () {
     expect(wrong.errors?.map((e) => e.message)).to.deep.equal(['Variable "$v" got invalid value "x"; Int cannot represent non-integer value: "x"']);
   });
 
-  it('compiles once per cached document and operation; mutations and uncached documents run through graphql-js', () => {
+  it('compiles once per cached document and operation from its second use; mutations and uncached documents run through graphql-js', () => {
     const schema = datasetSchema(dataset);
     const text = `query One { kinds_Thing(id: "t1") { id } } query Two { kinds_Owner(id: "acme") { id } }`;
     const doc = prepareOperation(schema, text, {}, DEFAULT_QUERY_LIMITS, 'One').document!;
+    // Sent once: not compiled.
+    expect(compiledQueryFor(schema, doc, getOperationAST(doc, 'One')!, 'One')).to.equal(undefined);
     expect(prepareOperation(schema, text, {}, DEFAULT_QUERY_LIMITS, 'Two').document).to.equal(doc);
     const one = compiledQueryFor(schema, doc, getOperationAST(doc, 'One')!, 'One');
     expect(one).to.not.equal(undefined);
     expect(compiledQueryFor(schema, doc, getOperationAST(doc, 'One')!, 'One')).to.equal(one);
     expect(compiledQueryFor(schema, doc, getOperationAST(doc, 'Two')!, 'Two')).to.not.equal(one);
+    prepareOperation(schema, `mutation { delete_kinds_Thing(id: "x") { id } }`, {});
     const mutation = prepareOperation(schema, `mutation { delete_kinds_Thing(id: "x") { id } }`, {}).document!;
     expect(compiledQueryFor(schema, mutation, getOperationAST(mutation)!, undefined)).to.equal(undefined);
     // Longer than the cache takes: parsed each time, never compiled.
+    prepareOperation(schema, `{ kinds_Thing(id: "t1") { id } }${' '.repeat(3000)}`, {});
     const long = prepareOperation(schema, `{ kinds_Thing(id: "t1") { id } }${' '.repeat(3000)}`, {}).document!;
     expect(compiledQueryFor(schema, long, getOperationAST(long)!, undefined)).to.equal(undefined);
   });

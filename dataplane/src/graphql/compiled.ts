@@ -6,8 +6,9 @@
  * resolvers and little else.
  *
  * Compiled once per (document, operation): a document is one schema's (limits.ts caches documents
- * per schema, so per config generation), and only documents that cache holds are compiled, so the
- * compilations are bounded by it and go when their document does. Queries only: mutations run
+ * per schema, so per config generation), and only documents that cache holds and has served again
+ * are compiled, so the compilations are bounded by it, go when their document does, and a text
+ * sent once costs no compilation. Queries only: mutations run
  * through operation.ts's `@batch` path and graphql-js, subscriptions through shared-execution.ts.
  *
  * Answers are graphql-js's to the letter (compiled.test.ts compares them on PostgreSQL). The one
@@ -16,13 +17,13 @@
  */
 import { execute, type DocumentNode, type ExecutionArgs, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import { isCachedDocument } from './limits.js';
+import { isReusedDocument } from './limits.js';
 
 const compiled = new WeakMap<DocumentNode, Map<string, CompiledQuery | null>>();
 
-/** The compiled query for this operation of a cached document; undefined when graphql-js must run it. */
+/** The compiled query for this operation of a reused cached document; undefined when graphql-js runs it. */
 export function compiledQueryFor(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode, operationName: string | null | undefined): CompiledQuery | undefined {
-  if (operation.operation !== 'query' || !isCachedDocument(schema, document)) return undefined;
+  if (operation.operation !== 'query' || !isReusedDocument(schema, document)) return undefined;
   let byName = compiled.get(document);
   if (!byName) compiled.set(document, (byName = new Map()));
   const key = operationName ?? '';

@@ -121,12 +121,17 @@ export function prepareOperation(
 const documents = new WeakMap<GraphQLSchema, WeakMap<QueryLimits, Map<string, DocumentNode>>>();
 export const CACHED_DOCUMENTS = 128;
 export const CACHED_TEXT_LENGTH = 2048;
-/** The schema of each document the cache holds now (compiled.ts compiles only those). */
+/** The schema of each document the cache holds now, and those of them served again from it (compiled.ts compiles only those). */
 const cachedFor = new WeakMap<DocumentNode, GraphQLSchema>();
+const reused = new WeakSet<DocumentNode>();
 
-/** Whether the document cache holds this document, validated against this schema. */
-export function isCachedDocument(schema: GraphQLSchema, document: DocumentNode): boolean {
-  return cachedFor.get(document) === schema;
+/**
+ * Whether the document cache holds this document, validated against this schema, and has served
+ * it at least twice: compiling costs a few times parsing and validating, so texts sent once (or
+ * cycled through more texts than the cache holds) are never compiled.
+ */
+export function isReusedDocument(schema: GraphQLSchema, document: DocumentNode): boolean {
+  return reused.has(document) && cachedFor.get(document) === schema;
 }
 
 function checkedDocument(schema: GraphQLSchema, text: string, limits: QueryLimits): PreparedOperation {
@@ -138,6 +143,7 @@ function checkedDocument(schema: GraphQLSchema, text: string, limits: QueryLimit
     // Most recently used last: delete and re-insert.
     cache!.delete(text);
     cache!.set(text, hit);
+    reused.add(hit);
     return { document: hit };
   }
   let document: DocumentNode;
