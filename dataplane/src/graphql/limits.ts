@@ -121,6 +121,18 @@ export function prepareOperation(
 const documents = new WeakMap<GraphQLSchema, WeakMap<QueryLimits, Map<string, DocumentNode>>>();
 export const CACHED_DOCUMENTS = 128;
 export const CACHED_TEXT_LENGTH = 2048;
+/** The schema of each document the cache holds now, and those of them served again from it (compiled.ts compiles only those). */
+const cachedFor = new WeakMap<DocumentNode, GraphQLSchema>();
+const reused = new WeakSet<DocumentNode>();
+
+/**
+ * Whether the document cache holds this document, validated against this schema, and has served
+ * it at least twice: compiling costs a few times parsing and validating, so texts sent once (or
+ * cycled through more texts than the cache holds) are never compiled.
+ */
+export function isReusedDocument(schema: GraphQLSchema, document: DocumentNode): boolean {
+  return reused.has(document) && cachedFor.get(document) === schema;
+}
 
 function checkedDocument(schema: GraphQLSchema, text: string, limits: QueryLimits): PreparedOperation {
   const cacheable = text.length <= CACHED_TEXT_LENGTH;
@@ -131,6 +143,7 @@ function checkedDocument(schema: GraphQLSchema, text: string, limits: QueryLimit
     // Most recently used last: delete and re-insert.
     cache!.delete(text);
     cache!.set(text, hit);
+    reused.add(hit);
     return { document: hit };
   }
   let document: DocumentNode;
@@ -151,8 +164,13 @@ function checkedDocument(schema: GraphQLSchema, text: string, limits: QueryLimit
     let byLimits = documents.get(schema);
     if (!byLimits) documents.set(schema, (byLimits = new WeakMap()));
     if (!cache) byLimits.set(limits, (cache = new Map()));
-    if (cache.size >= CACHED_DOCUMENTS) cache.delete(cache.keys().next().value!);
+    if (cache.size >= CACHED_DOCUMENTS) {
+      const oldest = cache.keys().next().value!;
+      cachedFor.delete(cache.get(oldest)!);
+      cache.delete(oldest);
+    }
     cache.set(text, document);
+    cachedFor.set(document, schema);
   }
   return { document };
 }
@@ -183,6 +201,9 @@ interface Measure {
 
 type Variables = Record<string, unknown>;
 
+/** Variable coercion errors reported at most (graphql's `maxErrors`). */
+export const MAX_VARIABLE_ERRORS = 10;
+
 /**
  * The measure of the operation the executor will run, its variables coerced as the executor
  * coerces them (defaults filled in); coercion errors are the executor's own answer. Without a
@@ -194,7 +215,7 @@ export function measureOperation(schema: GraphQLSchema, document: DocumentNode, 
   const operations = chosen ? [chosen] : document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const total: Measure = { depth: 0, aliases: 0, cost: 0 };
   for (const operation of operations) {
-    const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables, { maxErrors: 10 });
+    const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables, { maxErrors: MAX_VARIABLE_ERRORS });
     if (coerced.errors) {
       if (chosen) return { errors: coerced.errors };
       continue;

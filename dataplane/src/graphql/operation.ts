@@ -1,6 +1,7 @@
 /**
  * How every transport executes a query or mutation (HTTP POST, graphql-transport-ws, the older
- * graphql-ws): graphql's `execute`, except for a mutation marked `@batch`. Its root fields are
+ * graphql-ws): a query of a cached document as compiled code (compiled.ts), anything else through
+ * graphql's `execute`, except for a mutation marked `@batch`. Its root fields are
  * first collected as the executor would (fragments, `@skip`/`@include`, one action per response
  * name), their arguments coerced by graphql, and run as one REST batch (`{"batch": {"actions":
  * {<response name>: {"create": …}}}}`, REST's parser and the record engine); then the operation is
@@ -30,6 +31,8 @@ import type { ApiError } from '../engine/errors.js';
 import { BatchDirective, batchEntryOf, restAction, type WriteField, type WriteResult } from './mutation-schema.js';
 import { graphqlErrorOf, type GraphQLContext } from './schema.js';
 import { withRestInputCodes } from './input-errors.js';
+import { MAX_VARIABLE_ERRORS } from './limits.js';
+import { compiledQueryFor, runCompiled } from './compiled.js';
 
 /** Runs the operation; a wrong-typed mutation argument met while executing carries REST's code and status (input-errors.ts). */
 export async function executeOperation(args: ExecutionArgs): Promise<ExecutionResult> {
@@ -39,9 +42,11 @@ export async function executeOperation(args: ExecutionArgs): Promise<ExecutionRe
 
 async function executeWithBatch(args: ExecutionArgs): Promise<ExecutionResult> {
   const operation = getOperationAST(args.document, args.operationName);
+  const compiled = operation && compiledQueryFor(args.schema, args.document, operation, args.operationName);
+  if (compiled) return runCompiled(compiled, args);
   const marked = operation?.operation === 'mutation' && operation.directives?.some((d) => d.name.value === BatchDirective.name);
   if (!operation || !marked) return execute(args);
-  const coerced = getVariableValues(args.schema, operation.variableDefinitions ?? [], args.variableValues ?? {}, { maxErrors: 10 });
+  const coerced = getVariableValues(args.schema, operation.variableDefinitions ?? [], args.variableValues ?? {}, { maxErrors: MAX_VARIABLE_ERRORS });
   if (coerced.errors) return { errors: coerced.errors };
   const variables = coerced.coerced;
   const level = getDirectiveValues(BatchDirective, operation, variables)?.consistency as Consistency | undefined;
