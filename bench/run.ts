@@ -15,6 +15,7 @@
  *   variable), against the REST read of the same run; and against REST's `read` action sent as a
  *   POST body (`POST /demo`), which splits GraphQL's cost into the POST path's (body, its firewall
  *   rules) and GraphQL's own; with BENCH_BASELINE_DIR, against the baseline's GraphQL too.
+ *   (With BENCH_BASELINE_DIR the baseline's process also serves the POST read, create and batch.)
  * - `create`, `batch`: an ATOMIC create of one record, and an ATOMIC batch of 10 creates, through
  *   POST /demo, against a bare handler doing the same statements in one transaction
  *   (bench/bare-write-server.ts: the row with its history, then the change log).
