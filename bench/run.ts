@@ -15,6 +15,7 @@
  *   variable), against the REST read of the same run; and against REST's `read` action sent as a
  *   POST body (`POST /demo`), which splits GraphQL's cost into the POST path's (body, its firewall
  *   rules) and GraphQL's own; with BENCH_BASELINE_DIR, against the baseline's GraphQL too.
+ *   (With BENCH_BASELINE_DIR the baseline's process also serves the POST read, create and batch.)
  * - `create`, `batch`: an ATOMIC create of one record, and an ATOMIC batch of 10 creates, through
  *   POST /demo, against a bare handler doing the same statements in one transaction
  *   (bench/bare-write-server.ts: the row with its history, then the change log).
@@ -68,6 +69,9 @@ const NAMES = {
   bareCreate: 'bare create',
   batch: 'data plane batch of 10',
   bareBatch: 'bare batch of 10',
+  baselinePostRead: 'data plane POST read (baseline)',
+  baselineCreate: 'data plane create (baseline)',
+  baselineBatch: 'data plane batch of 10 (baseline)',
 } as const;
 
 /** What a round compares: subject / floor, throughput and CPU per request. */
@@ -85,6 +89,11 @@ const COMPARISONS: { subject: string; floor: string; scenario: string }[] = [
   { subject: NAMES.baselineGraphql, floor: NAMES.baseline, scenario: 'graphql' },
   { subject: NAMES.create, floor: NAMES.bareCreate, scenario: 'create' },
   { subject: NAMES.batch, floor: NAMES.bareBatch, scenario: 'batch' },
+  { subject: NAMES.postRead, floor: NAMES.baselinePostRead, scenario: 'graphql' },
+  { subject: NAMES.baselineCreate, floor: NAMES.bareCreate, scenario: 'create' },
+  { subject: NAMES.create, floor: NAMES.baselineCreate, scenario: 'create' },
+  { subject: NAMES.baselineBatch, floor: NAMES.bareBatch, scenario: 'batch' },
+  { subject: NAMES.batch, floor: NAMES.baselineBatch, scenario: 'batch' },
 ];
 
 interface Request {
@@ -230,6 +239,13 @@ async function main() {
     // The baseline's GraphQL on the baseline's process, beside its REST read, as this checkout's: both ratios come from alike processes.
     const baselineRead = targets.find((t) => t.name === NAMES.baseline);
     if (SCENARIOS.has('graphql') && baselineRead) targets.push({ name: NAMES.baselineGraphql, url: baselineRead.url, child: baselineRead.child, request: graphqlRead });
+    // The baseline's POST read and writes on the baseline's process too: before/after of the body and write paths in the same rounds.
+    if (baselineRead) {
+      const onBaseline = (name: string, request: (n: number) => Request) => targets.push({ name, url: baselineRead.url, child: baselineRead.child, request });
+      if (SCENARIOS.has('graphql')) onBaseline(NAMES.baselinePostRead, postRead);
+      if (SCENARIOS.has('create')) onBaseline(NAMES.baselineCreate, createOne('dcb'));
+      if (SCENARIOS.has('batch')) onBaseline(NAMES.baselineBatch, createBatch('dbb'));
+    }
     if (SCENARIOS.has('graphql')) {
       // GraphQL answers errors with 200 too: check once that the query reads the record.
       const answer = await call(dpUrl, { path: '/demo/graphql', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: JSON.parse(graphqlRead(1).body!) });

@@ -160,7 +160,8 @@ export class RecordEngine {
     if (consistency === 'ASYNC') return this.acceptAsync(dataset, [op], ctx, { id: op.id });
     const [result] = await this.driver(dataset).write(dataset, [op], consistency, ctx);
     if (!result.ok) throw apiErrorOf(result.failure);
-    return { status: action.kind === 'create' ? 201 : 200, body: await this.writeResponse(dataset, action, result, ctx) };
+    const body = this.writeResponse(dataset, action, result, ctx);
+    return { status: action.kind === 'create' ? 201 : 200, body: body instanceof Promise ? await body : body };
   }
 
   private async batch(dataset: DatasetConfig, batch: BatchAction, ctx?: StatementContext): Promise<EngineResult> {
@@ -188,7 +189,10 @@ export class RecordEngine {
     let anyFailed = false;
     for (const [i, name] of batch.order.entries()) {
       const result = results[i];
-      if (result.ok) entries.push([name, await this.writeResponse(dataset, batch.actions[name], result, ctx)]);
+      if (result.ok) {
+        const answer = this.writeResponse(dataset, batch.actions[name], result, ctx);
+        entries.push([name, answer instanceof Promise ? await answer : answer]);
+      }
       else {
         anyFailed = true;
         const error = apiErrorOf(result.failure);
@@ -224,11 +228,12 @@ export class RecordEngine {
     return { op: 'update', schema: action.schema, id: action.id, data: action.data, merge: action.merge };
   }
 
-  private async writeResponse(dataset: DatasetConfig, action: WriteAction, result: OpResult & { ok: true }, ctx?: StatementContext) {
+  /** The answer to one write; without links to expand it is ready at once (no promise to wait for). */
+  private writeResponse(dataset: DatasetConfig, action: WriteAction, result: OpResult & { ok: true }, ctx?: StatementContext): WriteAnswer | Promise<WriteAnswer> {
     if (action.kind === 'delete') return { id: result.record.id, version: result.record.version, deleted: true };
     const expand = this.expandFields(dataset, action.schema, action.expand, '$');
-    const [record] = await this.present(dataset, [result.record], expand, action.projection, ctx);
-    return record;
+    if (!expand.length) return action.projection ? project(apiForm(result.record), action.projection) : apiForm(result.record);
+    return this.present(dataset, [result.record], expand, action.projection, ctx).then(([record]) => record);
   }
 
   /** API form of stored records, with links expanded in place of `{id}`. */
@@ -300,6 +305,8 @@ function linkIdAt(record: Record<string, unknown>, path: string[]): string | und
   const id = (node as { id?: unknown } | undefined)?.id;
   return typeof id === 'string' ? id : undefined;
 }
+
+type WriteAnswer = ApiRecord | { id: string; version: number; deleted: true };
 
 /** Keeps `id`, `version` and the named (possibly dotted) properties. */
 function project(record: ApiRecord, names: string[]): ApiRecord {

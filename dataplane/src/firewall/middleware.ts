@@ -8,7 +8,8 @@
  * - `firewallMiddleware` before the body is read: IP rules, request line, headers, Content-Length
  *   (and the body too, if `req.rawBody` is already there);
  * - `firewallBodyMiddleware` after a body parser that keeps the raw bytes in `req.rawBody`
- *   (`express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`): the body rules.
+ *   (`express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`): the body rules;
+ *   a parser that decoded them already (strict UTF-8) may leave that text in `req.rawBodyText`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolveClientAddress } from './client-address.js';
@@ -30,13 +31,19 @@ export function firewallBodyMiddleware(getConfig: () => FirewallConfig, logger: 
   return middleware(getConfig, logger, (hasBody) => (hasBody ? 'body' : undefined));
 }
 
+/** `req.rawBodyText`: the body parser's own strict decoding of `req.rawBody` (the same text), so it is not decoded twice. */
+const decodedAlready = (req: IncomingMessage): string | undefined => {
+  const text = (req as unknown as { rawBodyText?: unknown }).rawBodyText;
+  return typeof text === 'string' ? text : undefined;
+};
+
 function middleware(getConfig: () => FirewallConfig, logger: FirewallLogger, scopeFor: (hasBody: boolean) => InspectionScope | undefined): Middleware {
   return function firewall(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void {
     let verdict: FirewallVerdict | undefined;
     let clientAddress = '';
     try {
       const raw = (req as unknown as { rawBody?: unknown }).rawBody;
-      const bodyText = typeof raw === 'string' ? raw : Buffer.isBuffer(raw) ? raw.toString('utf8') : undefined;
+      const bodyText = typeof raw === 'string' ? raw : Buffer.isBuffer(raw) ? (decodedAlready(req) ?? raw.toString('utf8')) : undefined;
       const scope = scopeFor(bodyText !== undefined);
       if (!scope) {
         next();

@@ -27,7 +27,7 @@ import { AddressingError, resolveGateway, type Authkind, type GatewayRoute } fro
 import { checkAddressingHeaders, statementContext } from './headers.js';
 import { beginExchange, sendJson, type Exchange, type ExchangeObserver } from '../front-door/exchange.js';
 import type { RequestSample } from '../metrics.js';
-import { BodyBudget, DEFAULT_BODY_LIMIT, parseJsonBody, readRawBody } from './body.js';
+import { BodyBudget, DEFAULT_BODY_LIMIT, decodeJsonBody, parseJsonBody, readRawBody } from './body.js';
 import { isAssetPath, sendAsset, sendDatasetPage, sendPage } from './browser/serve.js';
 import { credentialHint, swaggerPage } from './browser/pages.js';
 import { adminOpenApiDocument, adminServers } from './admin-openapi.js';
@@ -112,18 +112,30 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
   auxiliary.use(extra);
 
   const bodyOptions = { limit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT, budget: deps.bodyBudget ?? new BodyBudget() };
-  const run = (middleware: NodeMiddleware, x: Exchange) =>
-    new Promise<boolean>((resolve, reject) => {
-      let passed = false;
-      middleware(x.req, x.res, (err?: unknown) => {
-        passed = true;
-        if (err) reject(err);
-        else resolve(true);
-      });
-      // A middleware that answered without calling next (a firewall block) is done with the request.
-      if (!passed && x.res.writableEnded) resolve(false);
-      else if (!passed) x.res.once('finish', () => resolve(false));
+  /**
+   * Whether the middleware let the request through. A middleware that decides synchronously (the
+   * firewall's body rules) gets its answer back without a promise; only one still deciding is waited for.
+   */
+  const run = (middleware: NodeMiddleware, x: Exchange): boolean | Promise<boolean> => {
+    let called = false;
+    let failure: unknown;
+    let settle: ((err?: unknown) => void) | undefined;
+    middleware(x.req, x.res, (err?: unknown) => {
+      if (settle) return settle(err);
+      called = true;
+      failure = err;
     });
+    if (called) {
+      if (failure) throw failure;
+      return true;
+    }
+    // A middleware that answered without calling next (a firewall block) is done with the request.
+    if (x.res.writableEnded) return false;
+    return new Promise<boolean>((resolve, reject) => {
+      settle = (err) => (err ? reject(err) : resolve(true));
+      x.res.once('finish', () => resolve(false));
+    });
+  };
 
   const handlers = datasetHandlers(deps);
   const readiness = () => readinessOf(deps.store, deps.storeHealth, deps.draining);
@@ -157,12 +169,18 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       const raw = await readRawBody(x.req, bodyOptions);
       if (raw.length === 0) throw badRequest('INVALID_BODY', 'the request needs a JSON body', [{ path: '$', message: 'empty body' }]);
       x.rawBody = raw;
-      x.body = parseJsonBody(raw);
-      // The body rules of the firewall read the raw bytes from the request.
-      (x.req as IncomingMessage & { rawBody?: Buffer }).rawBody = raw;
-      if (deps.bodyFirewall && !(await run(deps.bodyFirewall, x))) {
-        x.redactPath = true;
-        return;
+      const { text, value } = decodeJsonBody(raw);
+      x.body = value;
+      // The body rules of the firewall read the raw bytes from the request, and the text decoded from them.
+      const req = x.req as IncomingMessage & { rawBody?: Buffer; rawBodyText?: string };
+      req.rawBody = raw;
+      req.rawBodyText = text;
+      if (deps.bodyFirewall) {
+        const passed = run(deps.bodyFirewall, x);
+        if (!(typeof passed === 'boolean' ? passed : await passed)) {
+          x.redactPath = true;
+          return;
+        }
       }
     }
     await handlers[route.name](x, d, params);

@@ -51,7 +51,7 @@ const serverBusy = () => {
  * The raw bytes of the body. The budget is reserved up front (the declared Content-Length, or the
  * limit for a chunked body) and released when the body is read or the request ends.
  */
-export async function readRawBody(req: IncomingMessage, options: BodyOptions): Promise<Buffer> {
+export function readRawBody(req: IncomingMessage, options: BodyOptions): Promise<Buffer> {
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') throw new ApiError(415, 'UNSUPPORTED_ENCODING', `Content-Encoding "${encoding.slice(0, 50)}" is not accepted; send the body uncompressed`);
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
@@ -62,54 +62,81 @@ export async function readRawBody(req: IncomingMessage, options: BodyOptions): P
   if (length !== undefined && length > options.limit) throw tooLarge(options.limit);
   const reserved = length ?? options.limit;
   if (!options.budget.tryReserve(reserved)) throw serverBusy();
-  try {
-    return await collect(req, options.limit, length);
-  } finally {
-    options.budget.release(reserved);
-  }
+  // No async wrapper: the collector releases the reservation itself when it settles (one promise per body).
+  return new Promise((resolve, reject) => new BodyCollector(req, options, reserved, length, resolve, reject).listen());
 }
 
 const tooLarge = (limit: number) => new ApiError(413, 'BODY_TOO_LARGE', `the body is larger than ${limit} bytes`);
 
-function collect(req: IncomingMessage, limit: number, length: number | undefined): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = (err?: unknown) => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('aborted', onAborted);
-      req.off('close', onAborted);
-      req.off('error', onError);
-      if (err) {
-        // Stop reading; the response (an error) is still sent, with Connection: close.
-        req.pause();
-        reject(err);
-      } else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) return done(tooLarge(limit));
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      if (length !== undefined && size !== length) return done(badRequest('INVALID_CONTENT_LENGTH', 'the body does not match its Content-Length'));
-      done();
-    };
-    const onAborted = () => done(badRequest('REQUEST_ABORTED', 'the request body was not completely received'));
-    const onError = (err: Error) => done(badRequest('REQUEST_ABORTED', `the request body could not be read: ${err.message.slice(0, 100)}`));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('aborted', onAborted);
-    req.on('close', onAborted);
-    req.on('error', onError);
-  });
+/**
+ * Collects one body's chunks. One object per body: its handlers are bound once each, and the
+ * `aborted` and `close` events share one (both mean the body will not be complete).
+ */
+class BodyCollector {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private settled = false;
+  private readonly onData = (chunk: Buffer) => this.data(chunk);
+  private readonly onEnd = () => this.end();
+  private readonly onAborted = () => this.done(badRequest('REQUEST_ABORTED', 'the request body was not completely received'));
+  private readonly onError = (err: Error) => this.done(badRequest('REQUEST_ABORTED', `the request body could not be read: ${err.message.slice(0, 100)}`));
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly options: BodyOptions,
+    private readonly reserved: number,
+    private readonly length: number | undefined,
+    private readonly resolve: (body: Buffer) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {}
+
+  listen(): void {
+    const { req } = this;
+    req.on('data', this.onData);
+    req.on('end', this.onEnd);
+    req.on('aborted', this.onAborted);
+    req.on('close', this.onAborted);
+    req.on('error', this.onError);
+  }
+
+  private data(chunk: Buffer): void {
+    this.size += chunk.length;
+    if (this.size > this.options.limit) return this.done(tooLarge(this.options.limit));
+    this.chunks.push(chunk);
+  }
+
+  private end(): void {
+    if (this.length !== undefined && this.size !== this.length) return this.done(badRequest('INVALID_CONTENT_LENGTH', 'the body does not match its Content-Length'));
+    this.done();
+  }
+
+  private done(err?: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    const { req, chunks } = this;
+    req.off('data', this.onData);
+    req.off('end', this.onEnd);
+    req.off('aborted', this.onAborted);
+    req.off('close', this.onAborted);
+    req.off('error', this.onError);
+    this.options.budget.release(this.reserved);
+    if (err) {
+      // Stop reading; the response (an error) is still sent, with Connection: close.
+      req.pause();
+      this.reject(err);
+    } else this.resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, this.size));
+  }
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Parses the bytes as JSON: strict UTF-8, bounded depth, well-formed strings. */
 export function parseJsonBody(raw: Buffer, maxDepth = MAX_JSON_DEPTH): unknown {
+  return decodeJsonBody(raw, maxDepth).value;
+}
+
+/** `parseJsonBody` that also hands back the decoded text, for the firewall's body rules to read without decoding again. */
+export function decodeJsonBody(raw: Buffer, maxDepth = MAX_JSON_DEPTH): { text: string; value: unknown } {
   let text: string;
   try {
     text = utf8.decode(raw);
@@ -134,7 +161,7 @@ export function parseJsonBody(raw: Buffer, maxDepth = MAX_JSON_DEPTH): unknown {
       ]);
     }
   }
-  return value;
+  return { text, value };
 }
 
 /** The deepest nesting of `[`/`{` outside strings, stopping once past `limit`. Linear, no recursion. */

@@ -50,8 +50,25 @@ const prunedTable = (dbSchema: string) => `${q(dbSchema)}.${q(PRUNED_TABLE)}`;
 /** The advisory lock (hashtext of this text) that orders the numbering of a schema's changes. */
 export const changeLockKey = (dbSchema: string) => `data-access:changes:${dbSchema}`;
 
+/**
+ * `derive` computed once per database schema: every write names its channel and its statement.
+ * Schemas come from configuration, not requests; the bound only guards a process that outlives many generations.
+ */
+function perSchema(derive: (dbSchema: string) => string): (dbSchema: string) => string {
+  const cache = new Map<string, string>();
+  return (dbSchema) => {
+    let value = cache.get(dbSchema);
+    if (value === undefined) {
+      value = derive(dbSchema);
+      if (cache.size >= 1024) cache.clear();
+      cache.set(dbSchema, value);
+    }
+    return value;
+  };
+}
+
 /** The NOTIFY channel of a database schema's change log (a short digest: channel names are identifiers). */
-export const changeChannel = (dbSchema: string) => `das_changes_${createHash('sha256').update(dbSchema).digest('hex').slice(0, 24)}`;
+export const changeChannel = perSchema((dbSchema) => `das_changes_${createHash('sha256').update(dbSchema).digest('hex').slice(0, 24)}`);
 
 /**
  * DDL of the change log, additive and idempotent. A log from before positions existed keeps its
@@ -122,14 +139,18 @@ export interface ChangeRow {
  */
 export function appendChangesSql(dbSchema: string, rows: readonly ChangeRow[]): Statement {
   return {
-    text:
-      `WITH c AS (INSERT INTO ${changesTable(dbSchema)} (schema_name, record_id, version, op, ${TRACE_COLUMN}) ` +
-      `SELECT u.s, u.i, u.v, u.o, $6::text FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) WITH ORDINALITY AS u(s, i, v, o, n) ORDER BY u.n RETURNING seq), ` +
-      `n AS (SELECT pg_notify($5::text, max(seq)::text) FROM c HAVING count(*) > 0) ` +
-      `SELECT count(*)::int AS appended FROM c, (SELECT count(*) FROM n) x`,
+    text: appendChangesText(dbSchema),
     values: [rows.map((r) => r.schema), rows.map((r) => r.id), rows.map((r) => r.version), rows.map((r) => r.op), changeChannel(dbSchema), writeTraceParent()],
   };
 }
+
+const appendChangesText = perSchema(
+  (dbSchema) =>
+    `WITH c AS (INSERT INTO ${changesTable(dbSchema)} (schema_name, record_id, version, op, ${TRACE_COLUMN}) ` +
+    `SELECT u.s, u.i, u.v, u.o, $6::text FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) WITH ORDINALITY AS u(s, i, v, o, n) ORDER BY u.n RETURNING seq), ` +
+    `n AS (SELECT pg_notify($5::text, max(seq)::text) FROM c HAVING count(*) > 0) ` +
+    `SELECT count(*)::int AS appended FROM c, (SELECT count(*) FROM n) x`,
+);
 
 /**
  * For code that writes records in its own transaction (atomic writes): appends their changes, as the
