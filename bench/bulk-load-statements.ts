@@ -1,7 +1,7 @@
 /**
  * `npm run bench:bulk-load-statements`: what each statement of a bulk load's part costs
  * PostgreSQL's backend, per row, for the two ways a part is written (drivers/postgres): the
- * optimistic statement (bulk-load-optimistic.ts) and the `INSERT … ON CONFLICT` one it falls back
+ * optimistic statement (bench/bulk-load-optimistic-sql.ts) and the `INSERT … ON CONFLICT` one it falls back
  * to (applySql). BENCH_ROWS (100,000) new demo.Person rows in parts of BENCH_PART_ROWS (5,000) on
  * one connection, each part its own transaction (staging, then the write), the two ways taking
  * turns part by part so both meet the same machine; then the same ids again (every row an update).
@@ -16,7 +16,7 @@ import { loadavg } from 'node:os';
 import { adminClient, startTestDataPlane } from '../dataplane/test-support/dataplane.js';
 import { transactionManifests } from '../dataplane/test-support/transactions.js';
 import { applySql, stageCopy } from '../dataplane/src/drivers/postgres/bulk-load.js';
-import { optimisticApplySql } from '../dataplane/src/drivers/postgres/bulk-load-optimistic.js';
+import { optimisticApplySql } from './bulk-load-optimistic-sql.js';
 import { tableLayout } from '../dataplane/src/drivers/postgres/sql.js';
 import { schemaDefOf } from '../dataplane/src/engine/layout.js';
 import { cpuMs } from './support.js';

@@ -152,8 +152,8 @@ describe('transactions: a bulk load beside single writes to the same records', f
 
   /**
    * A chunk of `ids` (UPSERT, name "bulk") loaded while `concurrent` (a single write's statements)
-   * is open in another transaction, which commits once the chunk waits for it: its optimistic
-   * statement (bulk-load-optimistic.ts) has taken its snapshot before that write and meets it.
+   * is open in another transaction, which commits once the chunk waits for it: its part's
+   * statement has taken its snapshot before that write and meets it.
    * Answers the chunk's outcome and, per id, the live version and the change log's versions.
    */
   async function chunkRacing(transaction: string, ids: string[], concurrent: string[]) {
@@ -206,7 +206,7 @@ describe('transactions: a bulk load beside single writes to the same records', f
     `INSERT INTO demo."das$changes" (schema_name, record_id, version, op) VALUES ('demo.Person', '${id}', 1, 'CREATE')`,
   ];
 
-  it("a single write that creates one of a chunk's new ids after the chunk's optimistic statement began: the chunk falls back and writes the next version, nothing twice", async () => {
+  it("a single write that creates one of a chunk's new ids after the chunk's statement began: the chunk meets it and writes the next version, nothing twice", async () => {
     const { outcome, live, history, changes } = await chunkRacing('racing-a-create', ['raced-new', 'raced-create'], createOf('raced-create'));
     expect(outcome.kind).to.equal('committed');
     expect(outcome.kind === 'committed' && outcome.progress).to.include({ rowsWritten: 2, rowsRejected: 0 });
@@ -226,7 +226,7 @@ describe('transactions: a bulk load beside single writes to the same records', f
     expect(changes.filter((c) => c.record_id === 'raced-new')).to.deep.equal([{ record_id: 'raced-new', version: 1, op: 'CREATE' }]);
   });
 
-  it("a single write that deletes a record a chunk updates, after the chunk's optimistic statement began: the chunk falls back and creates it again with the next version", async () => {
+  it("a single write that deletes a record a chunk updates, after the chunk's statement began: the chunk settles the race (its statement again, under a savepoint) and creates it again with the next version", async () => {
     const created = await api({ path: '/demo', body: { create: { schema: 'demo.Person', id: 'raced-delete', data: { name: 'before' } } } });
     expect(created.status, created.text).to.be.oneOf([200, 201]);
     const { outcome, live, history, changes } = await chunkRacing('racing-a-delete', ['raced-delete', 'raced-new-2'], [

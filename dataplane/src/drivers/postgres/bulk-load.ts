@@ -17,7 +17,6 @@ import { stageCsv } from '../sql/stage-csv.js';
 import { StoreError, type ActionProgress, type BulkLoadStore, type ChunkOutcome, type LoadChunk, type LoadCursor, type StoredTransaction } from '../../engine/contract.js';
 import { quoteIdent as q, postgresNaming as naming } from '../../engine/sql/naming.js';
 import { changeChannel, changesTable } from './change-log.js';
-import type { ApplyResult } from './bulk-load-optimistic.js';
 import { addToPending, foldPending, laterCursor, nothingPending, splitIntoParts, unwritten, type PartPending } from './bulk-load-parts.js';
 import { ddlLockKey, inTransaction } from './checkout.js';
 import { outageOf } from './outage.js';
@@ -352,6 +351,13 @@ export function stageCopy(layout: TableLayout, records: LoadChunk['records'], id
 }
 
 const UNIQUE_VIOLATION = '23505';
+
+/** What a part's write statement answers. */
+export interface ApplyResult {
+  written: number;
+  rejected: number;
+  samples: { row: number; id: string }[] | null;
+}
 const RACE_ATTEMPTS = 3;
 
 /**

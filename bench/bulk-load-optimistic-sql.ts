@@ -1,7 +1,8 @@
 /**
- * NOT WIRED IN: measured per statement (npm run bench:bulk-load-statements, 2026-11-28) it cost
- * PostgreSQL more than applySql's (new rows 65 vs 48 µs a row, updates 95 vs 54), so
- * bulk-load.ts still runs applySql's statement; kept for that bench until its plan is understood.
+ * Not part of the data plane: bench/bulk-load-statements.ts measures it against the statement the
+ * PostgreSQL driver runs (applySql in dataplane/src/drivers/postgres/bulk-load.ts). Measured per
+ * statement (2026-11-28) it cost PostgreSQL more (new rows 65 vs 48 µs a row, updates 95 vs 54), so
+ * it was taken out of the driver and kept here until its plan is understood (docs/transactions.md).
  *
  * The optimistic write of a part's staged rows (bulk-load.ts): the same records, versions,
  * history rows and change-log rows as applySql's statement, for less of PostgreSQL's work a row.
@@ -10,28 +11,17 @@
  * UPDATEd (`UPDATE … FROM` the staging table), the others plainly INSERTed, and the history and
  * change-log rows of the new ones are built from the staging table.
  *
- * It runs under a savepoint and stands only if nothing raced it: a concurrent write that creates
- * one of its new ids makes its INSERT fail (a unique violation), and one that deletes an id it
- * UPDATEs leaves that id unwritten (fewer rows written than staged). Either way the savepoint is
+ * In the driver it ran under a savepoint and stood only if nothing raced it: a concurrent write
+ * that creates one of its new ids makes its INSERT fail (a unique violation), and one that deletes
+ * an id it UPDATEs leaves that id unwritten (fewer rows written than staged). Either way the savepoint is
  * rolled back, nothing of it remains, and the part runs applySql's statement instead, which settles
  * each row against what is committed by then. An INSERT action takes the same way whenever a
  * staged id exists (its refusals are counted by applySql's). DELETE has no optimistic form.
  */
-import type pg from 'pg';
-import type { LoadChunk } from '../../engine/contract.js';
-import { quoteIdent as q, postgresNaming as naming } from '../../engine/sql/naming.js';
-import { changeChannel, changesTable } from './change-log.js';
-import type { TableLayout } from './sql.js';
-
-/** What a part's write statement answers (applySql's and this one's). */
-export interface ApplyResult {
-  written: number;
-  rejected: number;
-  samples: { row: number; id: string }[] | null;
-}
-
-const SAVEPOINT = 'das_optimistic';
-const UNIQUE_VIOLATION = '23505';
+import type { LoadChunk } from '../dataplane/src/engine/contract.js';
+import { quoteIdent as q, postgresNaming as naming } from '../dataplane/src/engine/sql/naming.js';
+import { changeChannel, changesTable } from '../dataplane/src/drivers/postgres/change-log.js';
+import type { TableLayout } from '../dataplane/src/drivers/postgres/sql.js';
 
 /**
  * The optimistic statement for UPSERT and INSERT (undefined for DELETE). Creates (`f`: the staged
@@ -66,26 +56,4 @@ export function optimisticApplySql(layout: TableLayout, operation: LoadChunk['op
     text: `WITH ${update}${created_}, ${insert}, ${history}, ${changes} SELECT (SELECT count(*) FROM c)::int AS written, (SELECT count(*) FROM n) AS notified, 0 AS rejected, NULL::json AS samples`,
     values: [layout.schemaName, changeChannel(layout.dbSchema)],
   };
-}
-
-/**
- * Runs the optimistic statement on a part's staged rows (`staged` of them) inside the part's
- * transaction: its result if it wrote every staged row, else undefined with nothing of it left
- * (the caller runs applySql's statement).
- */
-export async function applyOptimistically(client: pg.ClientBase, layout: TableLayout, operation: LoadChunk['operation'], staged: number): Promise<ApplyResult | undefined> {
-  const statement = optimisticApplySql(layout, operation);
-  if (!statement) return undefined;
-  await client.query(`SAVEPOINT ${SAVEPOINT}`);
-  try {
-    const result = (await client.query(statement.text, statement.values)).rows[0] as ApplyResult;
-    if (Number(result.written) === staged) {
-      await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
-      return result;
-    }
-  } catch (err) {
-    if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
-  }
-  await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
-  return undefined;
 }
