@@ -339,6 +339,7 @@ const ADMIN_ON_PUBLIC = 'This host is the public gateway, and the administrative
 const noEndpoint = (path: string) => new ApiError(404, 'NOT_FOUND', `no endpoint at ${path.slice(0, 200)}`);
 
 export function isJsonMediaType(value: string): boolean {
+  if (value === 'application/json') return true; // the common header, without a split per request
   const type = value.split(';')[0].trim().toLowerCase();
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }

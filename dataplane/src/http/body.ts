@@ -72,17 +72,30 @@ const tooLarge = (limit: number) => new ApiError(413, 'BODY_TOO_LARGE', `the bod
  * Collects one body's chunks. One object per body: its handlers are bound once each, and the
  * `aborted` and `close` events share one (both mean the body will not be complete).
  */
+/** Where a request's collector rides while its body arrives: the listeners below are shared, not closures per body. */
+const COLLECTOR = Symbol('body collector');
+type CollectedRequest = IncomingMessage & { [COLLECTOR]?: BodyCollector };
+
+function onData(this: CollectedRequest, chunk: Buffer): void {
+  this[COLLECTOR]?.data(chunk);
+}
+function onEnd(this: CollectedRequest): void {
+  this[COLLECTOR]?.end();
+}
+function onAborted(this: CollectedRequest): void {
+  this[COLLECTOR]?.done(badRequest('REQUEST_ABORTED', 'the request body was not completely received'));
+}
+function onError(this: CollectedRequest, err: Error): void {
+  this[COLLECTOR]?.done(badRequest('REQUEST_ABORTED', `the request body could not be read: ${err.message.slice(0, 100)}`));
+}
+
 class BodyCollector {
   private readonly chunks: Buffer[] = [];
   private size = 0;
   private settled = false;
-  private readonly onData = (chunk: Buffer) => this.data(chunk);
-  private readonly onEnd = () => this.end();
-  private readonly onAborted = () => this.done(badRequest('REQUEST_ABORTED', 'the request body was not completely received'));
-  private readonly onError = (err: Error) => this.done(badRequest('REQUEST_ABORTED', `the request body could not be read: ${err.message.slice(0, 100)}`));
 
   constructor(
-    private readonly req: IncomingMessage,
+    private readonly req: CollectedRequest,
     private readonly options: BodyOptions,
     private readonly reserved: number,
     private readonly length: number | undefined,
@@ -92,33 +105,35 @@ class BodyCollector {
 
   listen(): void {
     const { req } = this;
-    req.on('data', this.onData);
-    req.on('end', this.onEnd);
-    req.on('aborted', this.onAborted);
-    req.on('close', this.onAborted);
-    req.on('error', this.onError);
+    req[COLLECTOR] = this;
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('aborted', onAborted);
+    req.on('close', onAborted);
+    req.on('error', onError);
   }
 
-  private data(chunk: Buffer): void {
+  data(chunk: Buffer): void {
     this.size += chunk.length;
     if (this.size > this.options.limit) return this.done(tooLarge(this.options.limit));
     this.chunks.push(chunk);
   }
 
-  private end(): void {
+  end(): void {
     if (this.length !== undefined && this.size !== this.length) return this.done(badRequest('INVALID_CONTENT_LENGTH', 'the body does not match its Content-Length'));
     this.done();
   }
 
-  private done(err?: unknown): void {
+  done(err?: unknown): void {
     if (this.settled) return;
     this.settled = true;
     const { req, chunks } = this;
-    req.off('data', this.onData);
-    req.off('end', this.onEnd);
-    req.off('aborted', this.onAborted);
-    req.off('close', this.onAborted);
-    req.off('error', this.onError);
+    req[COLLECTOR] = undefined;
+    req.off('data', onData);
+    req.off('end', onEnd);
+    req.off('aborted', onAborted);
+    req.off('close', onAborted);
+    req.off('error', onError);
     this.options.budget.release(this.reserved);
     if (err) {
       // Stop reading; the response (an error) is still sent, with Connection: close.
