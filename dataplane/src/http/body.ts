@@ -88,6 +88,13 @@ function onAborted(this: CollectedRequest): void {
 function onError(this: CollectedRequest, err: Error): void {
   this[COLLECTOR]?.done(badRequest('REQUEST_ABORTED', `the request body could not be read: ${err.message.slice(0, 100)}`));
 }
+const LISTENERS = [
+  ['data', onData],
+  ['end', onEnd],
+  ['aborted', onAborted],
+  ['close', onAborted],
+  ['error', onError],
+] as const;
 
 class BodyCollector {
   private readonly chunks: Buffer[] = [];
@@ -106,11 +113,7 @@ class BodyCollector {
   listen(): void {
     const { req } = this;
     req[COLLECTOR] = this;
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('aborted', onAborted);
-    req.on('close', onAborted);
-    req.on('error', onError);
+    for (const [event, listener] of LISTENERS) req.on(event, listener);
   }
 
   data(chunk: Buffer): void {
@@ -129,11 +132,7 @@ class BodyCollector {
     this.settled = true;
     const { req, chunks } = this;
     req[COLLECTOR] = undefined;
-    req.off('data', onData);
-    req.off('end', onEnd);
-    req.off('aborted', onAborted);
-    req.off('close', onAborted);
-    req.off('error', onError);
+    for (const [event, listener] of LISTENERS) req.off(event, listener);
     this.options.budget.release(this.reserved);
     if (err) {
       // Stop reading; the response (an error) is still sent, with Connection: close.
