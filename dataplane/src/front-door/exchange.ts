@@ -23,9 +23,12 @@ export interface Exchange {
   redactPath?: boolean;
 }
 
+/** The query of a request without one: shared, never written to (handlers only read the query). */
+const NO_QUERY: Record<string, string | string[]> = Object.freeze({}) as Record<string, string | string[]>;
+
 export function parseQuery(search: string): Record<string, string | string[]> {
+  if (!search) return NO_QUERY;
   const query: Record<string, string | string[]> = {};
-  if (!search) return query;
   for (const [key, value] of new URLSearchParams(search)) {
     const previous = query[key];
     query[key] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value];
@@ -33,46 +36,60 @@ export function parseQuery(search: string): Record<string, string | string[]> {
   return query;
 }
 
+/** Told about every finished response (request metrics), beside the access log. */
+export type ExchangeObserver = (x: Exchange, status: number, seconds: number) => void;
+
+/** The exchange as the access log sees it: its own state rides on the same object (one allocation per request). */
+interface LoggedExchange extends Exchange {
+  logger: Logger;
+  started: number;
+  observe: ExchangeObserver | undefined;
+}
+
 /**
  * Every request gets a UUID: the caller's `x-request-id` when it is a UUID (so traces join up),
  * otherwise a new one. The access log line is written when the response finishes.
  */
-/** Told about every finished response (request metrics), beside the access log. */
-export type ExchangeObserver = (x: Exchange, status: number, seconds: number) => void;
-
 export function beginExchange(logger: Logger, req: IncomingMessage, res: ServerResponse, observe?: ExchangeObserver): Exchange {
   const incoming = req.headers['x-request-id'];
   const url = req.url ?? '/';
   const q = url.indexOf('?');
-  const x: Exchange = {
+  // Every field is present from the start, so the object keeps one shape while the request fills it in.
+  const x: LoggedExchange = {
     req,
     res,
     id: typeof incoming === 'string' && UUID.test(incoming) ? incoming.toLowerCase() : randomUUID(),
     path: q < 0 ? url : url.slice(0, q),
-    query: q < 0 ? {} : parseQuery(url.slice(q + 1)),
+    query: q < 0 ? NO_QUERY : parseQuery(url.slice(q + 1)),
+    route: undefined,
+    rawBody: undefined,
+    body: undefined,
+    redactPath: undefined,
+    logger,
+    started: performance.now(),
+    observe,
   };
   // The firewall middleware and Express-style code read the id from the request.
   (req as IncomingMessage & { id?: string }).id = x.id;
   res.setHeader('x-request-id', x.id);
-  // One shared listener, its state on the response: no closure or once-wrapper per request.
-  (res as LoggedResponse)[ACCESS_LOG] = { exchange: x, logger, started: performance.now(), observe };
+  // One shared listener, the exchange on the response: no closure or once-wrapper per request.
+  (res as LoggedResponse)[ACCESS_LOG] = x;
   res.on('finish', logAccess);
   return x;
 }
 
 const ACCESS_LOG = Symbol('access log');
-type LoggedResponse = ServerResponse & { [ACCESS_LOG]?: { exchange: Exchange; logger: Logger; started: number; observe?: ExchangeObserver } };
+type LoggedResponse = ServerResponse & { [ACCESS_LOG]?: LoggedExchange };
 
 /** The access-log line, written when the response finishes (`this` is the response). */
 function logAccess(this: LoggedResponse): void {
-  const entry = this[ACCESS_LOG];
-  if (!entry) return;
+  const x = this[ACCESS_LOG];
+  if (!x) return;
   this[ACCESS_LOG] = undefined;
-  const { exchange: x, logger, started, observe } = entry;
-  const ms = performance.now() - started;
+  const ms = performance.now() - x.started;
   const path = x.redactPath ? '[redacted: blocked by the firewall]' : x.path.slice(0, 512);
-  writeAccessLog(logger, { reqId: x.id, method: x.req.method, path, status: this.statusCode, ms: Math.round(ms * 100) / 100 });
-  observe?.(x, this.statusCode, ms / 1000);
+  writeAccessLog(x.logger, { reqId: x.id, method: x.req.method, path, status: this.statusCode, ms: Math.round(ms * 100) / 100 });
+  x.observe?.(x, this.statusCode, ms / 1000);
 }
 
 /** JSON without framework detours (etag, charset negotiation): the hot path's response. */

@@ -39,23 +39,27 @@ export function hostLabels(host: string | undefined): string[] {
 
 export function decodeSegments(pathname: string): string[] {
   const segments: string[] = [];
-  for (const s of pathname.split('/')) {
-    if (s.length === 0) continue;
-    if (!s.includes('%')) {
-      segments.push(s);
-      continue;
-    }
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(s);
-    } catch {
-      throw new AddressingError(`path segment "${s.slice(0, 200)}" is not valid percent-encoding`);
-    }
-    // No dataset, schema or record id holds NUL (PostgreSQL text cannot).
-    if (decoded.includes('\u0000')) throw new AddressingError(`path segment "${s.slice(0, 200)}" decodes to a NUL character`);
-    segments.push(decoded);
+  // One scan for the separators: no intermediate array of the split path.
+  for (let start = 0; start <= pathname.length; ) {
+    let end = pathname.indexOf('/', start);
+    if (end < 0) end = pathname.length;
+    if (end > start) segments.push(decodeSegment(pathname.slice(start, end)));
+    start = end + 1;
   }
   return segments;
+}
+
+function decodeSegment(s: string): string {
+  if (!s.includes('%')) return s;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(s);
+  } catch {
+    throw new AddressingError(`path segment "${s.slice(0, 200)}" is not valid percent-encoding`);
+  }
+  // No dataset, schema or record id holds NUL (PostgreSQL text cannot).
+  if (decoded.includes('\u0000')) throw new AddressingError(`path segment "${s.slice(0, 200)}" decodes to a NUL character`);
+  return decoded;
 }
 
 /** Clients repeat their Host header: its labels are worked out once (bounded; never mutated). */
@@ -89,9 +93,11 @@ export function resolveGateway(host: string | undefined, pathname: string, autho
   }
   const by = authkind ? 'host' : 'scheme';
   authkind ??= inferAuthkind(authorization);
+  // The segments array is this call's own: the dataset's segment is taken off it, not copied around.
   if (hostDataset) {
-    const rest = segments[0] === hostDataset ? segments.slice(1) : segments;
-    return { authkind, by, datasetId: hostDataset, rest, datasetFrom: 'host' };
+    if (segments[0] === hostDataset) segments.shift();
+    return { authkind, by, datasetId: hostDataset, rest: segments, datasetFrom: 'host' };
   }
-  return { authkind, by, datasetId: segments[0], rest: segments.slice(1), datasetFrom: 'path' };
+  const datasetId = segments.shift();
+  return { authkind, by, datasetId, rest: segments, datasetFrom: 'path' };
 }

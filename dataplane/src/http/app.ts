@@ -140,7 +140,12 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
   const handlers = datasetHandlers(deps);
   const readiness = () => readinessOf(deps.store, deps.storeHealth, deps.draining);
 
-  async function serve(x: Exchange, { route, params }: RouteMatch): Promise<void> {
+  /**
+   * The checks every dataset endpoint shares, then the route's handler. A GET whose caller was known
+   * at once gets the handler's own promise back (no async frame and promise hop of its own); a body
+   * to read, or authentication still deciding, goes through `serveAfter`.
+   */
+  function serve(x: Exchange, { route, params }: RouteMatch): Promise<void> {
     const { methods } = route;
     nameRequestSpan(x.req, route);
     const method = x.req.method ?? 'GET';
@@ -155,7 +160,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
       if (!state || (params.schema !== undefined && params.schema !== TRANSACTION_SCHEMA && !Object.hasOwn(state.config.schemas, params.schema))) throw noEndpoint(x.path);
       throw new MethodNotAllowed(method, methods);
     }
-    if (page) return sendDatasetPage(x, route.name, x.route!.datasetId!, credentialHint(x.route!.by === 'host' ? x.route!.authkind : undefined, deps.store.environment));
+    if (page) return Promise.resolve(sendDatasetPage(x, route.name, x.route!.datasetId!, credentialHint(x.route!.by === 'host' ? x.route!.authkind : undefined, deps.store.environment)));
     if (method === 'POST') {
       const type = x.req.headers['content-type'];
       if (!type) throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json');
@@ -164,6 +169,13 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     // Addressing and authentication come before the body is read: an unauthenticated caller
     // cannot make the service buffer a megabyte.
     const prepared = prepareDatasetRequest(deps, x, ENGINE_ROUTES.has(route.name));
+    const handler = handlers[route.name];
+    if (method !== 'POST' && !(prepared instanceof Promise)) return handler(x, prepared, params);
+    return serveAfter(x, handler, params, method, prepared);
+  }
+
+  /** `serve`'s second half: waits for authentication if it had to, reads and checks a POST body, then runs the handler. */
+  async function serveAfter(x: Exchange, handler: Handler, params: Record<string, string>, method: string, prepared: DatasetRequest | Promise<DatasetRequest>): Promise<void> {
     const d = prepared instanceof Promise ? await prepared : prepared;
     if (method === 'POST') {
       const raw = await readRawBody(x.req, bodyOptions);
@@ -183,7 +195,7 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
         }
       }
     }
-    await handlers[route.name](x, d, params);
+    await handler(x, d, params);
   }
 
   /** `/_admin/…`: admin principals on the iam gateway (checked before the body is read). */
@@ -339,6 +351,7 @@ const ADMIN_ON_PUBLIC = 'This host is the public gateway, and the administrative
 const noEndpoint = (path: string) => new ApiError(404, 'NOT_FOUND', `no endpoint at ${path.slice(0, 200)}`);
 
 export function isJsonMediaType(value: string): boolean {
+  if (value === 'application/json') return true; // the common header, without a split per request
   const type = value.split(';')[0].trim().toLowerCase();
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }

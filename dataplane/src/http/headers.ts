@@ -11,9 +11,11 @@ const single = (headers: Headers, name: string): string | undefined => {
   return value;
 };
 
+const DOMAIN_HEADERS = ['x-domain', 'x-base-domain'] as const;
+
 /** `X-Domain`, `X-Base-Domain` must name the addressed dataset; `X-Environment-Uri` this environment. */
 export function checkAddressingHeaders(headers: Headers, env: EnvironmentConfig, dataset: DatasetConfig): void {
-  for (const name of ['x-domain', 'x-base-domain']) {
+  for (const name of DOMAIN_HEADERS) {
     const value = single(headers, name);
     if (value !== undefined && value.trim() !== dataset.id) {
       throw badRequest('DOMAIN_MISMATCH', `${name} names dataset "${value.slice(0, 100)}" but the request addresses "${dataset.id}"`, [{ path: `header:${name}`, message: 'does not match the dataset' }]);
@@ -30,7 +32,11 @@ export function checkAddressingHeaders(headers: Headers, env: EnvironmentConfig,
 export const MAX_TAGS_HEADER = 4096;
 
 /** `executor-name` routes to a named executor of the environment; `tags` is a JSON object. */
+/** The context of a request without `executor-name` or `tags` (most): shared and frozen, not built per request. */
+const NO_CONTEXT: StatementContext = Object.freeze({});
+
 export function statementContext(headers: Headers, env: EnvironmentConfig): StatementContext {
+  if (headers['executor-name'] === undefined && headers.tags === undefined) return NO_CONTEXT;
   const ctx: StatementContext = {};
   const executor = single(headers, 'executor-name');
   if (executor !== undefined) {

@@ -42,16 +42,37 @@ export interface RouteMatch {
 }
 
 export function matchRoute(rest: readonly string[], routes: readonly DatasetRoute[] = DATASET_ROUTES): RouteMatch | undefined {
-  for (const route of routes) {
-    if (route.path.length !== rest.length) continue;
-    const params: Record<string, string> = Object.create(null);
+  for (const { route, names } of compiledRoutes(routes)) {
+    if (names.length !== rest.length) continue;
     let matched = true;
     for (let i = 0; i < rest.length && matched; i++) {
-      const segment = route.path[i];
-      if (segment.startsWith(':')) params[segment.slice(1)] = rest[i];
-      else matched = segment === rest[i];
+      if (names[i] === undefined) matched = route.path[i] === rest[i];
     }
-    if (matched) return { route: route as RouteMatch['route'], params };
+    if (!matched) continue;
+    // Keys are the route's own variable names (never input), so a plain object is safe; values are data.
+    const params: Record<string, string> = {};
+    for (let i = 0; i < rest.length; i++) {
+      const name = names[i];
+      if (name !== undefined) params[name] = rest[i];
+    }
+    return { route: route as RouteMatch['route'], params };
   }
   return undefined;
+}
+
+/** Each route with its variables' names by position (undefined for a literal segment), worked out once per route table. */
+interface CompiledRoute {
+  route: DatasetRoute;
+  names: readonly (string | undefined)[];
+}
+
+const compiled = new WeakMap<readonly DatasetRoute[], readonly CompiledRoute[]>();
+
+function compiledRoutes(routes: readonly DatasetRoute[]): readonly CompiledRoute[] {
+  let list = compiled.get(routes);
+  if (!list) {
+    list = routes.map((route) => ({ route, names: route.path.map((segment) => (segment.startsWith(':') ? segment.slice(1) : undefined)) }));
+    compiled.set(routes, list);
+  }
+  return list;
 }
