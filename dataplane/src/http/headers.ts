@@ -31,9 +31,10 @@ export function checkAddressingHeaders(headers: Headers, env: EnvironmentConfig,
 
 export const MAX_TAGS_HEADER = 4096;
 
-/** `executor-name` routes to a named executor of the environment; `tags` is a JSON object. */
 /** The context of a request without `executor-name` or `tags` (most): shared and frozen, not built per request. */
 const NO_CONTEXT: StatementContext = Object.freeze({});
+
+/** `executor-name` routes to a named executor of the environment; `tags` is a JSON object. */
 
 export function statementContext(headers: Headers, env: EnvironmentConfig): StatementContext {
   if (headers['executor-name'] === undefined && headers.tags === undefined) return NO_CONTEXT;
