@@ -12,7 +12,8 @@
  * - `read`: the project's own path (model/telemetry/tracing.ts through dataplane/src/telemetry:
  *   startRequestSpan, nameRequestSpan, a store span, the answer) exporting to a sink in this process.
  *
- * MICRO_READS (200000) reads per part, MICRO_PARTS (all) a comma list of parts. Run it with Node 20
+ * MICRO_READS (200000) reads per part, MICRO_PARTS (all) a comma list of parts, MICRO_ROOT another
+ * checkout whose tracing code the `read` part runs, MICRO_PROTOCOL (http/protobuf) its export's. Run it with Node 20
  * (`node --import tsx`) and the image's Node 24 (`~/.cache/data-access-node24/bin/node --import tsx`).
  */
 import { EventEmitter } from 'node:events';
@@ -22,13 +23,18 @@ import * as api from '@opentelemetry/api';
 import * as sdk from '@opentelemetry/sdk-trace-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
-import { startTracing } from '../model/telemetry/tracing.js';
 import { poolIdGenerator } from '../model/telemetry/ids.js';
 import { encodeTraceExportRequest } from '../model/telemetry/otlp-encoder.js';
-import { nameRequestSpan, traceRequests } from '../dataplane/src/telemetry/http.js';
-import { tracedDriver } from '../dataplane/src/telemetry/store-spans.js';
 import type { LocationDriver } from '../dataplane/src/engine/contract.js';
 import type { DatasetConfig } from '../model/types.js';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/** MICRO_ROOT=<another checkout>: the `read` part runs that checkout's tracing code (before/after of a change). */
+const root = pathToFileURL(resolve(process.env.MICRO_ROOT ?? resolve(import.meta.dirname, '..'))).href;
+const { startTracing } = (await import(`${root}/model/telemetry/tracing.ts`)) as typeof import('../model/telemetry/tracing.js');
+const { nameRequestSpan, traceRequests } = (await import(`${root}/dataplane/src/telemetry/http.ts`)) as typeof import('../dataplane/src/telemetry/http.js');
+const { tracedDriver } = (await import(`${root}/dataplane/src/telemetry/store-spans.ts`)) as typeof import('../dataplane/src/telemetry/store-spans.js');
 
 const READS = Number(process.env.MICRO_READS ?? 200_000);
 const PARTS = (process.env.MICRO_PARTS ?? 'ids,spans,encode,read').split(',');

@@ -10,7 +10,7 @@
  * attacker-chosen values (a User-Agent) cannot grow memory.
  */
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import type { Attributes, AttributeValue, HrTime, Link } from '@opentelemetry/api';
+import type { Attributes, AttributeValue, HrTime, Link, SpanContext } from '@opentelemetry/api';
 
 const ENCODED_CACHE_ENTRIES = 4096;
 const MIN_64_BIT_INT = -(2 ** 63);
@@ -266,8 +266,8 @@ function writeName(w: Writer, name: string): void {
 
 const spanFlags = (traceFlags: number, isRemote: boolean | undefined) => (traceFlags & 0xff) | SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE | (isRemote ? SPAN_FLAGS_CONTEXT_IS_REMOTE : 0);
 
-function writeLink(w: Writer, link: Link & { droppedAttributesCount?: number }): void {
-  const context = link.context;
+/** Trace id, span id and trace state: fields 1–3 of a span and of a link alike. */
+function writeContext(w: Writer, context: SpanContext): void {
   w.tag(1, 2);
   w.hexBytes(context.traceId);
   w.tag(2, 2);
@@ -277,6 +277,11 @@ function writeLink(w: Writer, link: Link & { droppedAttributesCount?: number }):
     w.tag(3, 2);
     w.string(traceState);
   }
+}
+
+function writeLink(w: Writer, link: Link & { droppedAttributesCount?: number }): void {
+  const context = link.context;
+  writeContext(w, context);
   if (link.attributes) writeAttributes(w, link.attributes, 4);
   w.tag(5, 0);
   w.varint(link.droppedAttributesCount || 0);
@@ -286,15 +291,7 @@ function writeLink(w: Writer, link: Link & { droppedAttributesCount?: number }):
 
 function writeSpan(w: Writer, span: ReadableSpan): void {
   const context = span.spanContext();
-  w.tag(1, 2);
-  w.hexBytes(context.traceId);
-  w.tag(2, 2);
-  w.hexBytes(context.spanId);
-  const traceState = context.traceState?.serialize();
-  if (traceState) {
-    w.tag(3, 2);
-    w.string(traceState);
-  }
+  writeContext(w, context);
   const parent = span.parentSpanContext;
   if (parent?.spanId) {
     w.tag(4, 2);
