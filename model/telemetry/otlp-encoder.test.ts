@@ -80,6 +80,19 @@ describe('OTLP/protobuf encoder (model/telemetry/otlp-encoder.ts)', () => {
     expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
   });
 
+  it('past its caches\' bound (values an attacker chooses, new keys) it still writes the same bytes', () => {
+    const spans = recordedSpans(([tracer]) => {
+      for (let i = 0; i < 5000; i++) {
+        const span = tracer.startSpan('GET', { kind: api.SpanKind.SERVER });
+        span.setAttributes({ 'user_agent.original': `agent ${i}`, [`key${i}`]: i, 'http.request.method': 'GET' });
+        span.end();
+      }
+    });
+    const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
+    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+  });
+
   it('an empty export is empty, as the SDK\'s', () => {
     expect(Buffer.from(encodeTraceExportRequest([])).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest([])!))).to.equal(true);
   });

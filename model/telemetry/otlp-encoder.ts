@@ -155,8 +155,11 @@ class Encodings<K> {
   get(key: K): Buffer | undefined {
     return this.map.get(key);
   }
+  static full(): boolean {
+    return Encodings.entries >= ENCODED_CACHE_ENTRIES;
+  }
   remember(key: K, encoded: Buffer): void {
-    if (Encodings.entries >= ENCODED_CACHE_ENTRIES) return;
+    if (Encodings.full()) return;
     Encodings.entries++;
     this.map.set(key, encoded);
   }
@@ -229,7 +232,11 @@ function encodedKeyValue(key: string, value: AttributeValue | undefined): Buffer
   scratch.pos = 0;
   writeKeyValue(scratch, key, value);
   encoded = Buffer.from(scratch.buffer.subarray(0, scratch.pos));
-  if (!byValue) keyValues.set(key, (byValue = new Encodings()));
+  if (!byValue) {
+    // Keys are counted too: past the bound, a new key's pairs are encoded each time.
+    if (Encodings.full()) return undefined;
+    keyValues.set(key, (byValue = new Encodings()));
+  }
   byValue.remember(value!, encoded);
   return encoded;
 }
