@@ -24,6 +24,11 @@ async function tracedRead(headers: Record<string, string> = {}): Promise<void> {
   endSpan(server);
 }
 
+/** Polls until `holds` (no wall-clock assertion: the test's own timeout is the bound). */
+async function until(holds: () => boolean): Promise<void> {
+  while (!holds()) await new Promise((done) => setTimeout(done, 20));
+}
+
 /** Each test starts tracing anew: the API's globals are cleared so that they can be registered again. */
 function stopped(tracing: Tracing): Promise<void> {
   return tracing.stop().finally(() => {
@@ -65,18 +70,23 @@ describe('tracing export, http/protobuf (model/telemetry/tracing.ts in this proc
   });
 
   it('an unreachable collector is reported once; making spans never throws', async () => {
-    // A port that refuses connections: bound, then closed.
-    const probe = createServer();
-    await new Promise<void>((done) => probe.listen(0, '127.0.0.1', done));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((done) => probe.close(() => done()));
+    // A collector that takes each connection and drops it at once: every export fails.
+    let connections = 0;
+    const collector = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((done) => collector.listen(0, '127.0.0.1', done));
     const errors: string[] = [];
-    const tracing = await startTracing({ ...config(`http://127.0.0.1:${port}/v1/traces`), scheduleDelayMs: 10 }, (message) => errors.push(message));
-    for (let i = 0; i < 3; i++) {
-      await tracedRead();
-      await new Promise((done) => setTimeout(done, 50));
-    }
+    const tracing = await startTracing({ ...config(`http://127.0.0.1:${(collector.address() as AddressInfo).port}/v1/traces`), scheduleDelayMs: 10 }, (message) => errors.push(message));
+    await tracedRead();
+    await until(() => errors.length > 0);
+    // More spans, more failed exports after the first report: none of them is reported again.
+    const before = connections;
+    for (let i = 0; i < 3; i++) await tracedRead();
+    await until(() => connections >= before + 2);
     await stopped(tracing).catch(() => undefined);
+    await new Promise<void>((done) => collector.close(() => done()));
     expect(errors).to.have.length(1);
   });
 });
