@@ -29,6 +29,7 @@ import { resolve } from 'node:path';
 import { startReadyMain, stopMain, type ReadyMain } from '../dataplane/test-support/main-process.js';
 import { call } from '../dataplane/test-support/http.js';
 import { createServer } from 'node:http';
+import { loadavg } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { cpuMs, HEADERS } from './support.js';
 
@@ -92,23 +93,29 @@ try {
   // A round each first, not counted: JIT warm-up would otherwise decide the medians.
   for (const name of NAMES) await round(planes[name]!);
   const cpu: Record<Name, number[]> = { untraced: [], off: [], on: [], onBefore: [] };
+  const mainCpu: Record<Name, number[]> = { untraced: [], off: [], on: [], onBefore: [] };
   // Per-round ratios: the machine's load changes between rounds more than within one.
-  const ratios: { onOff: number[]; offUntraced: number[]; beforeOff: number[] } = { onOff: [], offUntraced: [], beforeOff: [] };
+  const ratios: { onOff: number[]; offUntraced: number[]; beforeOff: number[]; mainOnOff: number[]; mainBeforeOff: number[] } = { onOff: [], offUntraced: [], beforeOff: [], mainOnOff: [], mainBeforeOff: [] };
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? NAMES : [...NAMES].reverse();
     const thisRound: Partial<Record<Name, number>> = {};
+    const mainThisRound: Partial<Record<Name, number>> = {};
     // BENCH_TOGETHER=1: every plane read at once (each at BENCH_RATE), so each round's load on the machine is the same for all.
     const together = TOGETHER ? await Promise.all(order.map((name) => round(planes[name]!))) : undefined;
     for (const [i, name] of order.entries()) {
       const { cpuPerReadUs, mainThreadUs, reads } = together?.[i] ?? (await round(planes[name]!));
       cpu[name].push(cpuPerReadUs);
       thisRound[name] = cpuPerReadUs;
+      mainCpu[name].push(mainThreadUs);
+      mainThisRound[name] = mainThreadUs;
       console.log(`round ${r + 1} ${name === 'untraced' ? 'untraced build' : name === 'onBefore' ? 'tracing on (before)' : `tracing ${name}`}: ${reads} reads, ${cpuPerReadUs.toFixed(1)} µs CPU per read (main thread ${mainThreadUs.toFixed(1)} µs)`);
     }
     ratios.onOff.push(thisRound.on! / thisRound.off!);
+    ratios.mainOnOff.push(mainThisRound.on! / mainThisRound.off!);
+    if (BEFORE_ROOT) ratios.mainBeforeOff.push(mainThisRound.onBefore! / mainThisRound.off!);
     if (UNTRACED_ROOT) ratios.offUntraced.push(thisRound.off! / thisRound.untraced!);
     if (BEFORE_ROOT) ratios.beforeOff.push(thisRound.onBefore! / thisRound.off!);
-    console.log(`round ${r + 1} ratios: on/off ×${ratios.onOff.at(-1)!.toFixed(3)}${BEFORE_ROOT ? `, on (before)/off ×${ratios.beforeOff.at(-1)!.toFixed(3)}` : ''}${UNTRACED_ROOT ? `, off/untraced ×${ratios.offUntraced.at(-1)!.toFixed(3)}` : ''}`);
+    console.log(`round ${r + 1} ratios: on/off ×${ratios.onOff.at(-1)!.toFixed(3)}${BEFORE_ROOT ? `, on (before)/off ×${ratios.beforeOff.at(-1)!.toFixed(3)}` : ''}${UNTRACED_ROOT ? `, off/untraced ×${ratios.offUntraced.at(-1)!.toFixed(3)}` : ''}; main thread on/off ×${ratios.mainOnOff.at(-1)!.toFixed(3)}${BEFORE_ROOT ? `, on (before)/off ×${ratios.mainBeforeOff.at(-1)!.toFixed(3)}` : ''}`);
   }
   const off = median(cpu.off);
   const on = median(cpu.on);
@@ -116,6 +123,9 @@ try {
   const before = BEFORE_ROOT ? `, on (before) ${median(cpu.onBefore).toFixed(1)} µs` : '';
   console.log(`median CPU per read: ${untraced}off ${off.toFixed(1)} µs, on (ratio 1.0) ${on.toFixed(1)} µs: ×${(on / off).toFixed(3)}${before}; exports received: ${receiver.counted.exports} (${(receiver.counted.bytes / 1e6).toFixed(1)} MB)`);
   console.log(`median of the per-round ratios: on/off ×${median(ratios.onOff).toFixed(3)}${BEFORE_ROOT ? `, on (before)/off ×${median(ratios.beforeOff).toFixed(3)}` : ''}${UNTRACED_ROOT ? `, off/untraced ×${median(ratios.offUntraced).toFixed(3)}` : ''}`);
+  // The main thread runs the JavaScript (the spans, the encoding); the process total adds V8's GC and compiler threads.
+  console.log(`main thread: median CPU per read off ${median(mainCpu.off).toFixed(1)} µs, on ${median(mainCpu.on).toFixed(1)} µs${BEFORE_ROOT ? `, on (before) ${median(mainCpu.onBefore).toFixed(1)} µs` : ''}; median of the per-round ratios on/off ×${median(ratios.mainOnOff).toFixed(3)}${BEFORE_ROOT ? `, on (before)/off ×${median(ratios.mainBeforeOff).toFixed(3)}` : ''}`);
+  console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 } finally {
   for (const name of NAMES) await stopMain(planes[name]);
   await receiver.close();

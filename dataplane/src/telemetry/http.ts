@@ -21,17 +21,20 @@ export function routeTemplate(path: readonly string[], prefix = '/{dataset}'): s
   return prefix + path.map((segment) => `/${segment.startsWith(':') ? `{${segment.slice(1)}}` : segment}`).join('');
 }
 
-const templates = new WeakMap<readonly string[], string>();
+/** Each route's template and its span names by method, built once: the same string objects every request (the encoder's caches find them at once). */
+const templates = new WeakMap<readonly string[], { template: string; names: Map<string | undefined, string> }>();
 
 /** The front door's hook: names the request's span by its route (a no-op when tracing is off). */
 export function nameRequestSpan(req: IncomingMessage, route: { readonly path: readonly string[] }, prefix?: string): void {
   if (!tracingOn()) return;
   const span = spans.get(req);
   if (!span) return;
-  let template = templates.get(route.path);
-  if (template === undefined) templates.set(route.path, (template = routeTemplate(route.path, prefix)));
-  span.updateName(`${req.method} ${template}`);
-  span.setAttribute('http.route', template);
+  let named = templates.get(route.path);
+  if (named === undefined) templates.set(route.path, (named = { template: routeTemplate(route.path, prefix), names: new Map() }));
+  let name = named.names.get(req.method);
+  if (name === undefined) named.names.set(req.method, (name = `${req.method} ${named.template}`));
+  span.updateName(name);
+  span.setAttribute('http.route', named.template);
 }
 
 /** `server.address` and `server.port` of a Host header, set on `attributes`. */

@@ -1,0 +1,115 @@
+/**
+ * The OTLP/protobuf encoder writes exactly the bytes of the SDK's ProtobufTraceSerializer for the
+ * same spans (real SDK spans: every kind, remote and local parents, trace state, links, events,
+ * error status, attributes of every type, two resources and scopes), including when its caches
+ * are hit; and the pooled id generator gives valid W3C ids.
+ */
+import { expect } from 'chai';
+import * as api from '@opentelemetry/api';
+import { TraceState } from '@opentelemetry/core';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { AlwaysOnSampler, BasicTracerProvider, SimpleSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { encodeTraceExportRequest } from './otlp-encoder.js';
+import { poolIdGenerator } from './ids.js';
+
+function recordedSpans(make: (tracers: api.Tracer[]) => void): ReadableSpan[] {
+  const ended: ReadableSpan[] = [];
+  const exporter: SpanExporter = { export: (spans, done) => (ended.push(...spans), done({ code: 0 })), shutdown: async () => undefined };
+  const providers = [
+    resourceFromAttributes({ 'service.name': 'data-access-dataplane', 'deployment.environment.name': 'prod', 'host.cpus': 2 }),
+    resourceFromAttributes({ 'service.name': 'other', 'ümlaut': 'größe' }),
+  ].map((resource) => new BasicTracerProvider({ resource, sampler: new AlwaysOnSampler(), idGenerator: poolIdGenerator(), spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+  make([providers[0].getTracer('data-access'), providers[0].getTracer('other-scope', '1.2.3'), providers[1].getTracer('data-access')]);
+  return ended;
+}
+
+const remoteParent = api.trace.setSpanContext(api.ROOT_CONTEXT, {
+  traceId: '0af7651916cd43dd8448eb211c80319c',
+  spanId: 'b7ad6b7169203331',
+  traceFlags: 1,
+  isRemote: true,
+  traceState: new TraceState('vendor=value,other=x'),
+});
+
+function variedSpans(): ReadableSpan[] {
+  return recordedSpans(([tracer, scoped, elsewhere]) => {
+    for (let i = 0; i < 3; i++) {
+      const server = tracer.startSpan('GET', { kind: api.SpanKind.SERVER }, i === 0 ? remoteParent : api.ROOT_CONTEXT);
+      server.setAttributes({ 'http.request.method': 'GET', 'url.scheme': 'http', 'server.port': 8080, 'client.address': `10.0.0.${i}`, 'user_agent.original': 'curl/8 — ünïcödé \u{1F600}' });
+      server.updateName('GET /{dataset}/{schema}/{id}');
+      const store = tracer.startSpan('read demo.Company', { kind: api.SpanKind.CLIENT }, api.trace.setSpan(api.ROOT_CONTEXT, server));
+      store.setAttributes({ 'db.system': 'postgresql', 'db.operation.name': 'read', 'db.collection.name': 'demo.Company', 'db.operation.batch.size': 1000 + i });
+      store.end();
+      server.setAttribute('http.response.status_code', i === 2 ? 503 : 200);
+      if (i === 2) server.setStatus({ code: api.SpanStatusCode.ERROR, message: 'unavailable' });
+      server.end();
+    }
+    const odd = scoped.startSpan('odd values', { kind: api.SpanKind.INTERNAL });
+    odd.setAttributes({ negative: -5, big: 2 ** 40, huge: 2 ** 70, ratio: 0.25, flag: true, off: false, nan: Number.NaN, list: ['a', 'b'], numbers: [1, 2.5, -3], empty: '' });
+    odd.addEvent('an event', { 'event.size': 3 });
+    odd.addEvent('bare');
+    odd.end();
+    const linked = elsewhere.startSpan('deliver', { kind: api.SpanKind.CONSUMER, root: true, links: [{ context: api.trace.getSpanContext(remoteParent)!, attributes: { why: 'write' } }, { context: { traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8), traceFlags: 0 } }] });
+    linked.end();
+    tracer.startSpan('producer', { kind: api.SpanKind.PRODUCER }).end();
+  });
+}
+
+describe('OTLP/protobuf encoder (model/telemetry/otlp-encoder.ts)', () => {
+  it('writes the bytes the SDK\'s ProtobufTraceSerializer writes, for spans of every shape', () => {
+    const spans = variedSpans();
+    expect(spans.length).to.equal(9);
+    const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
+    expect(theirs.length).to.be.greaterThan(1000);
+    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+    // Again, now with every attribute and name in its cache.
+    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+  });
+
+  it('writes the same bytes for a batch big enough to need longer lengths and a bigger buffer', () => {
+    const spans = recordedSpans(([tracer]) => {
+      for (let i = 0; i < 2048; i++) {
+        const span = tracer.startSpan(`GET /{dataset}/route${i % 50}`, { kind: api.SpanKind.SERVER });
+        span.setAttributes({ 'http.route': `/route${i % 50}`, 'client.address': `10.0.${i >> 8}.${i & 255}`, long: 'x'.repeat(i % 300) });
+        span.end();
+      }
+    });
+    const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
+    expect(theirs.length).to.be.greaterThan(64 * 1024);
+    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+  });
+
+  it('past its caches\' bound (values an attacker chooses, new keys) it still writes the same bytes', () => {
+    const spans = recordedSpans(([tracer]) => {
+      for (let i = 0; i < 5000; i++) {
+        const span = tracer.startSpan('GET', { kind: api.SpanKind.SERVER });
+        span.setAttributes({ 'user_agent.original': `agent ${i}`, [`key${i}`]: i, 'http.request.method': 'GET' });
+        span.end();
+      }
+    });
+    const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
+    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+  });
+
+  it('an empty export is empty, as the SDK\'s', () => {
+    expect(Buffer.from(encodeTraceExportRequest([])).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest([])!))).to.equal(true);
+  });
+});
+
+describe('pooled id generator (model/telemetry/ids.ts)', () => {
+  it('gives W3C ids: 32 and 16 lowercase hex characters, not all zeros, not repeating', () => {
+    const ids = poolIdGenerator();
+    const seen = new Set<string>();
+    for (let i = 0; i < 5000; i++) {
+      const traceId = ids.generateTraceId();
+      const spanId = ids.generateSpanId();
+      expect(traceId).to.match(/^[0-9a-f]{32}$/);
+      expect(spanId).to.match(/^[0-9a-f]{16}$/);
+      expect(api.isValidTraceId(traceId) && api.isValidSpanId(spanId)).to.equal(true);
+      seen.add(traceId).add(spanId);
+    }
+    expect(seen.size).to.equal(10000);
+  });
+});
