@@ -20,6 +20,11 @@
  *   POST /demo, against a bare handler doing the same statements in one transaction
  *   (bench/bare-write-server.ts: the row with its history, then the change log).
  *
+ * The records are seeded by a data plane of its own, stopped before the measured servers start.
+ * Each round measures the reading targets first and the writing ones after, each group in its own
+ * rotation, then checkpoints and pauses (BENCH_SETTLE_MS, 1500): no read is measured right after
+ * a write round while PostgreSQL still works off its writes.
+ *
  * Besides throughput it reports each server's CPU time per request (user + system, from
  * /proc/<pid>/stat over the round): load from other tenants of a noisy machine moves throughput
  * a lot and CPU per request much less, so the two ratios together say more than either.
@@ -34,6 +39,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -55,6 +61,8 @@ const SEED_BATCH = 1000;
 /** BENCH_BASELINE_DIR=<checkout>: that checkout's data plane too, on the same database, side by side in every round (a before/after of a change). */
 const BASELINE = process.env.BENCH_BASELINE_DIR;
 const BATCH_SIZE = 10;
+/** The pause after each round's writes (and the checkpoint), before the next round's reads. */
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1500);
 
 const NAMES = {
   read: 'data plane',
@@ -163,6 +171,35 @@ async function measure(target: Target, seconds: number): Promise<Measurement> {
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs, allocKiB };
 }
 
+/** The targets that write: measured after the reads of each round. */
+const WRITES = new Set<string>([NAMES.create, NAMES.bareCreate, NAMES.batch, NAMES.bareBatch, NAMES.baselineCreate, NAMES.baselineBatch]);
+
+/** PostgreSQL's work after a round of writes done before anything else is measured: dirty buffers written out, then a pause. */
+async function settle(client: pg.Client): Promise<void> {
+  await client.query('CHECKPOINT');
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+}
+
+/** BENCH_RECORDS Person records, written in batches through a data plane of their own that is stopped afterwards. */
+async function seed(databaseUrl: string): Promise<void> {
+  const port = await freePort();
+  const seeder = start('dataplane/src/main.ts', { DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn' }, { label: 'seeder-main.ts' });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitFor(url, '/readyz', seeder);
+    for (let first = 0; first < RECORDS; first += SEED_BATCH) {
+      const batch: Record<string, unknown> = {};
+      for (let n = first; n < Math.min(first + SEED_BATCH, RECORDS); n++) batch[`p${n}`] = { create: { schema: 'demo.Person', id: `p${n}`, data: person(`p${n}`, n) } };
+      const seeded = await call(url, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: { batch: { actions: batch } } });
+      if (seeded.status !== 200) throw new Error(`seeding failed: ${seeded.status} ${seeded.text.slice(0, 300)}`);
+    }
+  } finally {
+    const exited = new Promise((r) => (seeder.exitCode !== null ? r(null) : seeder.on('exit', r)));
+    seeder.kill('SIGTERM');
+    await exited;
+  }
+}
+
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'das-bench-'));
   chmodSync(dir, 0o755);
@@ -172,17 +209,15 @@ async function main() {
   const targets: Target[] = [];
   const children: ChildProcess[] = [];
   try {
+    // The records are written by a data plane of their own, stopped before the measured ones start:
+    // every data plane measured then starts as alike as the bare handlers (none has served ten
+    // batches of a thousand creates the others have not).
+    await seed(databaseUrl);
     const dpPort = await freePort();
     const dp = start('dataplane/src/main.ts', { DATABASE_URL: databaseUrl, PORT: String(dpPort), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' });
     children.push(dp);
     const dpUrl = `http://127.0.0.1:${dpPort}`;
     await waitFor(dpUrl, '/readyz', dp);
-    for (let first = 0; first < RECORDS; first += SEED_BATCH) {
-      const batch: Record<string, unknown> = {};
-      for (let n = first; n < Math.min(first + SEED_BATCH, RECORDS); n++) batch[`p${n}`] = { create: { schema: 'demo.Person', id: `p${n}`, data: person(`p${n}`, n) } };
-      const seeded = await call(dpUrl, { path: '/demo', host: HEADERS.host, headers: { authorization: HEADERS.authorization }, body: { batch: { actions: batch } } });
-      if (seeded.status !== 200) throw new Error(`seeding failed: ${seeded.status} ${seeded.text.slice(0, 300)}`);
-    }
     // Servers start side by side (their start-up dominated bench:check's time); each target keeps
     // its place in the rotation, and all are ready before the warm-up.
     const starting: Promise<void>[] = [];
@@ -259,10 +294,21 @@ async function main() {
 
     const results = new Map<string, { rps: number[]; p50: number[]; p99: number[]; cpuUs: number[]; allocKiB: number[]; errors: number }>();
     for (const t of targets) results.set(t.name, { rps: [], p50: [], p99: [], cpuUs: [], allocKiB: [], errors: 0 });
+    // Reads first, then writes, each group in its own rotation, then a checkpoint and a pause: a
+    // read measured right after a write round paid for PostgreSQL's work after the writes (WAL,
+    // dirty buffers, autovacuum on the same two cores). In one fixed rotation of all targets the
+    // data plane's GET always followed the baseline's batches and the baseline's GraphQL the bare
+    // batches, and each came out ~1.4× dearer than its twin (docs/performance.md, "A bias of place").
+    const reads = targets.filter((t) => !WRITES.has(t.name));
+    const writes = targets.filter((t) => WRITES.has(t.name));
+    const rotated = (group: Target[], round: number) => group.map((_, i) => group[(i + round) % group.length]);
+    const settler = new pg.Client({ connectionString: databaseUrl });
+    await settler.connect();
     for (let round = 0; round < ROUNDS; round++) {
-      // Each round starts with another server, so none is always measured first or last.
-      const order = targets.map((_, i) => targets[(i + round) % targets.length]);
-      for (const t of order) {
+      // Each round starts with another server of each group, so none is always measured first or last.
+      const order = [...rotated(reads, round), ...rotated(writes, round)];
+      for (const [at, t] of order.entries()) {
+        if (at === reads.length && writes.length) await settle(settler);
         const m = await measure(t, SECONDS);
         const r = results.get(t.name)!;
         r.rps.push(m.rps);
@@ -275,7 +321,9 @@ async function main() {
         const alloc = m.allocKiB === undefined ? '' : `  alloc ${m.allocKiB.toFixed(1)} KiB/req`;
         console.log(`round ${round + 1} ${t.name.padEnd(26)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms${cpu}${alloc}  errors ${m.errors}`);
       }
+      if (writes.length) await settle(settler);
     }
+    await settler.end();
     console.log(`\n${CONNECTIONS} connections, ${SECONDS}s x ${ROUNDS} rounds (medians):`);
     for (const [name, r] of results) {
       const cpu = r.cpuUs.length ? `  cpu ${median(r.cpuUs).toFixed(0)} µs/req` : '';
