@@ -227,16 +227,14 @@ function encodedKeyValue(key: string, value: AttributeValue | undefined): Buffer
   const type = typeof value;
   if (type !== 'string' && type !== 'boolean' && !(type === 'number' && Number.isSafeInteger(value))) return undefined;
   let byValue = keyValues.get(key);
-  let encoded = byValue?.get(value!);
-  if (encoded) return encoded;
+  const cached = byValue?.get(value!);
+  if (cached) return cached;
+  // Past the bound nothing new is kept (a new key's first pair counts too): the caller writes the pair in place.
+  if (Encodings.full()) return undefined;
   scratch.pos = 0;
   writeKeyValue(scratch, key, value);
-  encoded = Buffer.from(scratch.buffer.subarray(0, scratch.pos));
-  if (!byValue) {
-    // Keys are counted too: past the bound, a new key's pairs are encoded each time.
-    if (Encodings.full()) return undefined;
-    keyValues.set(key, (byValue = new Encodings()));
-  }
+  const encoded = Buffer.from(scratch.buffer.subarray(0, scratch.pos));
+  if (!byValue) keyValues.set(key, (byValue = new Encodings()));
   byValue.remember(value!, encoded);
   return encoded;
 }
@@ -261,6 +259,11 @@ const names = new Encodings<string>();
 
 function writeName(w: Writer, name: string): void {
   let encoded = names.get(name);
+  if (!encoded && Encodings.full()) {
+    w.tag(5, 2);
+    w.string(name);
+    return;
+  }
   if (!encoded) {
     scratch.pos = 0;
     scratch.tag(5, 2);

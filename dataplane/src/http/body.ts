@@ -68,10 +68,6 @@ export function readRawBody(req: IncomingMessage, options: BodyOptions): Promise
 
 const tooLarge = (limit: number) => new ApiError(413, 'BODY_TOO_LARGE', `the body is larger than ${limit} bytes`);
 
-/**
- * Collects one body's chunks. One object per body: its handlers are bound once each, and the
- * `aborted` and `close` events share one (both mean the body will not be complete).
- */
 /** Where a request's collector rides while its body arrives: the listeners below are shared, not closures per body. */
 const COLLECTOR = Symbol('body collector');
 type CollectedRequest = IncomingMessage & { [COLLECTOR]?: BodyCollector };
@@ -96,6 +92,10 @@ const LISTENERS = [
   ['error', onError],
 ] as const;
 
+/**
+ * Collects one body's chunks. One object per body, found by the shared listeners above on its
+ * request; `aborted` and `close` share one (both mean the body will not be complete).
+ */
 class BodyCollector {
   private readonly chunks: Buffer[] = [];
   private size = 0;
