@@ -5,14 +5,14 @@
  * the field, and a subscription over HTTP a 400 pointing at the WebSocket. Mutations write through
  * the record engine as REST does (mutation-schema.ts, operation.ts).
  */
-import { getOperationAST, GraphQLError } from 'graphql';
+import { GraphQLError } from 'graphql';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { DatasetConfig } from '../../../model/types.js';
 import type { StatementContext } from '../engine/contract.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { datasetSchema } from './schema.js';
 import { executeOperation } from './operation.js';
-import { DEFAULT_QUERY_LIMITS, isLimitError, prepareOperation, type QueryLimits } from './limits.js';
+import { DEFAULT_QUERY_LIMITS, isLimitError, operationOf, prepareOperation, type QueryLimits } from './limits.js';
 
 export interface GraphQLRequest {
   query: string;
@@ -51,11 +51,11 @@ export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConf
     return { errors: prepared.errors.map((p) => p.toJSON()) };
   }
   const document = prepared.document;
-  const operation = getOperationAST(document, request.operationName);
+  const operation = operationOf(document, request.operationName);
   if (!operation) return { errors: [new GraphQLError(request.operationName ? `no operation named "${request.operationName}"` : 'name the operation to run (operationName)').toJSON()] };
   if (operation.operation === 'subscription') {
     throw new ApiError(400, 'SUBSCRIPTION_OVER_HTTP', 'subscriptions are served over WebSocket at this path (protocols graphql-transport-ws and graphql-ws)', [{ path: '$.query', message: 'a subscription' }]);
   }
   const result = await executeOperation({ schema, document, variableValues: request.variables, operationName: request.operationName, contextValue: { engine, dataset, ctx } });
-  return { ...(result.errors ? { errors: result.errors.map((e) => e.toJSON()) } : {}), data: result.data ?? null };
+  return result.errors ? { errors: result.errors.map((e) => e.toJSON()), data: result.data ?? null } : { data: result.data ?? null };
 }
