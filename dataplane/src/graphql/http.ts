@@ -23,12 +23,14 @@ export interface GraphQLRequest {
 /** Longest query text accepted (the body limit bounds it too). */
 export const MAX_QUERY_LENGTH = 100_000;
 
+const REQUEST_FIELDS: ReadonlySet<string> = new Set(['query', 'variables', 'operationName', 'extensions']);
+
 /** Checks the body's shape: 400 with the JSON path of the first problem. */
 export function parseGraphQLRequest(body: unknown): GraphQLRequest {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('INVALID_BODY', 'send a GraphQL request: {"query": "…", "variables": {…}}', [{ path: '$', message: 'not an object' }]);
   const b = body as Record<string, unknown>;
-  for (const key of Object.keys(b)) {
-    if (!['query', 'variables', 'operationName', 'extensions'].includes(key)) throw badRequest('INVALID_BODY', `unknown field "${key}"`, [{ path: `$.${key}`, message: 'unknown field' }]);
+  for (const key in b) {
+    if (Object.hasOwn(b, key) && !REQUEST_FIELDS.has(key)) throw badRequest('INVALID_BODY', `unknown field "${key}"`, [{ path: `$.${key}`, message: 'unknown field' }]);
   }
   if (typeof b.query !== 'string' || !b.query.trim()) throw badRequest('INVALID_BODY', 'query must be a GraphQL document', [{ path: '$.query', message: 'missing or not a string' }]);
   if (b.query.length > MAX_QUERY_LENGTH) throw badRequest('QUERY_TOO_LONG', `query is longer than ${MAX_QUERY_LENGTH} characters`, [{ path: '$.query', message: 'too long' }]);
