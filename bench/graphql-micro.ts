@@ -3,14 +3,16 @@
  * (bench/run.ts's `graphql` and `postRead` requests), step by step, in one process, a few seconds:
  * the body's decoding, the firewall's body rules (both managed rule sets) over each body, the
  * GraphQL layer (`parseGraphQLRequest` + `runGraphQLQuery` with a stub engine answering the
- * record at once, so only graphql/ and graphql-jit are timed), and the answer's serialisation.
+ * record at once, so only graphql/ and graphql-jit are timed; of it, `prepareOperation`: the cached
+ * document, the measure and the variables' coercion), and the answer's serialisation.
  * `BENCH_BEFORE_ROOT=<another checkout>` runs the same steps from that checkout's sources beside
  * this one's, alternating, so before/after come from the same minutes.
  *
- *   NODE_ENV=production npx tsx bench/graphql-micro.ts
+ *   NODE_ENV=production NODE_OPTIONS=--max-semi-space-size=64 npx tsx bench/graphql-micro.ts
  *
- * Figures are nanoseconds per call, median of the rounds; on a shared machine compare only the
- * two columns of one run.
+ * Figures are nanoseconds per call, median of the rounds, and bytes allocated per call (heap growth
+ * over a run short enough for no scavenge: hence the larger semi-space); on a shared machine
+ * compare only the columns of one run.
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -50,6 +52,9 @@ async function stepsOf(root: string): Promise<Step[]> {
     });
   }
   const values = Array.from({ length: 1000 }, (_, i) => JSON.parse(BODIES.graphql(i)));
+  const { prepareOperation } = await load('dataplane/src/graphql/limits.ts');
+  const { datasetSchema } = await load('dataplane/src/graphql/schema.ts');
+  steps.push({ name: 'prepareOperation (cached document)', run: (i) => prepareOperation(datasetSchema(dataset), QUERY, values[i % 1000].variables).document });
   steps.push({ name: 'runGraphQLQuery (stub engine)', async: true, run: (i) => runGraphQLQuery(engine, dataset, parseGraphQLRequest(values[i % 1000])) });
   const result = { data: { demo_Person: RECORD } };
   steps.push({ name: 'JSON.stringify, GraphQL answer', run: () => JSON.stringify(result) });
