@@ -57,8 +57,8 @@ async function allocated(step: Step): Promise<number> {
   const tries: number[] = [];
   for (let k = 0; k < 3; k++) {
     const before = process.memoryUsage().heapUsed;
-    for (let i = 0; i < 500; i++) await step.run(i);
-    tries.push((process.memoryUsage().heapUsed - before) / 500);
+    for (let i = 0; i < 200; i++) await step.run(i);
+    tries.push((process.memoryUsage().heapUsed - before) / 200);
   }
   return Math.min(...tries.filter((b) => b >= 0));
 }
@@ -80,7 +80,7 @@ async function main() {
     for (const step of steps) row.push(await allocated(step));
     bytes.push(row);
   }
-  console.log(`ns per write, median of ${ROUNDS} rounds of ${CALLS}; bytes allocated per write (least of three runs of 500)`);
+  console.log(`ns per write, median of ${ROUNDS} rounds of ${CALLS}; bytes allocated per write (least of three runs of 200)`);
   console.log(`${''.padEnd(16)}${roots.map(([name]) => `${name} ns`.padStart(18) + 'B'.padStart(8)).join('')}`);
   sets[0].forEach((step, s) => console.log(`${step.name.padEnd(16)}${figures.map((f, r) => median(f[s]).toFixed(0).padStart(18) + bytes[r][s].toFixed(0).padStart(8)).join('')}`));
 }
