@@ -10,8 +10,9 @@
  * measured once and multiplied where they are spread, so nesting spreads cannot hide work.
  * Which fields read is declared by the schema (`extensions.reads`), not guessed from names.
  * Arguments, variables (with their defaults) and `@skip`/`@include` are read as the executor reads
- * them: graphql's own coercion (getVariableValues, getArgumentValues, getDirectiveValues) of the
- * operation that will run, so what is measured is what executes.
+ * them: graphql's own coercion (getVariableValues — through variables.ts's shortcut for scalars —,
+ * getArgumentValues, getDirectiveValues) of the operation that will run, so what is measured is
+ * what executes.
  *
  * Before validation, a document with more selections (fields, fragment spreads, inline fragments,
  * counted in the text, not expanded) than `maxSelections` is refused: graphql's validation compares
