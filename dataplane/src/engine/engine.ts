@@ -212,7 +212,7 @@ export class RecordEngine {
   private toOp(dataset: DatasetConfig, action: WriteAction, path: string): WriteOp {
     this.schemaOf(dataset, action.schema, `${path}.schema`);
     if (action.kind === 'delete') return { op: 'delete', schema: action.schema, id: action.id };
-    for (const reserved of ['id', 'version']) {
+    for (const reserved of SYSTEM_PROPERTIES) {
       if (reserved in action.data) {
         throw badRequest('INVALID_RECORD', `"${reserved}" is a system property; ${reserved === 'id' ? 'pass it as the action\'s "id"' : 'it is set by the service'}`, [
           { path: `${path}.data.${reserved}`, message: 'system property' },
@@ -263,7 +263,7 @@ export class RecordEngine {
   }
 
   private expandFields(dataset: DatasetConfig, schema: string, names: string[], path: string): Field[] {
-    if (!names.length) return [];
+    if (!names.length) return NO_FIELDS;
     const links = new Map(fieldsOf(dataset.schemas[schema]).filter((f) => f.type === 'link').map((f) => [f.dotted, f]));
     return names.map((name) => {
       const field = links.get(name);
@@ -321,6 +321,9 @@ function project(record: ApiRecord, names: string[]): ApiRecord {
 }
 
 export type { SingleAction };
+
+/** Properties the service sets: refused in a write's data. */
+const SYSTEM_PROPERTIES = ['id', 'version'] as const;
 
 /** A stored record as the API shows it: id and version, then the data. */
 const NO_FIELDS = Object.freeze([]) as unknown as Field[];
