@@ -210,7 +210,8 @@ export class RecordEngine {
   }
 
   private toOp(dataset: DatasetConfig, action: WriteAction, path: string): WriteOp {
-    this.schemaOf(dataset, action.schema, `${path}.schema`);
+    // Error paths built only when they are needed, as in read.
+    if (!schemaDefOf(dataset, action.schema)) this.schemaOf(dataset, action.schema, `${path}.schema`);
     if (action.kind === 'delete') return { op: 'delete', schema: action.schema, id: action.id };
     for (const reserved of SYSTEM_PROPERTIES) {
       if (reserved in action.data) {
@@ -223,7 +224,7 @@ export class RecordEngine {
       indexedKeyBytes: this.capabilitiesOf(dataset).capabilities.indexedKeyBytes,
       ...(action.id !== undefined ? { id: action.id } : {}),
     });
-    this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
+    if (action.expand.length) this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
     if (action.kind === 'create') return { op: 'create', schema: action.schema, id: action.id ?? randomUUID(), data: action.data };
     return { op: 'update', schema: action.schema, id: action.id, data: action.data, merge: action.merge };
   }
