@@ -2,8 +2,9 @@
  * Microbenchmark of pure front-door steps every request runs, in one process, a few seconds:
  * addressing a read by id (`resolveGateway` + `matchRoute`), the JSON body's depth bound
  * (`jsonDepth`) and its whole decoding (`decodeJsonBody`) on the bench's GraphQL, POST read and
- * create bodies. `BENCH_BEFORE_ROOT=<another checkout>` runs the same steps from that checkout's
- * sources beside this one's, alternating, so before/after come from the same minutes.
+ * create bodies, and the engine's validation of a create's data (`validateRecordData`).
+ * `BENCH_BEFORE_ROOT=<another checkout>` runs the same steps from that checkout's sources beside
+ * this one's, alternating, so before/after come from the same minutes.
  *
  *   npx tsx bench/front-door-micro.ts
  *   BENCH_BEFORE_ROOT=/tmp/before npx tsx bench/front-door-micro.ts
@@ -38,6 +39,13 @@ async function stepsOf(root: string): Promise<Step[]> {
     steps.push({ name: `jsonDepth, ${name} body (${raw.length} B)`, run: () => jsonDepth(text, 64) });
     steps.push({ name: `decodeJsonBody, ${name} body`, run: () => decodeJsonBody(raw) });
   }
+  // The engine's check of a create's data against its schema (ajv, then NUL and indexed sizes), with the PostgreSQL driver's index limit.
+  const { validateRecordData } = await load('dataplane/src/engine/record-validation.ts');
+  const { loadManifests } = await load('model/manifests.ts');
+  const { renderDatasetConfig } = await load('model/render.ts');
+  const dataset = renderDatasetConfig(loadManifests(resolve(root, 'examples')).datasets.find((d: { metadata: { name: string } }) => d.metadata.name === 'demo'));
+  const datas = Array.from({ length: 1000 }, (_, i) => ({ ...BODIES.create.create.data, name: `Person x${i}` }));
+  steps.push({ name: 'validateRecordData, create data', run: (i) => validateRecordData(dataset, 'demo.Person', datas[i % 1000], true, '$.create.data', { indexedKeyBytes: 2600, id: `x${i}` }) ?? 1 });
   return steps;
 }
 

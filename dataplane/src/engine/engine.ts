@@ -210,9 +210,10 @@ export class RecordEngine {
   }
 
   private toOp(dataset: DatasetConfig, action: WriteAction, path: string): WriteOp {
-    this.schemaOf(dataset, action.schema, `${path}.schema`);
+    // Error paths built only when they are needed, as in read.
+    if (!schemaDefOf(dataset, action.schema)) this.schemaOf(dataset, action.schema, `${path}.schema`);
     if (action.kind === 'delete') return { op: 'delete', schema: action.schema, id: action.id };
-    for (const reserved of ['id', 'version']) {
+    for (const reserved of SYSTEM_PROPERTIES) {
       if (reserved in action.data) {
         throw badRequest('INVALID_RECORD', `"${reserved}" is a system property; ${reserved === 'id' ? 'pass it as the action\'s "id"' : 'it is set by the service'}`, [
           { path: `${path}.data.${reserved}`, message: 'system property' },
@@ -223,7 +224,7 @@ export class RecordEngine {
       indexedKeyBytes: this.capabilitiesOf(dataset).capabilities.indexedKeyBytes,
       ...(action.id !== undefined ? { id: action.id } : {}),
     });
-    this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
+    if (action.expand.length) this.expandFields(dataset, action.schema, action.expand, `${path}.expand`);
     if (action.kind === 'create') return { op: 'create', schema: action.schema, id: action.id ?? randomUUID(), data: action.data };
     return { op: 'update', schema: action.schema, id: action.id, data: action.data, merge: action.merge };
   }
@@ -263,7 +264,7 @@ export class RecordEngine {
   }
 
   private expandFields(dataset: DatasetConfig, schema: string, names: string[], path: string): Field[] {
-    if (!names.length) return [];
+    if (!names.length) return NO_FIELDS;
     const links = new Map(fieldsOf(dataset.schemas[schema]).filter((f) => f.type === 'link').map((f) => [f.dotted, f]));
     return names.map((name) => {
       const field = links.get(name);
@@ -321,6 +322,9 @@ function project(record: ApiRecord, names: string[]): ApiRecord {
 }
 
 export type { SingleAction };
+
+/** Properties the service sets: refused in a write's data. */
+const SYSTEM_PROPERTIES = ['id', 'version'] as const;
 
 /** A stored record as the API shows it: id and version, then the data. */
 const NO_FIELDS = Object.freeze([]) as unknown as Field[];

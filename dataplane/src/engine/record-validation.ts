@@ -4,7 +4,7 @@ import addFormatsModule from 'ajv-formats';
 import type { DatasetConfig, PropertyDef, RecordSchemaDef } from '../../../model/types.js';
 import { describeAjvError } from '../../../model/validate.js';
 import { badRequest } from './errors.js';
-import { fieldsOf } from './layout.js';
+import { fieldsOf, type Field } from './layout.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv, formats: string[]) => Ajv;
 const ajv = new Ajv({ allErrors: true, strict: false });
@@ -84,7 +84,7 @@ export function validateRecordData(
   }
   const validate = full ? validators.full : validators.partial;
   if (validate(data)) {
-    const nul = nulPath(data, path);
+    const nul = hasNul(data) ? nulPath(data, path) : undefined;
     // Valid JSON and valid Unicode, but no store we serve keeps U+0000 in text: refused, never altered.
     if (nul) throw badRequest('INVALID_TEXT', `text values must not contain NUL (U+0000): ${nul}`, [{ path: nul, message: 'contains U+0000' }]);
     if (limits.indexedKeyBytes !== undefined) checkIndexedText(schema, data, path, limits.indexedKeyBytes, limits.id);
@@ -100,7 +100,17 @@ export function validateRecordData(
   throw badRequest('INVALID_RECORD', `invalid ${schemaName} data: ${first ? `${first.path} ${first.message}` : 'does not match the schema'}`, details);
 }
 
+/** Whether a text value (at any depth) holds U+0000: nulPath's walk without a path string and an entries array per property, for the common answer no. */
+export function hasNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (value && typeof value === 'object') {
+    for (const key in value) if (Object.hasOwn(value, key) && hasNul((value as Record<string, unknown>)[key])) return true;
+  }
+  return false;
+}
+
 /** JSON path of the first text value (at any depth, link ids included) holding U+0000. */
+export
 function nulPath(value: unknown, path: string): string | undefined {
   if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
   if (value && typeof value === 'object') {
@@ -112,6 +122,14 @@ function nulPath(value: unknown, path: string): string | undefined {
   return undefined;
 }
 
+/** The schema's sortable fields, worked out once per schema object (one config generation), not per write. */
+const sortable = new WeakMap<RecordSchemaDef, Field[]>();
+function sortableFields(schema: RecordSchemaDef): Field[] {
+  let fields = sortable.get(schema);
+  if (!fields) sortable.set(schema, (fields = fieldsOf(schema).filter((f) => f.sortable)));
+  return fields;
+}
+
 /**
  * A sortable (indexed) property's text value (a link's id) and the record's id within the store's
  * index limit, or a 400 naming the property and the limit. Without an id yet (a create that gets
@@ -119,8 +137,7 @@ function nulPath(value: unknown, path: string): string | undefined {
  */
 function checkIndexedText(schema: RecordSchemaDef, data: Record<string, unknown>, path: string, max: number, id: string | undefined): void {
   const idBytes = id === undefined ? 36 : Buffer.byteLength(id);
-  for (const field of fieldsOf(schema)) {
-    if (!field.sortable) continue;
+  for (const field of sortableFields(schema)) {
     let value: unknown = data;
     for (const key of field.path) value = value && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
     if (field.type === 'link' && value && typeof value === 'object') value = (value as { id?: unknown }).id;

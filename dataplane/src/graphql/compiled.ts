@@ -42,7 +42,11 @@ export function compiledQueryFor(schema: GraphQLSchema, document: DocumentNode, 
  * (limits.ts), so graphql-jit's own (generated, cheap) coercion accepts them; should it refuse what
  * graphql-js accepted, graphql-js runs the operation.
  */
-export async function runCompiled(query: CompiledQuery, args: ExecutionArgs): Promise<ExecutionResult> {
-  const result = await query.query(args.rootValue, args.contextValue, args.variableValues ?? {});
-  return result.errors && !('data' in result) ? execute(args) : result;
+export function runCompiled(query: CompiledQuery, args: ExecutionArgs): ExecutionResult | Promise<ExecutionResult> {
+  const result = query.query(args.rootValue, args.contextValue, args.variableValues ?? {});
+  return isThenable(result) ? Promise.resolve(result).then((answer) => orGraphqlJs(answer, args)) : orGraphqlJs(result, args);
 }
+
+const isThenable = (value: unknown): value is PromiseLike<ExecutionResult> => typeof (value as { then?: unknown }).then === 'function';
+
+const orGraphqlJs = (result: ExecutionResult, args: ExecutionArgs) => (result.errors && !('data' in result) ? execute(args) : result);

@@ -104,6 +104,8 @@ describe('GraphQL over HTTP', function () {
       [{ query: '{ __typename }', variables: [1] }, '$.variables'],
       [{ query: '{ __typename }', operationName: 1 }, '$.operationName'],
       [{ query: '{ __typename }', extra: 1 }, '$.extra'],
+      [JSON.parse('{"query": "{ __typename }", "__proto__": {}}'), '$.__proto__'],
+      [{ query: '{ __typename }', constructor: 1 }, '$.constructor'],
       [{ query: 'subscription { demo_Person { op } }' }, '$.query'],
     ];
     for (const [body, path] of cases) {

@@ -5,14 +5,14 @@
  * the field, and a subscription over HTTP a 400 pointing at the WebSocket. Mutations write through
  * the record engine as REST does (mutation-schema.ts, operation.ts).
  */
-import { getOperationAST, GraphQLError } from 'graphql';
+import { GraphQLError } from 'graphql';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { DatasetConfig } from '../../../model/types.js';
 import type { StatementContext } from '../engine/contract.js';
 import type { RecordEngine } from '../engine/engine.js';
 import { datasetSchema } from './schema.js';
 import { executeOperation } from './operation.js';
-import { DEFAULT_QUERY_LIMITS, isLimitError, prepareOperation, type QueryLimits } from './limits.js';
+import { DEFAULT_QUERY_LIMITS, isLimitError, operationOf, prepareOperation, type QueryLimits } from './limits.js';
 
 export interface GraphQLRequest {
   query: string;
@@ -23,12 +23,14 @@ export interface GraphQLRequest {
 /** Longest query text accepted (the body limit bounds it too). */
 export const MAX_QUERY_LENGTH = 100_000;
 
+const REQUEST_FIELDS: ReadonlySet<string> = new Set(['query', 'variables', 'operationName', 'extensions']);
+
 /** Checks the body's shape: 400 with the JSON path of the first problem. */
 export function parseGraphQLRequest(body: unknown): GraphQLRequest {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('INVALID_BODY', 'send a GraphQL request: {"query": "…", "variables": {…}}', [{ path: '$', message: 'not an object' }]);
   const b = body as Record<string, unknown>;
-  for (const key of Object.keys(b)) {
-    if (!['query', 'variables', 'operationName', 'extensions'].includes(key)) throw badRequest('INVALID_BODY', `unknown field "${key}"`, [{ path: `$.${key}`, message: 'unknown field' }]);
+  for (const key in b) {
+    if (Object.hasOwn(b, key) && !REQUEST_FIELDS.has(key)) throw badRequest('INVALID_BODY', `unknown field "${key}"`, [{ path: `$.${key}`, message: 'unknown field' }]);
   }
   if (typeof b.query !== 'string' || !b.query.trim()) throw badRequest('INVALID_BODY', 'query must be a GraphQL document', [{ path: '$.query', message: 'missing or not a string' }]);
   if (b.query.length > MAX_QUERY_LENGTH) throw badRequest('QUERY_TOO_LONG', `query is longer than ${MAX_QUERY_LENGTH} characters`, [{ path: '$.query', message: 'too long' }]);
@@ -51,11 +53,11 @@ export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConf
     return { errors: prepared.errors.map((p) => p.toJSON()) };
   }
   const document = prepared.document;
-  const operation = getOperationAST(document, request.operationName);
+  const operation = operationOf(document, request.operationName);
   if (!operation) return { errors: [new GraphQLError(request.operationName ? `no operation named "${request.operationName}"` : 'name the operation to run (operationName)').toJSON()] };
   if (operation.operation === 'subscription') {
     throw new ApiError(400, 'SUBSCRIPTION_OVER_HTTP', 'subscriptions are served over WebSocket at this path (protocols graphql-transport-ws and graphql-ws)', [{ path: '$.query', message: 'a subscription' }]);
   }
   const result = await executeOperation({ schema, document, variableValues: request.variables, operationName: request.operationName, contextValue: { engine, dataset, ctx } });
-  return { ...(result.errors ? { errors: result.errors.map((e) => e.toJSON()) } : {}), data: result.data ?? null };
+  return result.errors ? { errors: result.errors.map((e) => e.toJSON()), data: result.data ?? null } : { data: result.data ?? null };
 }

@@ -10,8 +10,9 @@
  * measured once and multiplied where they are spread, so nesting spreads cannot hide work.
  * Which fields read is declared by the schema (`extensions.reads`), not guessed from names.
  * Arguments, variables (with their defaults) and `@skip`/`@include` are read as the executor reads
- * them: graphql's own coercion (getVariableValues, getArgumentValues, getDirectiveValues) of the
- * operation that will run, so what is measured is what executes.
+ * them: graphql's own coercion (getVariableValues — through variables.ts's shortcut for scalars —,
+ * getArgumentValues, getDirectiveValues) of the operation that will run, so what is measured is
+ * what executes.
  *
  * Before validation, a document with more selections (fields, fragment spreads, inline fragments,
  * counted in the text, not expanded) than `maxSelections` is refused: graphql's validation compares
@@ -21,12 +22,12 @@
  */
 import { DATAPLANE_DEFAULTS } from '../../../model/settings/dataplane.js';
 import { withRestInputCodes } from './input-errors.js';
+import { coerceVariables } from './variables.js';
 import {
   getArgumentValues,
   getDirectiveValues,
   getNamedType,
   getOperationAST,
-  getVariableValues,
   GraphQLError,
   GraphQLIncludeDirective,
   GraphQLSkipDirective,
@@ -201,6 +202,24 @@ interface Measure {
 
 type Variables = Record<string, unknown>;
 
+/**
+ * graphql's `getOperationAST` (the operation `operationName` picks, or the only one; null when
+ * none or several), remembered per document and name: a request asked it three times (the
+ * measure, the HTTP handler, the executor), each a walk of the definitions and an array.
+ */
+const operations = new WeakMap<DocumentNode, Map<string | null, OperationDefinitionNode | null>>();
+export function operationOf(document: DocumentNode, operationName?: string | null): OperationDefinitionNode | null {
+  let byName = operations.get(document);
+  if (!byName) operations.set(document, (byName = new Map()));
+  const key = operationName ?? null;
+  const known = byName.get(key);
+  if (known !== undefined) return known;
+  const operation = getOperationAST(document, operationName) ?? null;
+  // Names found are bounded by the document's operations; names that find none are not, so only a few are kept.
+  if (operation || byName.size < 16) byName.set(key, operation);
+  return operation;
+}
+
 /** Variable coercion errors reported at most (graphql's `maxErrors`). */
 export const MAX_VARIABLE_ERRORS = 10;
 
@@ -211,11 +230,11 @@ export const MAX_VARIABLE_ERRORS = 10;
  * operation whose variables coerce is measured and the largest counts.
  */
 export function measureOperation(schema: GraphQLSchema, document: DocumentNode, variables: Variables, operationName?: string | null): Measure | { errors: readonly GraphQLError[] } {
-  const chosen = getOperationAST(document, operationName);
+  const chosen = operationOf(document, operationName);
   const operations = chosen ? [chosen] : document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const total: Measure = { depth: 0, aliases: 0, cost: 0 };
   for (const operation of operations) {
-    const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables, { maxErrors: MAX_VARIABLE_ERRORS });
+    const coerced = coerceVariables(schema, operation, variables, MAX_VARIABLE_ERRORS);
     if (coerced.errors) {
       if (chosen) return { errors: coerced.errors };
       continue;

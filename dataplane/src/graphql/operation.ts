@@ -13,8 +13,6 @@ import {
   execute,
   getArgumentValues,
   getDirectiveValues,
-  getOperationAST,
-  getVariableValues,
   GraphQLIncludeDirective,
   GraphQLSkipDirective,
   Kind,
@@ -23,6 +21,7 @@ import {
   type FieldNode,
   type FragmentDefinitionNode,
   type GraphQLField,
+  type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
 import type { Consistency } from '../../../model/types.js';
@@ -31,7 +30,8 @@ import type { ApiError } from '../engine/errors.js';
 import { BatchDirective, batchEntryOf, restAction, type WriteField, type WriteResult } from './mutation-schema.js';
 import { graphqlErrorOf, type GraphQLContext } from './schema.js';
 import { withRestInputCodes } from './input-errors.js';
-import { MAX_VARIABLE_ERRORS } from './limits.js';
+import { MAX_VARIABLE_ERRORS, operationOf } from './limits.js';
+import { coerceVariables } from './variables.js';
 import { compiledQueryFor, runCompiled } from './compiled.js';
 
 /** Runs the operation; a wrong-typed mutation argument met while executing carries REST's code and status (input-errors.ts). */
@@ -40,13 +40,18 @@ export async function executeOperation(args: ExecutionArgs): Promise<ExecutionRe
   return result.errors ? { ...result, errors: withRestInputCodes(result.errors, args.document, args.operationName) } : result;
 }
 
-async function executeWithBatch(args: ExecutionArgs): Promise<ExecutionResult> {
-  const operation = getOperationAST(args.document, args.operationName);
+/** Not async itself: a compiled query's promise (or answer) comes back without a promise and a turn of its own. */
+function executeWithBatch(args: ExecutionArgs): ExecutionResult | Promise<ExecutionResult> {
+  const operation = operationOf(args.document, args.operationName);
   const compiled = operation && compiledQueryFor(args.schema, args.document, operation, args.operationName);
   if (compiled) return runCompiled(compiled, args);
   const marked = operation?.operation === 'mutation' && operation.directives?.some((d) => d.name.value === BatchDirective.name);
   if (!operation || !marked) return execute(args);
-  const coerced = getVariableValues(args.schema, operation.variableDefinitions ?? [], args.variableValues ?? {}, { maxErrors: MAX_VARIABLE_ERRORS });
+  return executeBatch(args, operation);
+}
+
+async function executeBatch(args: ExecutionArgs, operation: OperationDefinitionNode): Promise<ExecutionResult> {
+  const coerced = coerceVariables(args.schema, operation, args.variableValues ?? {}, MAX_VARIABLE_ERRORS);
   if (coerced.errors) return { errors: coerced.errors };
   const variables = coerced.coerced;
   const level = getDirectiveValues(BatchDirective, operation, variables)?.consistency as Consistency | undefined;

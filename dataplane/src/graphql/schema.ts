@@ -241,7 +241,8 @@ export function buildDatasetSchema(dataset: DatasetConfig): GraphQLSchema {
       description: `One ${schema} record (a past version with \`version\`); null when there is none.`,
       args: { id: { type: new GraphQLNonNull(GraphQLID) }, version: { type: GraphQLInt } },
       extensions: { reads: 'record' satisfies FieldReads },
-      resolve: guard(async (_: unknown, args: { id: string; version?: number | null }, context: GraphQLContext) => readOrNull(context, schema, args.id, args.version ?? undefined)),
+      // readOrNull answers GraphQL errors itself: no guard (two async frames less per read by id).
+      resolve: (_: unknown, args: { id: string; version?: number | null }, context: GraphQLContext) => readOrNull(context, schema, args.id, args.version ?? undefined),
     };
     query[`list_${name}`] = {
       type: new GraphQLNonNull(pageOf(schema)),
@@ -299,11 +300,12 @@ const pageRequest = (args: PageArgs) => ({
   expand: [],
 });
 
+/** The record, or null when there is none; any other failure as a GraphQL error (what `guard` would make of it). */
 async function readOrNull(context: GraphQLContext, schema: string, id: string, version?: number): Promise<ApiRecord | null> {
   try {
     return await context.engine.read(context.dataset, { schema, id, version, expand: [] }, context.ctx, '$');
   } catch (err) {
     if (err instanceof ApiError && err.code === 'RECORD_NOT_FOUND') return null;
-    throw err;
+    throw graphqlErrorOf(err);
   }
 }
