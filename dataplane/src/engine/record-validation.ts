@@ -110,8 +110,7 @@ export function hasNul(value: unknown): boolean {
 }
 
 /** JSON path of the first text value (at any depth, link ids included) holding U+0000. */
-export
-function nulPath(value: unknown, path: string): string | undefined {
+export function nulPath(value: unknown, path: string): string | undefined {
   if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
   if (value && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
