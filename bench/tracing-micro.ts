@@ -7,6 +7,9 @@
  *   span ids per read;
  * - `spans`: the SDK's span work for the read's two spans (start, attributes, name by route, end)
  *   with a processor that drops them, then with the batch processor (exports discarded);
+ * - `isolated`: the same two spans timed call by call, back to back and each after an idle wait (a
+ *   server's read at a fixed rate runs alone, its caches and predictors cold), beside two plain
+ *   records (the least a recorder could do);
  * - `encode`: the OTLP encoding of those spans (the SDK's serializers, as its exporters call them,
  *   and this project's protobuf encoder, model/telemetry/otlp-encoder.ts);
  * - `read`: the project's own path (model/telemetry/tracing.ts through dataplane/src/telemetry:
@@ -57,7 +60,7 @@ function evictCaches(): void {
   // One write per 64-byte line.
   for (let at = 0; at < coldBuffer.length; at += 16) coldBuffer[at]++;
 }
-const PARTS = (process.env.MICRO_PARTS ?? 'ids,spans,encode,read').split(',');
+const PARTS = (process.env.MICRO_PARTS ?? 'ids,spans,isolated,encode,read').split(',');
 
 /** CPU µs per read of `work` run `reads` times (after a warm-up of a tenth). */
 async function measure(label: string, reads: number, work: (i: number) => void | Promise<void>, warmUp = reads / 10): Promise<number> {
@@ -124,6 +127,45 @@ if (PARTS.includes('spans')) {
       if (i % 1024 === 1023) return new Promise((done) => setImmediate(done));
     });
   }
+}
+
+if (PARTS.includes('isolated')) {
+  // The read's two spans timed alone (process.cpuUsage around the call), back to back and then
+  // each after a 2 ms idle wait as in a server at 400 reads/s; beside them the least a recorder
+  // could do (two plain objects, ids, times), and nothing (what cpuUsage itself costs).
+  const batch = new sdk.BasicTracerProvider({ resource, sampler: new sdk.AlwaysOnSampler(), idGenerator: poolIdGenerator(), spanProcessors: [new sdk.BatchSpanProcessor(keep, { maxExportBatchSize: 2048, maxQueueSize: 8192, scheduledDelayMillis: 5000 })] });
+  const ids = poolIdGenerator();
+  const kept: object[] = [];
+  const plain = () => {
+    const traceId = ids.generateTraceId();
+    const server = { name: 'GET', kind: 1, traceId, spanId: ids.generateSpanId(), start: performance.now(), end: 0, attributes: { ...ROUTE_ATTRIBUTES } as api.Attributes };
+    server.name = 'GET /{dataset}/{schema}/{id}';
+    server.attributes['http.route'] = '/{dataset}/{schema}/{id}';
+    kept.push({ name: 'read demo.Company', kind: 2, traceId, spanId: ids.generateSpanId(), parent: server.spanId, start: performance.now(), end: performance.now(), attributes: STORE_ATTRIBUTES() });
+    server.attributes['http.response.status_code'] = 200;
+    server.end = performance.now();
+    kept.push(server);
+    if (kept.length > 4096) kept.length = 0;
+  };
+  const work: [string, () => void][] = [['the SDK\'s two spans, batch processor', () => twoSpans(batch.getTracer('micro'))], ['two plain records', plain], ['nothing', () => undefined]];
+  for (const paceMs of [0, 2]) {
+    for (const [label, run] of work) {
+      for (let i = 0; i < 100_000; i++) {
+        run();
+        if (i % 1024 === 1023) await new Promise((done) => setImmediate(done));
+      }
+      let us = 0;
+      for (let i = 0; i < 4000; i++) {
+        await new Promise((done) => (paceMs ? setTimeout(done, paceMs) : setImmediate(done)));
+        const start = process.cpuUsage();
+        run();
+        const used = process.cpuUsage(start);
+        us += used.user + used.system;
+      }
+      console.log(`isolated: ${label}, ${paceMs ? `after ${paceMs} ms idle` : 'back to back'}`.padEnd(58), (us / 4000).toFixed(2).padStart(7), 'µs per read');
+    }
+  }
+  await batch.shutdown();
 }
 
 if (PARTS.includes('encode')) {

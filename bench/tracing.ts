@@ -21,7 +21,8 @@
  * profile per plane (`npx tsx bench/profile-top.ts <dir>/on`). BENCH_NODE=<node binary> runs the data
  * planes with another Node.js (the image's is Node 24). BENCH_BEFORE_ROOT=<another checkout> adds a
  * traced plane run from it: before/after of a change in the same rounds. BENCH_ON_ENV (JSON): more
- * environment for the traced planes. BENCH_TOGETHER=1 reads from all planes at once in each round
+ * environment for the traced planes. BENCH_WARMUP_SECONDS (30): reads before the rounds, not counted.
+ * BENCH_TOGETHER=1 reads from all planes at once in each round
  * instead of one after another (on a loaded machine the load then changes for all alike).
  */
 import autocannon from 'autocannon';
