@@ -44,13 +44,14 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 /**
  * BENCH_TRACE_GC=1: V8's GC, optimisation and deoptimisation traces of each plane, counted per round
- * (scavenges, mark-compacts, functions compiled by the optimising tiers, deoptimisations per 1000 reads).
+ * (scavenges, mark-compacts, compilations by the optimising tiers, deoptimisations per 1000 reads).
  */
 const TRACE_GC = process.env.BENCH_TRACE_GC === '1';
 const gcCounts = (output: string) => ({
   scavenges: output.match(/: Scavenge/g)?.length ?? 0,
   markCompacts: output.match(/: Mark-Compact/g)?.length ?? 0,
-  optimised: output.match(/\[completed (?:compiling|optimizing)/g)?.length ?? 0,
+  // One line per Maglev or TurboFan compilation (TurboFan's also prints "completed optimizing" after it).
+  optimised: output.match(/\[completed compiling/g)?.length ?? 0,
   deoptimised: output.match(/\[bailout/g)?.length ?? 0,
 });
 
