@@ -7,6 +7,9 @@
  *   span ids per read;
  * - `spans`: the SDK's span work for the read's two spans (start, attributes, name by route, end)
  *   with a processor that drops them, then with the batch processor (exports discarded);
+ * - `isolated`: the same two spans timed call by call, back to back and each after an idle wait (a
+ *   server's read at a fixed rate runs alone, its caches and predictors cold), beside two plain
+ *   records (the least a recorder could do);
  * - `encode`: the OTLP encoding of those spans (the SDK's serializers, as its exporters call them,
  *   and this project's protobuf encoder, model/telemetry/otlp-encoder.ts);
  * - `read`: the project's own path (model/telemetry/tracing.ts through dataplane/src/telemetry:
@@ -37,11 +40,33 @@ const { nameRequestSpan, traceRequests } = (await import(`${root}/dataplane/src/
 const { tracedDriver } = (await import(`${root}/dataplane/src/telemetry/store-spans.ts`)) as typeof import('../dataplane/src/telemetry/store-spans.js');
 
 const READS = Number(process.env.MICRO_READS ?? 200_000);
-const PARTS = (process.env.MICRO_PARTS ?? 'ids,spans,encode,read').split(',');
+/**
+ * MICRO_COLD_KB: before each read of the `read` part, write over a buffer this large, so that the
+ * read finds the CPU's caches as a server's read does (everything else ran in between) rather than
+ * hot from the previous iteration. The same for off and on: their difference is tracing's cost.
+ */
+const COLD_BYTES = Number(process.env.MICRO_COLD_KB ?? 0) * 1024;
+/**
+ * MICRO_PACE_MS: the `read` part waits this long (a timer, the process idle) before each read, as a
+ * server at a fixed rate does, instead of running the reads back to back. The wait costs the same
+ * for off and on; their difference is tracing's cost when each read runs alone after idling.
+ */
+const PACED_MS = Number(process.env.MICRO_PACE_MS ?? 0);
+/** The warm-up runs back to back (the JIT's tiers up), the paced reads after it. */
+let pacing = false;
+const READ_WARM_UP = PACED_MS > 0 ? 100_000 : undefined;
+const coldBuffer = new Uint32Array(COLD_BYTES / 4);
+function evictCaches(): void {
+  // One write per 64-byte line.
+  for (let at = 0; at < coldBuffer.length; at += 16) coldBuffer[at]++;
+}
+const PARTS = (process.env.MICRO_PARTS ?? 'ids,spans,isolated,encode,read').split(',');
 
 /** CPU µs per read of `work` run `reads` times (after a warm-up of a tenth). */
-async function measure(label: string, reads: number, work: (i: number) => void | Promise<void>): Promise<number> {
-  for (let i = 0; i < reads / 10; i++) await work(i);
+async function measure(label: string, reads: number, work: (i: number) => void | Promise<void>, warmUp = reads / 10): Promise<number> {
+  pacing = false;
+  for (let i = 0; i < warmUp; i++) await work(i);
+  pacing = true;
   const start = process.cpuUsage();
   for (let i = 0; i < reads; i++) await work(i);
   const used = process.cpuUsage(start);
@@ -104,6 +129,45 @@ if (PARTS.includes('spans')) {
   }
 }
 
+if (PARTS.includes('isolated')) {
+  // The read's two spans timed alone (process.cpuUsage around the call), back to back and then
+  // each after a 2 ms idle wait as in a server at 400 reads/s; beside them the least a recorder
+  // could do (two plain objects, ids, times), and nothing (what cpuUsage itself costs).
+  const batch = new sdk.BasicTracerProvider({ resource, sampler: new sdk.AlwaysOnSampler(), idGenerator: poolIdGenerator(), spanProcessors: [new sdk.BatchSpanProcessor(keep, { maxExportBatchSize: 2048, maxQueueSize: 8192, scheduledDelayMillis: 5000 })] });
+  const ids = poolIdGenerator();
+  const kept: object[] = [];
+  const plain = () => {
+    const traceId = ids.generateTraceId();
+    const server = { name: 'GET', kind: 1, traceId, spanId: ids.generateSpanId(), start: performance.now(), end: 0, attributes: { ...ROUTE_ATTRIBUTES } as api.Attributes };
+    server.name = 'GET /{dataset}/{schema}/{id}';
+    server.attributes['http.route'] = '/{dataset}/{schema}/{id}';
+    kept.push({ name: 'read demo.Company', kind: 2, traceId, spanId: ids.generateSpanId(), parent: server.spanId, start: performance.now(), end: performance.now(), attributes: STORE_ATTRIBUTES() });
+    server.attributes['http.response.status_code'] = 200;
+    server.end = performance.now();
+    kept.push(server);
+    if (kept.length > 4096) kept.length = 0;
+  };
+  const work: [string, () => void][] = [['the SDK\'s two spans, batch processor', () => twoSpans(batch.getTracer('micro'))], ['two plain records', plain], ['nothing', () => undefined]];
+  for (const paceMs of [0, 2]) {
+    for (const [label, run] of work) {
+      for (let i = 0; i < 100_000; i++) {
+        run();
+        if (i % 1024 === 1023) await new Promise((done) => setImmediate(done));
+      }
+      let us = 0;
+      for (let i = 0; i < 4000; i++) {
+        await new Promise((done) => (paceMs ? setTimeout(done, paceMs) : setImmediate(done)));
+        const start = process.cpuUsage();
+        run();
+        const used = process.cpuUsage(start);
+        us += used.user + used.system;
+      }
+      console.log(`isolated: ${label}, ${paceMs ? `after ${paceMs} ms idle` : 'back to back'}`.padEnd(58), (us / 4000).toFixed(2).padStart(7), 'µs per read');
+    }
+  }
+  await batch.shutdown();
+}
+
 if (PARTS.includes('encode')) {
   if (collected.length < 2048) {
     const provider = new sdk.BasicTracerProvider({ resource, sampler: new sdk.AlwaysOnSampler(), spanProcessors: [new sdk.SimpleSpanProcessor(keep)] });
@@ -126,9 +190,9 @@ if (PARTS.includes('read')) {
   const url = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`;
   const protocol = (process.env.MICRO_PROTOCOL ?? 'http/protobuf') as 'http/protobuf' | 'http/json';
   const read = readOnce();
-  await measure('read: the same path, tracing off (the harness alone)', READS, read);
+  await measure('read: the same path, tracing off (the harness alone)', READS, read, READ_WARM_UP);
   const tracing = await startTracing({ url, protocol, serviceName: 'micro', resourceAttributes: {}, sampler: 'always_on', ratio: 1, scheduleDelayMs: 5000 }, (message) => console.error(message));
-  await measure(`read: the project's path, ${protocol} export to a sink in-process`, READS, read);
+  await measure(`read: the project's path, ${protocol} export to a sink in-process`, READS, read, READ_WARM_UP);
   await tracing.stop();
   sink.close();
 }
@@ -149,6 +213,8 @@ function readOnce(): (i: number) => Promise<void> {
   const socket = { remoteAddress: '127.0.0.1' };
   const headers = { host: 'iam.localhost', 'user-agent': 'autocannon', authorization: 'Proxy demo-admin' };
   return async (i) => {
+    if (COLD_BYTES > 0) evictCaches();
+    if (PACED_MS > 0 && pacing) await new Promise((done) => setTimeout(done, PACED_MS));
     const req = Object.assign(new EventEmitter(), { method: 'GET', url: '/demo/demo.Company/bench-co', httpVersion: '1.1', headers, socket }) as unknown as IncomingMessage;
     const res = Object.assign(new EventEmitter(), { statusCode: 0 }) as unknown as ServerResponse;
     await new Promise<void>((done) => {

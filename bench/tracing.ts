@@ -21,7 +21,8 @@
  * profile per plane (`npx tsx bench/profile-top.ts <dir>/on`). BENCH_NODE=<node binary> runs the data
  * planes with another Node.js (the image's is Node 24). BENCH_BEFORE_ROOT=<another checkout> adds a
  * traced plane run from it: before/after of a change in the same rounds. BENCH_ON_ENV (JSON): more
- * environment for the traced planes. BENCH_TOGETHER=1 reads from all planes at once in each round
+ * environment for the traced planes. BENCH_WARMUP_SECONDS (30): reads before the rounds, not counted.
+ * BENCH_TOGETHER=1 reads from all planes at once in each round
  * instead of one after another (on a loaded machine the load then changes for all alike).
  */
 import autocannon from 'autocannon';
@@ -38,17 +39,35 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const RATE = Number(process.env.BENCH_RATE ?? 400);
 const TOGETHER = process.env.BENCH_TOGETHER === '1';
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 30);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
-async function round(plane: ReadyMain): Promise<{ cpuPerReadUs: number; mainThreadUs: number; reads: number }> {
+/**
+ * BENCH_TRACE_GC=1: V8's GC, optimisation and deoptimisation traces of each plane, counted per round
+ * (scavenges, mark-compacts, compilations by the optimising tiers, deoptimisations per 1000 reads).
+ */
+const TRACE_GC = process.env.BENCH_TRACE_GC === '1';
+const gcCounts = (output: string) => ({
+  scavenges: output.match(/: Scavenge/g)?.length ?? 0,
+  markCompacts: output.match(/: Mark-Compact/g)?.length ?? 0,
+  // One line per Maglev or TurboFan compilation (TurboFan's also prints "completed optimizing" after it).
+  optimised: output.match(/\[completed compiling/g)?.length ?? 0,
+  deoptimised: output.match(/\[bailout/g)?.length ?? 0,
+});
+
+async function round(plane: ReadyMain, seconds = SECONDS): Promise<{ cpuPerReadUs: number; mainThreadUs: number; reads: number; gc?: string }> {
+  const gcBefore = gcCounts(plane.output());
   const before = cpuMs(plane.child.pid)!;
   const mainBefore = cpuMs(plane.child.pid, true)!;
-  const result = await autocannon({ url: `${plane.url}/demo/demo.Company/bench-co`, headers: HEADERS, connections: CONNECTIONS, duration: SECONDS, ...(RATE > 0 ? { overallRate: RATE } : {}) });
+  const result = await autocannon({ url: `${plane.url}/demo/demo.Company/bench-co`, headers: HEADERS, connections: CONNECTIONS, duration: seconds, ...(RATE > 0 ? { overallRate: RATE } : {}) });
   const used = cpuMs(plane.child.pid)! - before;
   const mainUsed = cpuMs(plane.child.pid, true)! - mainBefore;
   const reads = result['2xx'];
   if (reads === 0 || result.non2xx > 0) throw new Error(`reads failed: ${result.non2xx} answers not 2xx`);
-  return { cpuPerReadUs: (used * 1000) / reads, mainThreadUs: (mainUsed * 1000) / reads, reads };
+  const gcAfter = gcCounts(plane.output());
+  const perThousand = (n: number) => ((n * 1000) / reads).toFixed(2);
+  const gc = TRACE_GC ? `; per 1000 reads ${perThousand(gcAfter.scavenges - gcBefore.scavenges)} scavenges, ${perThousand(gcAfter.markCompacts - gcBefore.markCompacts)} mark-compacts, ${perThousand(gcAfter.optimised - gcBefore.optimised)} optimised, ${perThousand(gcAfter.deoptimised - gcBefore.deoptimised)} deoptimised` : undefined;
+  return { cpuPerReadUs: (used * 1000) / reads, mainThreadUs: (mainUsed * 1000) / reads, reads, gc };
 }
 
 type Name = 'untraced' | 'off' | 'on' | 'onBefore';
@@ -58,7 +77,7 @@ const NAMES: Name[] = [...(UNTRACED_ROOT ? ['untraced' as const] : []), 'off', '
 const placement = (name: Name) => ({
   node: process.env.BENCH_NODE,
   root: name === 'untraced' ? resolve(UNTRACED_ROOT!) : name === 'onBefore' ? resolve(BEFORE_ROOT!) : undefined,
-  nodeArgs: process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_PROFILE_DIR, name)}`] : [],
+  nodeArgs: [...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_PROFILE_DIR, name)}`] : []), ...(TRACE_GC ? ['--trace-gc', '--trace-opt', '--trace-deopt'] : [])],
 });
 
 /** Takes OTLP exports and counts them (requests, bytes) without decoding. */
@@ -90,8 +109,10 @@ try {
     const created = await call(plane.url, { ...{ host: HEADERS.host, headers: { authorization: HEADERS.authorization } }, path: '/demo', body: { create: { schema: 'demo.Company', id: 'bench-co', data: { name: 'Bench Co' } } } });
     if (created.status !== 201) throw new Error(`seed failed: ${created.status} ${created.text}`);
   }
-  // A round each first, not counted: JIT warm-up would otherwise decide the medians.
-  for (const name of NAMES) await round(planes[name]!);
+  // Reads first, not counted: JIT warm-up would otherwise decide the medians (BENCH_TRACE_GC=1 shows
+  // the optimising compilers still at work for tens of seconds at 400 reads/s, more in a traced plane).
+  if (TOGETHER) await Promise.all(NAMES.map((name) => round(planes[name]!, WARMUP_SECONDS)));
+  else for (const name of NAMES) await round(planes[name]!, WARMUP_SECONDS);
   const cpu: Record<Name, number[]> = { untraced: [], off: [], on: [], onBefore: [] };
   const mainCpu: Record<Name, number[]> = { untraced: [], off: [], on: [], onBefore: [] };
   // Per-round ratios: the machine's load changes between rounds more than within one.
@@ -103,12 +124,12 @@ try {
     // BENCH_TOGETHER=1: every plane read at once (each at BENCH_RATE), so each round's load on the machine is the same for all.
     const together = TOGETHER ? await Promise.all(order.map((name) => round(planes[name]!))) : undefined;
     for (const [i, name] of order.entries()) {
-      const { cpuPerReadUs, mainThreadUs, reads } = together?.[i] ?? (await round(planes[name]!));
+      const { cpuPerReadUs, mainThreadUs, reads, gc } = together?.[i] ?? (await round(planes[name]!));
       cpu[name].push(cpuPerReadUs);
       thisRound[name] = cpuPerReadUs;
       mainCpu[name].push(mainThreadUs);
       mainThisRound[name] = mainThreadUs;
-      console.log(`round ${r + 1} ${name === 'untraced' ? 'untraced build' : name === 'onBefore' ? 'tracing on (before)' : `tracing ${name}`}: ${reads} reads, ${cpuPerReadUs.toFixed(1)} µs CPU per read (main thread ${mainThreadUs.toFixed(1)} µs)`);
+      console.log(`round ${r + 1} ${name === 'untraced' ? 'untraced build' : name === 'onBefore' ? 'tracing on (before)' : `tracing ${name}`}: ${reads} reads, ${cpuPerReadUs.toFixed(1)} µs CPU per read (main thread ${mainThreadUs.toFixed(1)} µs)${gc ?? ''}`);
     }
     ratios.onOff.push(thisRound.on! / thisRound.off!);
     ratios.mainOnOff.push(mainThisRound.on! / mainThisRound.off!);
