@@ -318,6 +318,7 @@ export class PostgresDriver implements LocationDriver {
   }
 
   private async writeAtomically(pool: pg.Pool, ops: WriteOp[], layouts: TableLayout[], ctx?: StatementContext): Promise<OpResult[]> {
+    if (ops.length === 1) return [await this.writeOneAtomically(pool, ops[0], layouts[0], ctx)];
     // An action refused rolls the whole transaction back: nothing is committed unless every action is.
     let refused = false;
     return inTransaction(pool, { commit: () => !refused }, async (client) => {
@@ -345,6 +346,22 @@ export class PostgresDriver implements LocationDriver {
       if (layouts[0]) await appendChanges(client, layouts[0].dbSchema, changed);
       return results;
     });
+  }
+
+  /**
+   * One action, atomically: its statement writes the record, its history row and its change (the
+   * change log's append rides in the same statement), and a single statement is its own
+   * transaction, all or nothing. So no BEGIN and COMMIT: one round trip instead of four, at the
+   * server's synchronous_commit as an explicit transaction commits. A refusal (a statement error,
+   * nothing matched) wrote nothing; an outage is the whole request's 503, as in a transaction.
+   */
+  private async writeOneAtomically(pool: pg.Pool, op: WriteOp, layout: TableLayout, ctx?: StatementContext): Promise<OpResult> {
+    try {
+      return await this.apply(pool, op, layout, ctx);
+    } catch (err) {
+      if (outageOf(err)) throw err;
+      return { ok: false, failure: failureOf(err, op) };
+    }
   }
 
   /** One action's statement; `changeLog`: it appends its own change (false inside an atomic transaction, which appends them at the end). */
