@@ -17,8 +17,9 @@
  *   rules) and GraphQL's own; with BENCH_BASELINE_DIR, against the baseline's GraphQL too.
  *   (With BENCH_BASELINE_DIR the baseline's process also serves the POST read, create and batch.)
  * - `create`, `batch`: an ATOMIC create of one record, and an ATOMIC batch of 10 creates, through
- *   POST /demo, against a bare handler doing the same statements in one transaction
- *   (bench/bare-write-server.ts: the row with its history, then the change log).
+ *   POST /demo, against a bare handler doing the statements of an ATOMIC batch in one
+ *   transaction (bench/bare-write-server.ts: BEGIN, the row with its history, the change log,
+ *   COMMIT), for the create too, where the driver sends one statement (the change inline).
  *
  * The records are seeded by a data plane of its own, stopped before the measured servers start.
  * Each round measures the reading targets first and the writing ones after, each group in its own
