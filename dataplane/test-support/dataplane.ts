@@ -47,3 +47,18 @@ export async function startTestDataPlane(options: TestDataPlaneOptions = {}): Pr
 export function adminClient(dp: Pick<TestDataPlane, 'url'>): ReturnType<typeof client> {
   return client(dp.url, { host: 'iam.localhost', headers: { authorization: 'Proxy demo-admin' } });
 }
+
+/**
+ * Resolves once the data plane at `dp.url` counts `n` subscriptions open and reading
+ * (`das_subscriptions` on /metrics): each has taken its start position, so a change committed from
+ * then on reaches it, and one committed before may not (docs/subscriptions.md). Tests write after it.
+ */
+export async function subscriptionsCounted(dp: Pick<TestDataPlane, 'url'>, n = 1, timeoutMs = 30_000): Promise<void> {
+  const admin = adminClient(dp);
+  for (const deadline = Date.now() + timeoutMs; ; await new Promise((resolve) => setTimeout(resolve, 50))) {
+    const metrics = await admin({ path: '/metrics' });
+    const counted = Number(/^das_subscriptions (\d+)$/m.exec(metrics.text)?.[1] ?? 0);
+    if (counted >= n) return;
+    if (Date.now() > deadline) throw new Error(`das_subscriptions stayed at ${counted} (waited for ${n})`);
+  }
+}

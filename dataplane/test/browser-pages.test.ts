@@ -19,6 +19,7 @@ import { developmentIssuerOn, loadOrCreateDevIssuer } from '../src/auth/dev-issu
 import { freePort } from '../src/db/embedded.js';
 import { call } from '../test-support/http.js';
 import { ROOT, startMain, waitReady, type MainProcess } from '../test-support/main-process.js';
+import { subscriptionsCounted } from '../test-support/dataplane.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -269,6 +270,9 @@ describe('browser pages: Swagger UI and GraphiQL in chromium', function () {
     await page.click('.graphiql-execute-button');
     await initSent;
     expect(frames.find((f) => f.includes('connection_init'))).to.contain(AUTHORIZATION);
+    // A subscription gets the changes committed once it has taken its start position (docs/subscriptions.md):
+    // the write waits until das_subscriptions counts it, or it could commit first and never be delivered.
+    await subscriptionsCounted({ url });
     await writeCompany('hooli', 'Hooli');
     await waitForResult(page, 'Hooli');
     expect(JSON.parse(await resultText(page))).to.deep.equal({ data: { demo_Company: { op: 'CREATE', record: { id: 'hooli', name: 'Hooli' } } } });

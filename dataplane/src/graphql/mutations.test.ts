@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { buildClientSchema, getIntrospectionQuery, printSchema, type IntrospectionQuery } from 'graphql';
-import { adminClient, startTestDataPlane, type TestDataPlane } from '../../test-support/dataplane.js';
+import { adminClient, startTestDataPlane, subscriptionsCounted, type TestDataPlane } from '../../test-support/dataplane.js';
 import { dynamoDbSecrets, dynamoDbTransactionManifests } from '../../test-support/dynamodb.js';
 import { gqlClient, take } from '../../test-support/graphql-ws.js';
 import { legacyOperation } from '../../test-support/legacy-ws.js';
@@ -182,8 +182,8 @@ function mutationSuite(location: string, start: () => Promise<TestDataPlane>) {
       const writer = gqlClient(dp);
       try {
         const events = watcher.iterate<{ demo_Company: { op: string; record: { id: string; name?: string } } }>({ query: 'subscription { demo_Company(ids: ["ws-1"]) { op record { id name } } }' });
-        // Let the subscription take its position before the writes.
-        await new Promise((resolve) => setTimeout(resolve, location === 'PostgreSQL' ? 300 : 2000));
+        // The writes once the subscription has taken its start position (a change committed before may not reach it).
+        await subscriptionsCounted(dp);
         const created = await new Promise<Answer>((resolve, reject) => {
           writer.subscribe({ query: 'mutation { create_demo_Company(id: "ws-1", data: { name: "Over transport-ws" }) { id version } }' }, { next: (v) => resolve(v as Answer), error: reject, complete: () => undefined });
         });
