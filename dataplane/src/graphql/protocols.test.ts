@@ -59,6 +59,12 @@ function connect(dp: TestDataPlane, protocol: string, headers: Record<string, st
 describe('WebSocket protocols: messages and faults', function () {
   this.timeout(60000);
   let dp: TestDataPlane;
+  /** Until the replica counts one more subscription than `open`: it has taken its start position, so a write from now on reaches it. */
+  const subscribed = async (open: number) => {
+    for (const deadline = Date.now() + 30_000; dp.dataPlane.dispatcher.subscriptions <= open; await new Promise((r) => setTimeout(r, 10))) {
+      if (Date.now() > deadline) throw new Error('the subscription was never counted');
+    }
+  };
   const write = (body: unknown) => adminClient(dp)({ path: '/demo', body });
 
   before(async () => {
@@ -74,8 +80,9 @@ describe('WebSocket protocols: messages and faults', function () {
       peer.send({ type: 'connection_init', payload: { Authorization: ADMIN } });
       expect(await peer.next()).to.deep.equal({ type: 'connection_ack' });
       expect(await peer.next()).to.deep.equal({ type: 'ka' });
+      const open = dp.dataPlane.dispatcher.subscriptions;
       peer.send({ type: 'start', id: '1', payload: { query: 'subscription S($ids: [ID!]) { demo_Company(ids: $ids) { op record { id name } } }', variables: { ids: ['acme'] } } });
-      await new Promise((r) => setTimeout(r, 200));
+      await subscribed(open);
       await write({ update: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme 2' } } });
       expect(await peer.nextReal()).to.deep.equal({ type: 'data', id: '1', payload: { data: { demo_Company: { op: 'UPDATE', record: { id: 'acme', name: 'Acme 2' } } } } });
       // Keep-alives keep coming.
@@ -168,8 +175,9 @@ describe('WebSocket protocols: messages and faults', function () {
       expect((await peer.next()).type).to.equal('connection_ack');
       peer.send({ type: 'ping' });
       expect(await peer.next()).to.deep.equal({ type: 'pong' });
+      const open = dp.dataPlane.dispatcher.subscriptions;
       peer.send({ id: 'x', type: 'subscribe', payload: { query: 'subscription { demo_Company { op record { name } } }' } });
-      await new Promise((r) => setTimeout(r, 200));
+      await subscribed(open);
       await write({ update: { schema: 'demo.Company', id: 'acme', data: { name: 'Acme 4' } } });
       expect(await peer.nextReal()).to.deep.equal({ id: 'x', type: 'next', payload: { data: { demo_Company: { op: 'UPDATE', record: { name: 'Acme 4' } } } } });
       peer.send({ id: 'x', type: 'complete' });
