@@ -38,6 +38,7 @@ import {
   updateSql,
   type Statement,
   type TableLayout,
+  type WriteSqlOptions,
 } from './sql.js';
 import { PreparedRead } from './prepared-read.js';
 import { appendChanges, CHANGES_TABLE, changeLogDdl, dropChangeLogSql, POSITION_COLUMN, POSITION_INDEX, TRACE_COLUMN, type ChangeRow } from './change-log.js';
@@ -305,11 +306,11 @@ export class PostgresDriver implements LocationDriver {
       }
     }
     const results: OpResult[] = [];
+    // Each action is one statement, its own transaction; EVENTUAL: committed without waiting for the WAL flush.
+    const options = { changeLog: true, unflushed: consistency === 'EVENTUAL' };
     for (const [i, op] of ops.entries()) {
       try {
-        const apply = (client: Queryable | pg.Pool) => this.apply(client, op, layouts[i], ctx);
-        // EVENTUAL: each action commits on its own without waiting for the WAL flush.
-        results.push(consistency === 'EVENTUAL' ? await inTransaction(pool, { local: { synchronous_commit: 'off' } }, apply) : await apply(pool));
+        results.push(await this.apply(pool, op, layouts[i], ctx, options));
       } catch (err) {
         results.push({ ok: false, failure: failureOf(err, op) });
       }
@@ -326,7 +327,7 @@ export class PostgresDriver implements LocationDriver {
       for (const [i, op] of ops.entries()) {
         let outcome: OpResult;
         try {
-          outcome = await this.apply(client, op, layouts[i], ctx, false);
+          outcome = await this.apply(client, op, layouts[i], ctx, { changeLog: false });
         } catch (err) {
           // The store went away mid-transaction: nothing was committed; the whole request is a 503.
           if (outageOf(err)) throw err;
@@ -364,9 +365,8 @@ export class PostgresDriver implements LocationDriver {
     }
   }
 
-  /** One action's statement; `changeLog`: it appends its own change (false inside an atomic transaction, which appends them at the end). */
-  private async apply(client: Queryable | pg.Pool, op: WriteOp, layout: TableLayout, ctx?: StatementContext, changeLog = true): Promise<OpResult> {
-    const options = { changeLog };
+  /** One action's statement; `changeLog` false inside an atomic transaction, which appends the changes at the end. */
+  private async apply(client: Queryable | pg.Pool, op: WriteOp, layout: TableLayout, ctx?: StatementContext, options: WriteSqlOptions = { changeLog: true }): Promise<OpResult> {
     const statement =
       op.op === 'create' ? insertSql(layout, op.id, op.data, options) : op.op === 'update' ? updateSql(layout, op.id, op.data, op.merge, options) : deleteSql(layout, op.id, options);
     const result = await this.run(client, statement, ctx);

@@ -76,18 +76,32 @@ const columnList = (layout: TableLayout) => layout.columns.map((c) => q(c.name))
  * `changeLog`, appends its change (change-log.ts); without it the caller appends the changes of
  * its transaction before COMMIT (atomic writes).
  */
-function withHistory(layout: TableLayout, writeSql: string, values: unknown[], op: ChangeOp, changeLog: boolean): Statement {
+function withHistory(layout: TableLayout, writeSql: string, values: unknown[], op: ChangeOp, options: WriteSqlOptions): Statement {
   const cols = columnList(layout);
   const head = `WITH w AS (${writeSql} RETURNING ${cols}), h AS (INSERT INTO ${layout.history} (${cols}) SELECT ${cols} FROM w)`;
-  if (!changeLog) return { text: `${head} SELECT ${cols} FROM w`, values };
+  if (!(options.changeLog ?? true)) return { text: `${head} SELECT ${cols} FROM w`, values };
   const change = inlineChangeCtes(layout, 'w', op, values.length + 1);
-  return { text: `${head}, ${change.ctes} SELECT ${cols} FROM w WHERE ${NOTIFIED}`, values: [...values, ...change.values] };
+  return { text: `${head}, ${change.ctes} SELECT ${cols} FROM w WHERE ${finalCondition(options)}`, values: [...values, ...change.values] };
 }
 
-/** Whether a write statement appends its own change row (single-statement writes) or not (atomic transactions append theirs at the end). */
 export interface WriteSqlOptions {
+  /** Whether the statement appends its own change row (single-statement writes) or not (atomic transactions append theirs at the end). */
   changeLog?: boolean;
+  /**
+   * The statement, its own transaction, commits without waiting for its WAL flush (EVENTUAL):
+   * it sets synchronous_commit off for that transaction, read when it commits. Needs `changeLog`
+   * (a statement inside a transaction would change the whole transaction's commit).
+   */
+  unflushed?: boolean;
 }
+
+/**
+ * The final SELECT's condition of a write that appends its change: it runs the notify CTE and,
+ * unflushed, the setting (a CTE that is not a write runs only when referenced).
+ */
+const finalCondition = (options: WriteSqlOptions) => (options.unflushed ? `${NOTIFIED} AND ${UNFLUSHED}` : NOTIFIED);
+
+const UNFLUSHED = `set_config('synchronous_commit', 'off', true) IS NOT NULL`;
 
 export interface Statement {
   text: string;
@@ -100,7 +114,7 @@ export interface Statement {
  * and then the create. The lookup is an index-only probe of the history's primary key.
  */
 export function insertSql(layout: TableLayout, id: string, data: Record<string, unknown>, options: WriteSqlOptions = {}): Statement {
-  const template = insertTemplate(layout, options.changeLog ?? true);
+  const template = insertTemplate(layout, options);
   const values: unknown[] = [id];
   for (const c of template.fieldCols) values.push(toDb(valueAt(data, c.field!)));
   for (const v of template.tail) values.push(v);
@@ -118,15 +132,17 @@ interface InsertTemplate {
 }
 
 /**
- * A create's text depends on the layout (one config generation) and the change-log choice only,
- * never on the record: built once for each, with the channel's digest, instead of on every create.
+ * A create's text depends on the layout (one config generation) and the options only, never on
+ * the record: built once for each, with the channel's digest, instead of on every create.
  */
-const insertTemplates = new WeakMap<TableLayout, Map<boolean, InsertTemplate>>();
+const insertTemplates = new WeakMap<TableLayout, Map<string, InsertTemplate>>();
 
-function insertTemplate(layout: TableLayout, changeLog: boolean): InsertTemplate {
+function insertTemplate(layout: TableLayout, options: WriteSqlOptions): InsertTemplate {
+  const changeLog = options.changeLog ?? true;
+  const choice = `${changeLog}:${options.unflushed ?? false}`;
   let byChoice = insertTemplates.get(layout);
   if (!byChoice) insertTemplates.set(layout, (byChoice = new Map()));
-  let template = byChoice.get(changeLog);
+  let template = byChoice.get(choice);
   if (!template) {
     const fieldCols = layout.columns.filter((c) => c.field);
     const values: unknown[] = ['', ...fieldCols.map(() => null)];
@@ -134,10 +150,10 @@ function insertTemplate(layout: TableLayout, changeLog: boolean): InsertTemplate
     const s = naming.system;
     const cols = [s.id, s.version, s.createdAt, s.updatedAt, ...fieldCols.map((c) => c.name)].map(q).join(', ');
     const version = `COALESCE((SELECT max(${q(s.version)}) FROM ${layout.history} WHERE ${q(s.id)} = $1), 0) + 1`;
-    const statement = withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, ${version}, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`, values, 'CREATE', changeLog);
+    const statement = withHistory(layout, `INSERT INTO ${layout.table} (${cols}) VALUES ($1, ${version}, now(), now()${placeholders.map((p) => `, ${p}`).join('')})`, values, 'CREATE', options);
     const tail = statement.values.slice(values.length);
     template = { text: statement.text, fieldCols, tail: changeLog ? tail.slice(0, -1) : tail, traced: changeLog };
-    byChoice.set(changeLog, template);
+    byChoice.set(choice, template);
   }
   return template;
 }
@@ -152,7 +168,7 @@ export function updateSql(layout: TableLayout, id: string, data: Record<string, 
     values.push(toDb(valueAt(data, c.field) ?? null));
     sets.push(`${q(c.name)} = $${values.length}`);
   }
-  return withHistory(layout, `UPDATE ${layout.table} SET ${sets.join(', ')} WHERE ${q(s.id)} = $1`, values, 'UPDATE', options.changeLog ?? true);
+  return withHistory(layout, `UPDATE ${layout.table} SET ${sets.join(', ')} WHERE ${q(s.id)} = $1`, values, 'UPDATE', options);
 }
 
 /**
@@ -169,7 +185,7 @@ export function deleteSql(layout: TableLayout, id: string, options: WriteSqlOpti
   if (!(options.changeLog ?? true)) return { text: `${head} SELECT ${columnList(layout)} FROM h`, values: [id] };
   // The change names the tombstone's version.
   const change = inlineChangeCtes(layout, 'h', 'DELETE', 2);
-  return { text: `${head}, ${change.ctes} SELECT ${columnList(layout)} FROM h WHERE ${NOTIFIED}`, values: [id, ...change.values] };
+  return { text: `${head}, ${change.ctes} SELECT ${columnList(layout)} FROM h WHERE ${finalCondition(options)}`, values: [id, ...change.values] };
 }
 
 /** The read of one record (a version of it from the history table), and its bind values. */
