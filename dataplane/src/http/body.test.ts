@@ -91,6 +91,9 @@ describe('request bodies (http/body.ts readRawBody)', () => {
         },
       );
       outcomes.push(outcome);
+      // The request destroyed right after the body's reading began, before the collector starts
+      // (its aborted and close events fire before then).
+      if (req.headers['x-test-reset'] !== undefined) req.destroy();
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
@@ -153,6 +156,37 @@ describe('request bodies (http/body.ts readRawBody)', () => {
     await Promise.all(outcomes);
     // The client ended the connection: the body can never be complete.
     expect(codes).to.deep.equal(['REQUEST_ABORTED']);
+  });
+
+  it('refuses, and releases the budget of, bodies whose connection is reset right after their first bytes', async () => {
+    // The reset may reach the server before the collector starts (it starts once node is done
+    // with the packet): its aborted and close events have fired by then, and it must still settle.
+    const resets = Array.from({ length: 20 }, async () => {
+      const socket = connect(port, '127.0.0.1');
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      socket.on('error', () => undefined);
+      socket.write(post('{"a":1}').replace('Content-Length: 7', 'Content-Length: 60000'));
+      socket.resetAndDestroy();
+      await closed;
+    });
+    await Promise.all(resets);
+    // Once the server has closed every connection, each request that reached it has had its events;
+    // a collector that missed them would leave its promise pending (and this test timing out).
+    while ((await new Promise<number>((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))))) > 0) await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    await Promise.all(outcomes);
+    expect(outcomes.length, 'requests that reached the server').to.be.greaterThan(0);
+    expect(codes).to.deep.equal(Array(outcomes.length).fill('REQUEST_ABORTED'));
+  });
+
+  it('refuses, and releases the budget of, a body whose request is destroyed before the collector starts', async () => {
+    for (const body of ['{"a":1}', '']) {
+      const head = post(body).replace(`Content-Length: ${body.length}`, 'Content-Length: 500').replace('\r\n\r\n', '\r\nx-test-reset: 1\r\n\r\n');
+      await exchange([head]).catch(() => undefined);
+    }
+    await Promise.all(outcomes);
+    expect(codes).to.deep.equal(['REQUEST_ABORTED', 'REQUEST_ABORTED']);
   });
 
   it('refuses a declared length above the limit before reading, whether or not the body came with it', async () => {

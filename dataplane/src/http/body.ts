@@ -83,8 +83,10 @@ function onData(this: CollectedRequest, chunk: Buffer): void {
 function onEnd(this: CollectedRequest): void {
   this[COLLECTOR]?.end();
 }
+const requestAborted = () => badRequest('REQUEST_ABORTED', 'the request body was not completely received');
+
 function onAborted(this: CollectedRequest): void {
-  this[COLLECTOR]?.done(badRequest('REQUEST_ABORTED', 'the request body was not completely received'));
+  this[COLLECTOR]?.done(requestAborted());
 }
 function onError(this: CollectedRequest, err: Error): void {
   this[COLLECTOR]?.done(badRequest('REQUEST_ABORTED', `the request body could not be read: ${err.message.slice(0, 100)}`));
@@ -123,6 +125,8 @@ class BodyCollector {
    */
   start(): void {
     const { req, length } = this;
+    // Destroyed before the collector started: its `aborted` and `close` have fired already, unheard.
+    if (req.destroyed) return this.done(requestAborted());
     if (req.complete && length !== undefined && length > 0 && req.readableFlowing !== true && req.readableLength === length) {
       const body = req.read() as Buffer | null;
       if (body && body.length === length) {
