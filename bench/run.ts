@@ -34,8 +34,8 @@
  * BENCH_RECORDS (10000), BENCH_LOG_LEVEL (info); BENCH_PROFILE_DIR=<dir> writes a CPU profile of
  * each server there (one subfolder each); BENCH_PLATFORMATIC=0 leaves Platformatic DB out;
  * BENCH_RESULT_FILE=<file> also writes the per-round ratios there as JSON (bench/check.ts reads them);
- * BENCH_BASELINE_DIR=<another checkout> runs that checkout's data plane beside this one in the read
- * scenario (before/after of a change, measured in the same rounds); BENCH_GC_DIR=<dir> traces each
+ * BENCH_BASELINE_DIR=<another checkout> runs that checkout's data plane beside this one in every
+ * scenario given (before/after of a change, measured in the same rounds); BENCH_GC_DIR=<dir> traces each
  * server's garbage collections there and reports KiB allocated per request.
  */
 import { writeFileSync } from 'node:fs';
@@ -237,8 +237,11 @@ async function main() {
     };
     const same = (name: string, request: Target['request']) => targets.push({ name, url: dpUrl, child: dp, request });
 
-    if (SCENARIOS.has('read') || SCENARIOS.has('graphql')) same(NAMES.read, read);
-    if ((SCENARIOS.has('read') || SCENARIOS.has('graphql')) && BASELINE) {
+    const readScenario = SCENARIOS.has('read') || SCENARIOS.has('graphql');
+    if (readScenario) same(NAMES.read, read);
+    // The baseline's process starts whenever BENCH_BASELINE_DIR is given (its writes are measured
+    // with `create`/`batch` alone too); its GET is measured only in the read scenarios (below).
+    if (BASELINE) {
       add(NAMES.baseline, 'dataplane/src/main.ts', { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' }, read, '/readyz', { cwd: BASELINE, label: 'baseline-main.ts' });
     }
     if (SCENARIOS.has('read')) {
@@ -274,6 +277,7 @@ async function main() {
     await Promise.all(starting);
     // The baseline's GraphQL on the baseline's process, beside its REST read, as this checkout's: both ratios come from alike processes.
     const baselineRead = targets.find((t) => t.name === NAMES.baseline);
+    if (baselineRead && !readScenario) targets.splice(targets.indexOf(baselineRead), 1);
     if (SCENARIOS.has('graphql') && baselineRead) targets.push({ name: NAMES.baselineGraphql, url: baselineRead.url, child: baselineRead.child, request: graphqlRead });
     // The baseline's POST read and writes on the baseline's process too: before/after of the body and write paths in the same rounds.
     if (baselineRead) {
