@@ -28,6 +28,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { poolIdGenerator } from '../model/telemetry/ids.js';
 import { encodeTraceExportRequest } from '../model/telemetry/otlp-encoder.js';
+import { LeanTracer } from '../model/telemetry/lean-span.js';
 import type { LocationDriver } from '../dataplane/src/engine/contract.js';
 import type { DatasetConfig } from '../model/types.js';
 import { resolve } from 'node:path';
@@ -92,6 +93,8 @@ function twoSpans(tracer: api.Tracer): void {
 }
 
 const resource = resourceFromAttributes({ 'service.name': 'micro' });
+/** The provider's default span limits, as model/telemetry/tracing.ts gives both recorders. */
+const LIMITS = { attributeCountLimit: 128, attributeValueLengthLimit: Infinity, eventCountLimit: 128, linkCountLimit: 128, attributePerEventCountLimit: 128, attributePerLinkCountLimit: 128 };
 const collected: sdk.ReadableSpan[] = [];
 const keep: sdk.SpanExporter = {
   export: (spans, done) => {
@@ -147,7 +150,14 @@ if (PARTS.includes('isolated')) {
     kept.push(server);
     if (kept.length > 4096) kept.length = 0;
   };
-  const work: [string, () => void][] = [['the SDK\'s two spans, batch processor', () => twoSpans(batch.getTracer('micro'))], ['two plain records', plain], ['nothing', () => undefined]];
+  const leanProcessor = new sdk.BatchSpanProcessor(keep, { maxExportBatchSize: 2048, maxQueueSize: 8192, scheduledDelayMillis: 5000 });
+  const lean = new LeanTracer({ resource, scope: { name: 'micro' }, sampler: new sdk.AlwaysOnSampler(), idGenerator: poolIdGenerator(), processor: leanProcessor, limits: LIMITS });
+  const work: [string, () => void][] = [
+    ['the SDK\'s two spans, batch processor', () => twoSpans(batch.getTracer('micro'))],
+    ['the lean tracer\'s two spans, batch processor', () => twoSpans(lean)],
+    ['two plain records', plain],
+    ['nothing', () => undefined],
+  ];
   for (const paceMs of [0, 2]) {
     for (const [label, run] of work) {
       for (let i = 0; i < 100_000; i++) {
@@ -166,6 +176,7 @@ if (PARTS.includes('isolated')) {
     }
   }
   await batch.shutdown();
+  await leanProcessor.shutdown();
 }
 
 if (PARTS.includes('encode')) {
