@@ -252,7 +252,9 @@ describe('the lean span recorder (model/telemetry/lean-span.ts) against the SDK\
     expectSame(sdkSide);
     expect(calls.lean).to.have.length(4);
     expect(calls.lean).to.deep.equal(calls.sdk);
-    const [server] = sdkSide.lean.ended;
+    // Decisions in turn: the server span RECORD (recorded, not sampled), its read RECORD_AND_SAMPLED, the write NOT_RECORD.
+    const server = sdkSide.lean.ended.find((span) => span.kind === api.SpanKind.SERVER)!;
+    expect(sdkSide.lean.ended.map((span) => span.name)).to.deep.equal(['read demo.Company', 'deliver demo.Company', 'GET /{dataset}/{schema}/{id}']);
     expect(server.attributes['sampler.says']).to.equal('hello');
     expect(server.spanContext().traceFlags).to.equal(api.TraceFlags.NONE);
     expect(server.spanContext().traceState?.serialize()).to.equal('sampler=1');

@@ -43,12 +43,14 @@ export class LeanTracer implements api.Tracer {
     if (options.root) context = api.trace.deleteSpan(context);
     if (isTracingSuppressed(context)) return api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
     const { sampler, idGenerator } = this.options;
-    const parent = api.trace.getSpan(context)?.spanContext();
+    const parentSpan = api.trace.getSpan(context);
+    const parent = parentSpan?.spanContext();
     const spanId = idGenerator.generateSpanId();
     let traceId: string;
     let traceState: api.TraceState | undefined;
     let validParent: api.SpanContext | undefined;
-    if (!parent || !api.trace.isSpanContextValid(parent)) traceId = idGenerator.generateTraceId();
+    // A lean span's ids are valid by construction (generated, or its valid parent's): no hex checks for it.
+    if (!parent || !(parentSpan instanceof LeanSpan || api.trace.isSpanContextValid(parent))) traceId = idGenerator.generateTraceId();
     else {
       traceId = parent.traceId;
       traceState = parent.traceState;
@@ -56,7 +58,7 @@ export class LeanTracer implements api.Tracer {
     }
     const kind = options.kind ?? api.SpanKind.INTERNAL;
     const links = options.links === undefined ? [] : options.links.map((link) => ({ context: link.context, attributes: sanitizeAttributes(link.attributes) }));
-    const attributes = sanitizeAttributes(options.attributes);
+    const attributes = options.attributes === undefined ? {} : sanitizeAttributes(options.attributes);
     const sampled = sampler.shouldSample(context, traceId, name, kind, attributes, links);
     traceState = sampled.traceState ?? traceState;
     const traceFlags = sampled.decision === api.SamplingDecision.RECORD_AND_SAMPLED ? api.TraceFlags.SAMPLED : api.TraceFlags.NONE;
@@ -88,9 +90,6 @@ export class LeanSpan implements api.Span, ReadableSpan {
   links: api.Link[] = [];
   events: TimedEvent[] = [];
   status: api.SpanStatus = UNSET;
-  startTime: api.HrTime;
-  endTime: api.HrTime = [0, 0];
-  duration: api.HrTime = [-1, -1];
   ended = false;
   droppedAttributesCount = 0;
   droppedEventsCount = 0;
@@ -100,9 +99,14 @@ export class LeanSpan implements api.Span, ReadableSpan {
   private attributeCount = 0;
   private readonly limits: Required<SpanLimits>;
   private readonly processor: SpanProcessor;
+  /** Epoch milliseconds at the start and performance.now() then and at the end: HrTimes are made from them when read (by the exporter, batched). */
+  private readonly startMs: number;
   private readonly performanceStart: number;
-  private readonly performanceOffset: number;
+  private performanceEnd = 0;
   private readonly startTimeProvided: boolean;
+  private start: api.HrTime | undefined;
+  private finish: api.HrTime | undefined;
+  private elapsed: api.HrTime | undefined;
 
   constructor(
     options: LeanTracerOptions,
@@ -113,15 +117,28 @@ export class LeanSpan implements api.Span, ReadableSpan {
     startTime: api.TimeInput | undefined,
   ) {
     // As SpanImpl: the start in epoch milliseconds, the end as the start plus performance.now()'s elapsed time.
-    const now = Date.now();
+    this.startMs = Date.now();
     this.performanceStart = performance.now();
-    this.performanceOffset = now - (this.performanceStart + performance.timeOrigin);
     this.startTimeProvided = startTime != null;
     this.resource = options.resource;
     this.instrumentationScope = options.scope;
     this.limits = options.limits;
     this.processor = options.processor;
-    this.startTime = this.timeOf(startTime ?? now);
+    if (startTime != null) this.start = this.timeOf(startTime);
+  }
+
+  get startTime(): api.HrTime {
+    return (this.start ??= millisToHrTime(this.startMs));
+  }
+
+  get endTime(): api.HrTime {
+    if (this.finish === undefined && this.performanceEnd > 0) this.finish = addHrTimes(this.startTime, millisToHrTime(this.performanceEnd - this.performanceStart));
+    return this.finish ?? [0, 0];
+  }
+
+  get duration(): api.HrTime {
+    if (this.elapsed === undefined && (this.finish !== undefined || this.performanceEnd > 0)) this.elapsed = hrTimeDuration(this.startTime, this.endTime);
+    return this.elapsed ?? [-1, -1];
   }
 
   spanContext(): api.SpanContext {
@@ -220,11 +237,15 @@ export class LeanSpan implements api.Span, ReadableSpan {
       api.diag.error(`${this.name} ${this.context.traceId}-${this.context.spanId} - You can only call end() on a span once.`);
       return;
     }
-    this.endTime = this.timeOf(endTime);
-    this.duration = hrTimeDuration(this.startTime, this.endTime);
-    if (this.duration[0] < 0) {
-      this.endTime = this.startTime.slice() as api.HrTime;
-      this.duration = [0, 0];
+    if (endTime === undefined && !this.startTimeProvided) this.performanceEnd = performance.now();
+    else {
+      // Times given: made now, and an end before the start is the start (as SpanImpl).
+      this.finish = this.timeOf(endTime);
+      this.elapsed = hrTimeDuration(this.startTime, this.finish);
+      if (this.elapsed[0] < 0) {
+        this.finish = this.startTime.slice() as api.HrTime;
+        this.elapsed = [0, 0];
+      }
     }
     this.processor.onEnding?.(this as unknown as Parameters<NonNullable<SpanProcessor['onEnding']>>[0]);
     this.ended = true;
@@ -255,7 +276,12 @@ export class LeanSpan implements api.Span, ReadableSpan {
 
   /** SpanImpl's `_getTime`: performance timestamps, epoch milliseconds, Dates, HrTimes; none: the start plus the elapsed time. */
   private timeOf(input: api.TimeInput | undefined): api.HrTime {
-    if (typeof input === 'number') return input <= performance.now() ? addHrTimes(millisToHrTime(performance.timeOrigin), millisToHrTime(input + this.performanceOffset)) : millisToHrTime(input);
+    if (typeof input === 'number') {
+      if (input > performance.now()) return millisToHrTime(input);
+      // A performance timestamp, corrected by the start's offset between the two clocks.
+      const offset = this.startMs - (this.performanceStart + performance.timeOrigin);
+      return addHrTimes(millisToHrTime(performance.timeOrigin), millisToHrTime(input + offset));
+    }
     if (input instanceof Date) return millisToHrTime(input.getTime());
     if (isTimeInputHrTime(input)) return input;
     if (this.startTimeProvided) return millisToHrTime(Date.now());
@@ -286,4 +312,36 @@ export class LeanSpan implements api.Span, ReadableSpan {
     }
     return [kept, dropped];
   }
+}
+
+/** The API's key of the current span in a context, read once through `trace.getSpan` (the API does not export it). */
+const SPAN_KEY: symbol = (() => {
+  let key: symbol | undefined;
+  api.trace.getSpan({ getValue: (k: symbol) => void (key = k), setValue: () => api.ROOT_CONTEXT, deleteValue: () => api.ROOT_CONTEXT });
+  return key!;
+})();
+
+/**
+ * `parent` with `span` as its current span, what `api.trace.setSpan` returns, without copying the
+ * parent's values into a new Map and making three closures (the API's BaseContext): one small
+ * object per request. Other keys are the parent's; a value set on it makes a BaseContext as usual.
+ */
+class SpanContextFrame implements api.Context {
+  constructor(
+    private readonly parent: api.Context,
+    private readonly span: api.Span,
+  ) {}
+  getValue(key: symbol): unknown {
+    return key === SPAN_KEY ? this.span : this.parent.getValue(key);
+  }
+  setValue(key: symbol, value: unknown): api.Context {
+    return this.parent.setValue(SPAN_KEY, this.span).setValue(key, value);
+  }
+  deleteValue(key: symbol): api.Context {
+    return key === SPAN_KEY ? this.parent.deleteValue(key) : this.parent.setValue(SPAN_KEY, this.span).deleteValue(key);
+  }
+}
+
+export function contextWithSpan(parent: api.Context, span: api.Span): api.Context {
+  return new SpanContextFrame(parent, span);
 }

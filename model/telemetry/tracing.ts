@@ -16,6 +16,8 @@ type Headers = Record<string, string | string[] | undefined>;
 interface Active {
   api: typeof Api;
   tracer: Api.Tracer;
+  /** `api.trace.setSpan`, in one small object (lean-span.ts). */
+  withSpan: (parent: Api.Context, span: Span) => Api.Context;
 }
 
 let active: Active | undefined;
@@ -103,7 +105,11 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
   api.trace.setGlobalTracerProvider(provider);
   // The provider's parts, recorded by lean spans (lean-span.ts) instead of the SDK's SpanImpl.
   const scope = { name: TRACER_NAME, version: undefined, schemaUrl: undefined };
-  active = { api, tracer: recorder === 'sdk' ? provider.getTracer(TRACER_NAME) : new lean.LeanTracer({ resource, scope, sampler, idGenerator, processor, limits: SPAN_LIMITS }) };
+  active = {
+    api,
+    tracer: recorder === 'sdk' ? provider.getTracer(TRACER_NAME) : new lean.LeanTracer({ resource, scope, sampler, idGenerator, processor, limits: SPAN_LIMITS }),
+    withSpan: recorder === 'sdk' ? api.trace.setSpan : lean.contextWithSpan,
+  };
   return {
     async stop() {
       active = undefined;
@@ -135,7 +141,7 @@ function withAttributes(span: Span, attributes: SpanAttributes | (() => SpanAttr
 export function withSpan<T>(span: Span | undefined, fn: () => T): T {
   if (!active || !span) return fn();
   const { api } = active;
-  return api.context.with(api.trace.setSpan(api.context.active(), span), fn);
+  return api.context.with(active.withSpan(api.context.active(), span), fn);
 }
 
 /** Ends a span; with an error (or an `error.type` text), its status is ERROR. */
@@ -173,12 +179,12 @@ export interface InSpanOptions {
  */
 export async function inSpan<T>(name: string, attributes: () => SpanAttributes, fn: () => Promise<T>, options: InSpanOptions = {}): Promise<T> {
   if (!active) return fn();
-  const { api, tracer } = active;
+  const { api, tracer, withSpan: contextWith } = active;
   const parent = api.context.active();
   if (options.childOnly && !api.trace.getSpan(parent)?.isRecording()) return fn();
   const span = withAttributes(tracer.startSpan(name, { kind: kindOf(api, options.kind), links: linksOf(api, options.links) }, parent), attributes);
   try {
-    const result = await (options.current === false ? fn() : api.context.with(api.trace.setSpan(parent, span), fn));
+    const result = await (options.current === false ? fn() : api.context.with(contextWith(parent, span), fn));
     span.end();
     return result;
   } catch (err) {
