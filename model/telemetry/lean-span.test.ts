@@ -22,7 +22,7 @@ import {
   type SpanLimits,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { LeanTracer } from './lean-span.js';
+import { LeanTracer, contextWithSpan } from './lean-span.js';
 import type { IdGenerator } from './ids.js';
 
 const DEFAULT_LIMITS: Required<SpanLimits> = { attributeCountLimit: 128, attributeValueLengthLimit: Infinity, eventCountLimit: 128, linkCountLimit: 128, attributePerEventCountLimit: 128, attributePerLinkCountLimit: 128 };
@@ -258,5 +258,27 @@ describe('the lean span recorder (model/telemetry/lean-span.ts) against the SDK\
     expect(server.attributes['sampler.says']).to.equal('hello');
     expect(server.spanContext().traceFlags).to.equal(api.TraceFlags.NONE);
     expect(server.spanContext().traceState?.serialize()).to.equal('sampler=1');
+  });
+
+  it('contextWithSpan is api.trace.setSpan in one object: the span current, the parent\'s other values kept, values set and deleted as on any context', () => {
+    const key = api.createContextKey('a value of the caller');
+    const other = api.createContextKey('another');
+    const parent = api.ROOT_CONTEXT.setValue(key, 'kept');
+    const { lean } = both(new AlwaysOnSampler(), DEFAULT_LIMITS, (tracer, made) => void made.push(tracer.startSpan('GET', { kind: api.SpanKind.SERVER }, parent)));
+    const span = lean.made[0];
+    const ours = contextWithSpan(parent, span);
+    const theirs = api.trace.setSpan(parent, span);
+    for (const context of [ours, theirs]) {
+      expect(api.trace.getSpan(context)).to.equal(span);
+      expect(context.getValue(key)).to.equal('kept');
+      const more = context.setValue(other, 1);
+      expect([api.trace.getSpan(more), more.getValue(key), more.getValue(other), context.getValue(other)]).to.deep.equal([span, 'kept', 1, undefined]);
+      const without = context.deleteValue(key);
+      expect([api.trace.getSpan(without), without.getValue(key)]).to.deep.equal([span, undefined]);
+      expect([api.trace.getSpan(api.trace.deleteSpan(context)), api.trace.deleteSpan(context).getValue(key)]).to.deep.equal([undefined, 'kept']);
+      const carrier: Record<string, string> = {};
+      w3c.inject(context, carrier, api.defaultTextMapSetter);
+      expect(carrier.traceparent).to.equal(`00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`);
+    }
   });
 });
