@@ -33,6 +33,8 @@ export interface LeanTracerOptions {
 }
 
 const UNSET: api.SpanStatus = Object.freeze({ code: api.SpanStatusCode.UNSET });
+const NO_LINKS: api.Link[] = Object.freeze([]) as unknown as api.Link[];
+const NO_ATTRIBUTES: api.Attributes = Object.freeze({});
 const hasOwn = Object.prototype.hasOwnProperty;
 
 /** The API's `Tracer`, deciding and filling spans exactly as the SDK's `Tracer.startSpan` does (minus its no-op span metrics). */
@@ -57,8 +59,9 @@ export class LeanTracer implements api.Tracer {
       validParent = parent;
     }
     const kind = options.kind ?? api.SpanKind.INTERNAL;
-    const links = options.links === undefined ? [] : options.links.map((link) => ({ context: link.context, attributes: sanitizeAttributes(link.attributes) }));
-    const attributes = options.attributes === undefined ? {} : sanitizeAttributes(options.attributes);
+    // None given (the data plane's spans but deliveries): the sampler sees shared empty ones (no sampler here writes to them).
+    const links = options.links === undefined ? NO_LINKS : options.links.map((link) => ({ context: link.context, attributes: sanitizeAttributes(link.attributes) }));
+    const attributes = options.attributes === undefined ? NO_ATTRIBUTES : sanitizeAttributes(options.attributes);
     const sampled = sampler.shouldSample(context, traceId, name, kind, attributes, links);
     traceState = sampled.traceState ?? traceState;
     const traceFlags = sampled.decision === api.SamplingDecision.RECORD_AND_SAMPLED ? api.TraceFlags.SAMPLED : api.TraceFlags.NONE;
@@ -67,7 +70,7 @@ export class LeanTracer implements api.Tracer {
     const span = new LeanSpan(this.options, spanContext, name, kind, validParent, options.startTime);
     for (const link of links) span.addLink(link);
     // The SDK merges the sampler's attributes into the options' and sets them once; none given, nothing to set.
-    if (options.attributes !== undefined || sampled.attributes !== undefined) span.setAttributes(sanitizeAttributes(Object.assign(attributes, sampled.attributes)));
+    if (options.attributes !== undefined || sampled.attributes !== undefined) span.setAttributes(sanitizeAttributes({ ...attributes, ...sampled.attributes }));
     this.options.processor.onStart(span as unknown as Parameters<SpanProcessor['onStart']>[0], context);
     return span;
   }
