@@ -3,7 +3,9 @@
  * `POST /v1/traces` in http/json or http/protobuf (decoded here from the wire format, by the field
  * numbers of opentelemetry/proto/trace/v1) and keeps every span, flattened.
  */
+import * as api from '@opentelemetry/api';
 import { createServer, type Server } from 'node:http';
+import type { Tracing } from '../../model/telemetry/tracing.js';
 import type { AddressInfo } from 'node:net';
 
 export interface ReceivedSpan {
@@ -193,4 +195,14 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Stops tracing started in the test's own process and clears the API's globals, so that the next test can start it anew. */
+export function stopped(tracing: Tracing): Promise<void> {
+  return tracing.stop().finally(() => {
+    api.trace.disable();
+    api.context.disable();
+    api.propagation.disable();
+    api.diag.disable();
+  });
 }

@@ -8,17 +8,16 @@
  * http/json (the SDK's exporter). The bodies are compared whole, ids and times normalised.
  */
 import { expect } from 'chai';
-import * as api from '@opentelemetry/api';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { currentTraceParent, startTracing, type TraceParent, type Tracing } from '../../model/telemetry/tracing.js';
+import { currentTraceParent, startTracing, type TraceParent } from '../../model/telemetry/tracing.js';
 import type { TracingConfig } from '../../model/settings/telemetry.js';
 import type { DatasetConfig } from '../../model/types.js';
 import type { LocationDriver, RecordChange } from '../src/engine/contract.js';
 import { nameRequestSpan, traceRequests } from '../src/telemetry/http.js';
 import { tracedDriver } from '../src/telemetry/store-spans.js';
 import { traceDelivery } from '../src/telemetry/delivery-spans.js';
-import { protobufFields, startOtlpReceiver } from '../test-support/otlp-receiver.js';
+import { protobufFields, startOtlpReceiver, stopped } from '../test-support/otlp-receiver.js';
 
 const REMOTE_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const REMOTE_SPAN = 'b7ad6b7169203331';
@@ -116,15 +115,6 @@ function timesInOrder(body: Buffer): boolean {
       }),
     ),
   );
-}
-
-function stopped(tracing: Tracing): Promise<void> {
-  return tracing.stop().finally(() => {
-    api.trace.disable();
-    api.context.disable();
-    api.propagation.disable();
-    api.diag.disable();
-  });
 }
 
 describe('lean spans export what the SDK\'s spans export (model/telemetry/lean-span.ts through the data plane\'s tracing)', function () {
