@@ -8,8 +8,9 @@
  * - `spans`: the SDK's span work for the read's two spans (start, attributes, name by route, end)
  *   with a processor that drops them, then with the batch processor (exports discarded);
  * - `isolated`: the same two spans timed call by call, back to back and each after an idle wait (a
- *   server's read at a fixed rate runs alone, its caches and predictors cold), beside two plain
- *   records (the least a recorder could do);
+ *   server's read at a fixed rate runs alone, its caches and predictors cold): the SDK's tracer,
+ *   the lean one the project uses (model/telemetry/lean-span.ts), and two plain records (the
+ *   least a recorder could do);
  * - `encode`: the OTLP encoding of those spans (the SDK's serializers, as its exporters call them,
  *   and this project's protobuf encoder, model/telemetry/otlp-encoder.ts);
  * - `read`: the project's own path (model/telemetry/tracing.ts through dataplane/src/telemetry:
