@@ -22,7 +22,7 @@ import {
   type SpanLimits,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { LeanSpan, LeanTracer, contextWithSpan } from './lean-span.js';
+import { LeanTracer, contextWithSpan } from './lean-span.js';
 import type { IdGenerator } from './ids.js';
 
 const DEFAULT_LIMITS: Required<SpanLimits> = { attributeCountLimit: 128, attributeValueLengthLimit: Infinity, eventCountLimit: 128, linkCountLimit: 128, attributePerEventCountLimit: 128, attributePerLinkCountLimit: 128 };
@@ -279,34 +279,6 @@ describe('the lean span recorder (model/telemetry/lean-span.ts) against the SDK\
       const carrier: Record<string, string> = {};
       w3c.inject(context, carrier, api.defaultTextMapSetter);
       expect(carrier.traceparent).to.equal(`00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`);
-    }
-  });
-
-  it('adoptAttributes (an object built for the span, taken whole when it may be) ends as setAttributes does, the SDK\'s rules kept', () => {
-    const inputs: api.Attributes[] = [
-      { 'http.request.method': 'GET', 'server.port': 8080, flag: true },
-      { a: 'short', b: 'longer than five', c: 1 },
-      { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 },
-      { a: 'x', gone: undefined, b: 2 },
-      { '': 'empty key', a: 1 },
-      { a: { not: 'a value' } as unknown as api.AttributeValue, b: 2 },
-      { list: ['abcdefgh', 'x'] },
-      Object.assign(Object.create({ inherited: 'no' }) as api.Attributes, { own: 'yes' }),
-    ];
-    for (const limits of [DEFAULT_LIMITS, TIGHT_LIMITS]) {
-      for (const attributes of inputs) {
-        const recorded = both(new AlwaysOnSampler(), limits, (tracer, made) => {
-          const span = tracer.startSpan('GET', { kind: api.SpanKind.SERVER }, api.ROOT_CONTEXT);
-          made.push(span);
-          // A fresh copy each time, with its prototype: the lean span takes the object as its own.
-          const built = Object.assign(Object.create(Object.getPrototypeOf(attributes)) as api.Attributes, attributes);
-          if (span instanceof LeanSpan) span.adoptAttributes(built);
-          else span.setAttributes(built);
-          span.setAttribute('later', 'one more');
-          span.end();
-        });
-        expectSame(recorded);
-      }
     }
   });
 });

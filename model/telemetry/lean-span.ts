@@ -174,29 +174,6 @@ export class LeanSpan implements api.Span, ReadableSpan {
     return this;
   }
 
-  /**
-   * A new span's first attributes, in an object built for it (the hooks of tracing.ts): taken as
-   * the span's own, not copied key by key, when every key is its own and not empty and every value
-   * a number, a boolean or a string within the value length limit, and they are within the count
-   * limit; otherwise (or once the span has attributes) set one by one as `setAttributes` does. The
-   * result is the same attributes either way.
-   */
-  adoptAttributes(attributes: api.Attributes): this {
-    if (this.attributeCount !== 0 || this.ended) return this.setAttributes(attributes);
-    const lengthLimit = this.limits.attributeValueLengthLimit;
-    let count = 0;
-    for (const key in attributes) {
-      const value = attributes[key];
-      const type = typeof value;
-      if (!hasOwn.call(attributes, key) || key.length === 0 || !(type === 'number' || type === 'boolean' || (type === 'string' && (value as string).length <= lengthLimit))) return this.setAttributes(attributes);
-      count++;
-    }
-    if (count > this.limits.attributeCountLimit) return this.setAttributes(attributes);
-    this.attributes = attributes;
-    this.attributeCount = count;
-    return this;
-  }
-
   addEvent(name: string, attributesOrTime?: api.Attributes | api.TimeInput, time?: api.TimeInput): this {
     if (this.endedWarn()) return this;
     const { eventCountLimit, attributePerEventCountLimit } = this.limits;

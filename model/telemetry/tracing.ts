@@ -18,8 +18,6 @@ interface Active {
   tracer: Api.Tracer;
   /** `api.trace.setSpan`, in one small object (lean-span.ts). */
   withSpan: (parent: Api.Context, span: Span) => Api.Context;
-  /** A new span's attributes, built for it: a lean span takes the object as its own once checked (lean-span.ts). */
-  setAttributes: (span: Span, attributes: SpanAttributes) => void;
 }
 
 let active: Active | undefined;
@@ -111,7 +109,6 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
     api,
     tracer: recorder === 'sdk' ? provider.getTracer(TRACER_NAME) : new lean.LeanTracer({ resource, scope, sampler, idGenerator, processor, limits: SPAN_LIMITS }),
     withSpan: recorder === 'sdk' ? api.trace.setSpan : lean.contextWithSpan,
-    setAttributes: (span, attributes) => void (span instanceof lean.LeanSpan ? span.adoptAttributes(attributes) : span.setAttributes(attributes)),
   };
   return {
     async stop() {
@@ -121,10 +118,7 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
   };
 }
 
-/**
- * A SERVER span continuing the caller's trace (W3C `traceparent`/`tracestate`); undefined when
- * tracing is off. `attributes` is built for this span: it becomes the span's own (not copied).
- */
+/** A SERVER span continuing the caller's trace (W3C `traceparent`/`tracestate`); undefined when tracing is off. */
 export function startServerSpan(headers: Headers, name: string, attributes: SpanAttributes): Span | undefined {
   if (!active) return undefined;
   const { api, tracer } = active;
@@ -139,7 +133,7 @@ export function startServerSpan(headers: Headers, name: string, attributes: Span
  * answer) and built for unsampled spans too; none of the samplers here reads them.
  */
 function withAttributes(span: Span, attributes: SpanAttributes | (() => SpanAttributes)): Span {
-  if (span.isRecording()) active!.setAttributes(span, typeof attributes === 'function' ? attributes() : attributes);
+  if (span.isRecording()) span.setAttributes(typeof attributes === 'function' ? attributes() : attributes);
   return span;
 }
 
