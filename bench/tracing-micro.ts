@@ -8,8 +8,9 @@
  * - `spans`: the SDK's span work for the read's two spans (start, attributes, name by route, end)
  *   with a processor that drops them, then with the batch processor (exports discarded);
  * - `isolated`: the same two spans timed call by call, back to back and each after an idle wait (a
- *   server's read at a fixed rate runs alone, its caches and predictors cold), beside two plain
- *   records (the least a recorder could do);
+ *   server's read at a fixed rate runs alone, its caches and predictors cold): the SDK's tracer,
+ *   the lean one the project uses (model/telemetry/lean-span.ts), and two plain records (the
+ *   least a recorder could do);
  * - `encode`: the OTLP encoding of those spans (the SDK's serializers, as its exporters call them,
  *   and this project's protobuf encoder, model/telemetry/otlp-encoder.ts);
  * - `read`: the project's own path (model/telemetry/tracing.ts through dataplane/src/telemetry:
@@ -28,6 +29,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { poolIdGenerator } from '../model/telemetry/ids.js';
 import { encodeTraceExportRequest } from '../model/telemetry/otlp-encoder.js';
+import { LeanTracer } from '../model/telemetry/lean-span.js';
 import type { LocationDriver } from '../dataplane/src/engine/contract.js';
 import type { DatasetConfig } from '../model/types.js';
 import { resolve } from 'node:path';
@@ -92,6 +94,8 @@ function twoSpans(tracer: api.Tracer): void {
 }
 
 const resource = resourceFromAttributes({ 'service.name': 'micro' });
+/** The provider's default span limits, as model/telemetry/tracing.ts gives both recorders. */
+const LIMITS = { attributeCountLimit: 128, attributeValueLengthLimit: Infinity, eventCountLimit: 128, linkCountLimit: 128, attributePerEventCountLimit: 128, attributePerLinkCountLimit: 128 };
 const collected: sdk.ReadableSpan[] = [];
 const keep: sdk.SpanExporter = {
   export: (spans, done) => {
@@ -147,7 +151,14 @@ if (PARTS.includes('isolated')) {
     kept.push(server);
     if (kept.length > 4096) kept.length = 0;
   };
-  const work: [string, () => void][] = [['the SDK\'s two spans, batch processor', () => twoSpans(batch.getTracer('micro'))], ['two plain records', plain], ['nothing', () => undefined]];
+  const leanProcessor = new sdk.BatchSpanProcessor(keep, { maxExportBatchSize: 2048, maxQueueSize: 8192, scheduledDelayMillis: 5000 });
+  const lean = new LeanTracer({ resource, scope: { name: 'micro' }, sampler: new sdk.AlwaysOnSampler(), idGenerator: poolIdGenerator(), processor: leanProcessor, limits: LIMITS });
+  const work: [string, () => void][] = [
+    ['the SDK\'s two spans, batch processor', () => twoSpans(batch.getTracer('micro'))],
+    ['the lean tracer\'s two spans, batch processor', () => twoSpans(lean)],
+    ['two plain records', plain],
+    ['nothing', () => undefined],
+  ];
   for (const paceMs of [0, 2]) {
     for (const [label, run] of work) {
       for (let i = 0; i < 100_000; i++) {
@@ -166,6 +177,7 @@ if (PARTS.includes('isolated')) {
     }
   }
   await batch.shutdown();
+  await leanProcessor.shutdown();
 }
 
 if (PARTS.includes('encode')) {

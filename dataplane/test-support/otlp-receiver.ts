@@ -3,7 +3,9 @@
  * `POST /v1/traces` in http/json or http/protobuf (decoded here from the wire format, by the field
  * numbers of opentelemetry/proto/trace/v1) and keeps every span, flattened.
  */
+import * as api from '@opentelemetry/api';
 import { createServer, type Server } from 'node:http';
+import type { Tracing } from '../../model/telemetry/tracing.js';
 import type { AddressInfo } from 'node:net';
 
 export interface ReceivedSpan {
@@ -25,6 +27,8 @@ export interface OtlpReceiver {
   spans: ReceivedSpan[];
   /** The content types of the exports received. */
   contentTypes: string[];
+  /** Each export request's body as received. */
+  bodies: Buffer[];
   /** Resolves once `match` holds for the spans received (polls; no wall-clock assertion). */
   waitFor(match: (spans: ReceivedSpan[]) => boolean, timeoutMs?: number): Promise<ReceivedSpan[]>;
   close(): Promise<void>;
@@ -32,7 +36,7 @@ export interface OtlpReceiver {
 
 // ---- protobuf wire format: just enough to read ExportTraceServiceRequest ----
 
-type Field = { no: number; wire: number; bytes?: Buffer; int?: bigint };
+export type Field = { no: number; wire: number; bytes?: Buffer; int?: bigint };
 
 function varint(buf: Buffer, at: number): [bigint, number] {
   let value = 0n;
@@ -45,7 +49,8 @@ function varint(buf: Buffer, at: number): [bigint, number] {
   }
 }
 
-function fields(buf: Buffer): Field[] {
+/** The fields of a protobuf message, in order (nested messages left as bytes). */
+export function protobufFields(buf: Buffer): Field[] {
   const out: Field[] = [];
   let at = 0;
   while (at < buf.length) {
@@ -72,11 +77,11 @@ function fields(buf: Buffer): Field[] {
   return out;
 }
 
-const all = (buf: Buffer, no: number) => fields(buf).filter((f) => f.no === no);
-const one = (buf: Buffer, no: number) => fields(buf).find((f) => f.no === no);
+const all = (buf: Buffer, no: number) => protobufFields(buf).filter((f) => f.no === no);
+const one = (buf: Buffer, no: number) => protobufFields(buf).find((f) => f.no === no);
 
 function anyValue(buf: Buffer): unknown {
-  const f = fields(buf)[0];
+  const f = protobufFields(buf)[0];
   if (!f) return undefined;
   if (f.no === 1) return f.bytes!.toString('utf8');
   if (f.no === 2) return f.int !== 0n;
@@ -153,6 +158,7 @@ function fromJson(body: Buffer): ReceivedSpan[] {
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const contentTypes: string[] = [];
+  const bodies: Buffer[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -160,6 +166,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     req.on('end', () => {
       const type = String(req.headers['content-type'] ?? '');
       contentTypes.push(type);
+      bodies.push(Buffer.concat(chunks));
       try {
         if (req.url !== '/v1/traces' || req.method !== 'POST') throw new Error(`unexpected ${req.method} ${req.url}`);
         spans.push(...(type.startsWith('application/json') ? fromJson(Buffer.concat(chunks)) : fromProtobuf(Buffer.concat(chunks))));
@@ -177,6 +184,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     endpoint,
     spans,
     contentTypes,
+    bodies,
     async waitFor(match, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       while (!match(spans)) {
@@ -187,4 +195,14 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Stops tracing started in the test's own process and clears the API's globals, so that the next test can start it anew. */
+export function stopped(tracing: Tracing): Promise<void> {
+  return tracing.stop().finally(() => {
+    api.trace.disable();
+    api.context.disable();
+    api.propagation.disable();
+    api.diag.disable();
+  });
 }

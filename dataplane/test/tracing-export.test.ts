@@ -8,9 +8,9 @@ import { expect } from 'chai';
 import * as api from '@opentelemetry/api';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { endSpan, inSpan, startServerSpan, startTracing, type Tracing } from '../../model/telemetry/tracing.js';
+import { endSpan, inSpan, startServerSpan, startTracing } from '../../model/telemetry/tracing.js';
 import type { TracingConfig } from '../../model/settings/telemetry.js';
-import { startOtlpReceiver } from '../test-support/otlp-receiver.js';
+import { startOtlpReceiver, stopped } from '../test-support/otlp-receiver.js';
 
 const config = (url: string): TracingConfig => ({ url, protocol: 'http/protobuf', serviceName: 'export-test', resourceAttributes: {}, sampler: 'always_on', ratio: 1, scheduleDelayMs: 600_000 });
 
@@ -27,16 +27,6 @@ async function tracedRead(headers: Record<string, string> = {}): Promise<void> {
 /** Polls until `holds` (no wall-clock assertion: the test's own timeout is the bound). */
 async function until(holds: () => boolean): Promise<void> {
   while (!holds()) await new Promise((done) => setTimeout(done, 20));
-}
-
-/** Each test starts tracing anew: the API's globals are cleared so that they can be registered again. */
-function stopped(tracing: Tracing): Promise<void> {
-  return tracing.stop().finally(() => {
-    api.trace.disable();
-    api.context.disable();
-    api.propagation.disable();
-    api.diag.disable();
-  });
 }
 
 describe('tracing export, http/protobuf (model/telemetry/tracing.ts in this process)', function () {

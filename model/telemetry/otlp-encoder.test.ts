@@ -56,6 +56,41 @@ function variedSpans(): ReadableSpan[] {
   });
 }
 
+/** The fields of a protobuf message (varints, fixed 32/64, length-delimited); throws where a length runs past the end. */
+function fields(buf: Buffer): { no: number; value?: number; bytes?: Buffer }[] {
+  const out: { no: number; value?: number; bytes?: Buffer }[] = [];
+  let at = 0;
+  const varint = () => {
+    let value = 0;
+    for (let shift = 0; ; shift += 7) {
+      const byte = buf[at++];
+      if (byte === undefined) throw new Error('truncated varint');
+      value += (byte & 0x7f) * 2 ** shift;
+      if (byte < 0x80) return value;
+    }
+  };
+  while (at < buf.length) {
+    const tag = varint();
+    const no = tag >>> 3;
+    const wire = tag & 7;
+    if (wire === 0) out.push({ no, value: varint() });
+    else if (wire === 1 || wire === 5) at += wire === 1 ? 8 : 4;
+    else if (wire === 2) {
+      const length = varint();
+      if (at + length > buf.length) throw new Error(`field ${no} runs past the end`);
+      out.push({ no, bytes: buf.subarray(at, (at += length)) });
+    } else throw new Error(`wire type ${wire}`);
+  }
+  if (at !== buf.length) throw new Error('a field runs past the end');
+  return out;
+}
+
+const only = (buf: Buffer, no: number): Buffer => {
+  const found = fields(buf).filter((f) => f.no === no);
+  expect(found).to.have.length(1);
+  return found[0].bytes!;
+};
+
 describe('OTLP/protobuf encoder (model/telemetry/otlp-encoder.ts)', () => {
   it('writes the bytes the SDK\'s ProtobufTraceSerializer writes, for spans of every shape', () => {
     const spans = variedSpans();
@@ -91,6 +126,20 @@ describe('OTLP/protobuf encoder (model/telemetry/otlp-encoder.ts)', () => {
     const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
     expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
     expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+  });
+
+  it('an id\'s length is the bytes written: an id that is not all hex still leaves a well-formed message', () => {
+    const [span] = recordedSpans(([tracer]) => tracer.startSpan('odd id', { kind: api.SpanKind.SERVER }).end());
+    const context = span.spanContext();
+    // Hex up to 'abcd', then characters Buffer.write('hex') stops at: two bytes, not eight.
+    const odd: ReadableSpan = Object.assign(Object.create(span) as ReadableSpan, { spanContext: () => ({ ...context, spanId: 'abcd' + 'zz'.repeat(6) }) });
+    const request = Buffer.from(encodeTraceExportRequest([odd]));
+    const spanMessage = only(only(only(request, 1), 2), 2);
+    const fieldsOfSpan = fields(spanMessage);
+    expect(fieldsOfSpan.find((f) => f.no === 1)?.bytes?.toString('hex')).to.equal(context.traceId);
+    expect(fieldsOfSpan.find((f) => f.no === 2)?.bytes?.toString('hex')).to.equal('abcd');
+    expect(fieldsOfSpan.find((f) => f.no === 5)?.bytes?.toString('utf8')).to.equal('odd id');
+    expect(fieldsOfSpan.find((f) => f.no === 6)?.value).to.equal(api.SpanKind.SERVER + 1);
   });
 
   it('an empty export is empty, as the SDK\'s', () => {

@@ -101,11 +101,14 @@ class Writer {
     this.pos += this.buffer.write(text, this.pos, length, 'utf8');
   }
 
+  /** Hex text as bytes, its length the bytes written (Buffer.write stops at the first character that is not hex). */
   hexBytes(hex: string): void {
-    const length = hex.length >>> 1;
-    this.varint(length);
-    this.ensure(length);
-    this.pos += this.buffer.write(hex, this.pos, length, 'hex');
+    const most = hex.length >>> 1;
+    const reserved = varintSize(most);
+    const at = this.start(reserved);
+    this.ensure(most);
+    this.pos += this.buffer.write(hex, this.pos, most, 'hex');
+    this.finish(at, reserved);
   }
 
   bytes(bytes: Uint8Array): void {

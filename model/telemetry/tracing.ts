@@ -16,6 +16,8 @@ type Headers = Record<string, string | string[] | undefined>;
 interface Active {
   api: typeof Api;
   tracer: Api.Tracer;
+  /** `api.trace.setSpan`, in one small object (lean-span.ts). */
+  withSpan: (parent: Api.Context, span: Span) => Api.Context;
 }
 
 let active: Active | undefined;
@@ -23,6 +25,19 @@ let active: Active | undefined;
 /** Spans per export request, and the most waiting to be exported (more are dropped, counted by the SDK). */
 const EXPORT_BATCH_SPANS = 2048;
 const QUEUED_SPANS = 8192;
+
+/** The instrumentation scope of every span. */
+const TRACER_NAME = 'data-access';
+
+/** The provider's span limits (the SDK's defaults, written out: the lean tracer applies the same). */
+const SPAN_LIMITS = {
+  attributeCountLimit: 128,
+  attributeValueLengthLimit: Infinity,
+  eventCountLimit: 128,
+  linkCountLimit: 128,
+  attributePerEventCountLimit: 128,
+  attributePerLinkCountLimit: 128,
+};
 
 /** True once `startTracing` ran: callers that would build attributes check it first. */
 export const tracingOn = (): boolean => active !== undefined;
@@ -32,15 +47,20 @@ export interface Tracing {
   stop(): Promise<void>;
 }
 
-/** Loads the SDK and starts exporting, as `config` says (settings/telemetry.ts). */
-export async function startTracing(config: TracingConfig, onExportError: (message: string) => void): Promise<Tracing> {
-  const [api, core, sdk, resources, contextHooks, ids] = await Promise.all([
+/**
+ * Loads the SDK and starts exporting, as `config` says (settings/telemetry.ts). Spans are recorded
+ * by lean-span.ts; `recorder: 'sdk'` records them with the SDK's own tracer instead (the test that
+ * proves both export the same spans, lean-span.test.ts).
+ */
+export async function startTracing(config: TracingConfig, onExportError: (message: string) => void, recorder: 'lean' | 'sdk' = 'lean'): Promise<Tracing> {
+  const [api, core, sdk, resources, contextHooks, ids, lean] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/core'),
     import('@opentelemetry/sdk-trace-base'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/context-async-hooks'),
     import('./ids.js'),
+    import('./lean-span.js'),
   ]);
   // http/protobuf: the SDK's transport with this project's encoder (otlp-encoder.ts, the same bytes
   // at a fraction of the CPU); http/json: the SDK's exporter as it is.
@@ -58,15 +78,13 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
     parentbased_traceidratio: ratio,
   }[config.sampler];
   const sampler = config.sampler.startsWith('parentbased_') ? new sdk.ParentBasedSampler({ root }) : root;
-  const provider = new sdk.BasicTracerProvider({
-    resource: resources.resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName }),
-    sampler,
-    // Ids cut from a pool of random bytes: the SDK's generator calls Math.random per 4 bytes, per id.
-    idGenerator: ids.poolIdGenerator(),
-    // Bigger batches than the SDK's 512: fewer export requests (each one an HTTP request and its
-    // encoding's fixed cost on the event loop) when every request is sampled. The queue stays bounded.
-    spanProcessors: [new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: EXPORT_BATCH_SPANS, maxQueueSize: QUEUED_SPANS })],
-  });
+  const resource = resources.resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName });
+  // Ids cut from a pool of random bytes: the SDK's generator calls Math.random per 4 bytes, per id.
+  const idGenerator = ids.poolIdGenerator();
+  // Bigger batches than the SDK's 512: fewer export requests (each one an HTTP request and its
+  // encoding's fixed cost on the event loop) when every request is sampled. The queue stays bounded.
+  const processor = new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: EXPORT_BATCH_SPANS, maxQueueSize: QUEUED_SPANS });
+  const provider = new sdk.BasicTracerProvider({ resource, sampler, idGenerator, spanLimits: SPAN_LIMITS, spanProcessors: [processor] });
   // An unreachable collector is reported, never thrown into a request.
   let reported = false;
   api.diag.setLogger(
@@ -85,7 +103,13 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
   api.context.setGlobalContextManager(new contextHooks.AsyncLocalStorageContextManager().enable());
   api.propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
   api.trace.setGlobalTracerProvider(provider);
-  active = { api, tracer: provider.getTracer('data-access') };
+  // The provider's parts, recorded by lean spans (lean-span.ts) instead of the SDK's SpanImpl.
+  const scope = { name: TRACER_NAME, version: undefined, schemaUrl: undefined };
+  active = {
+    api,
+    tracer: recorder === 'sdk' ? provider.getTracer(TRACER_NAME) : new lean.LeanTracer({ resource, scope, sampler, idGenerator, processor, limits: SPAN_LIMITS }),
+    withSpan: recorder === 'sdk' ? api.trace.setSpan : lean.contextWithSpan,
+  };
   return {
     async stop() {
       active = undefined;
@@ -117,7 +141,7 @@ function withAttributes(span: Span, attributes: SpanAttributes | (() => SpanAttr
 export function withSpan<T>(span: Span | undefined, fn: () => T): T {
   if (!active || !span) return fn();
   const { api } = active;
-  return api.context.with(api.trace.setSpan(api.context.active(), span), fn);
+  return api.context.with(active.withSpan(api.context.active(), span), fn);
 }
 
 /** Ends a span; with an error (or an `error.type` text), its status is ERROR. */
@@ -155,12 +179,12 @@ export interface InSpanOptions {
  */
 export async function inSpan<T>(name: string, attributes: () => SpanAttributes, fn: () => Promise<T>, options: InSpanOptions = {}): Promise<T> {
   if (!active) return fn();
-  const { api, tracer } = active;
+  const { api, tracer, withSpan: contextWith } = active;
   const parent = api.context.active();
   if (options.childOnly && !api.trace.getSpan(parent)?.isRecording()) return fn();
   const span = withAttributes(tracer.startSpan(name, { kind: kindOf(api, options.kind), links: linksOf(api, options.links) }, parent), attributes);
   try {
-    const result = await (options.current === false ? fn() : api.context.with(api.trace.setSpan(parent, span), fn));
+    const result = await (options.current === false ? fn() : api.context.with(contextWith(parent, span), fn));
     span.end();
     return result;
   } catch (err) {
