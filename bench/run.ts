@@ -306,11 +306,12 @@ async function main() {
     // batches, and each came out ~1.4× dearer than its twin (docs/performance.md, "A bias of place").
     const reads = targets.filter((t) => !WRITES.has(t.name));
     const writes = targets.filter((t) => WRITES.has(t.name));
-    const rotated = (group: Target[], round: number) => group.map((_, i) => group[(i + round) % group.length]);
+    const rotated = (group: Target[], round: number) => balancedOrder(group.length, round).map((i) => group[i]);
     const settler = new pg.Client({ connectionString: databaseUrl });
     await settler.connect();
     for (let round = 0; round < ROUNDS; round++) {
-      // Each round starts with another server of each group, so none is always measured first or last.
+      // Each round starts with another server of each group, so none is always measured first or
+      // last, nor always right after the same other one (balancedOrder).
       const order = [...rotated(reads, round), ...rotated(writes, round)];
       for (const [at, t] of order.entries()) {
         if (at === reads.length && writes.length) await settle(settler);
@@ -362,6 +363,19 @@ async function main() {
     await db.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The order of `n` targets in round `round`: a Williams design. Each target comes first once every
+ * n rounds and, for an even n, right after each other target once every n rounds (an odd n: over
+ * 2n rounds, every other block of n reversed). A plain rotation kept every target right after the
+ * same one in every round, and what that one left behind (a process's GC, PostgreSQL's work) was
+ * always charged to the same target.
+ */
+function balancedOrder(n: number, round: number): number[] {
+  const first = Array.from({ length: n }, (_, i) => (i === 0 ? 0 : i % 2 === 1 ? (i + 1) / 2 : n - i / 2));
+  const row = first.map((v) => (v + round) % n);
+  return n % 2 === 1 && Math.floor(round / n) % 2 === 1 ? row.reverse() : row;
 }
 
 main().catch((err) => {
