@@ -16,7 +16,7 @@ const config = (url: string): TracingConfig => ({ url, protocol: 'http/protobuf'
 
 /** A read's two spans, as the data plane makes them. */
 async function tracedRead(headers: Record<string, string> = {}): Promise<void> {
-  const server = startServerSpan(headers, 'GET /{dataset}/{schema}/{id}', { count: 2, attributes: () => ({ 'http.request.method': 'GET', 'server.port': 8080 }) })!;
+  const server = startServerSpan(headers, 'GET /{dataset}/{schema}/{id}', { 'http.request.method': 'GET', 'server.port': 8080 })!;
   await api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, server), () =>
     inSpan('read demo.Company', () => ({ 'db.system': 'postgresql', 'db.operation.name': 'read', 'db.collection.name': 'demo.Company' }), async () => 'row', { kind: 'client', childOnly: true, current: false }),
   );

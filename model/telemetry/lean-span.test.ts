@@ -22,7 +22,7 @@ import {
   type SpanLimits,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { LeanSpan, LeanTracer, contextWithSpan, type LaterAttributes } from './lean-span.js';
+import { LeanTracer, contextWithSpan } from './lean-span.js';
 import type { IdGenerator } from './ids.js';
 
 const DEFAULT_LIMITS: Required<SpanLimits> = { attributeCountLimit: 128, attributeValueLengthLimit: Infinity, eventCountLimit: 128, linkCountLimit: 128, attributePerEventCountLimit: 128, attributePerLinkCountLimit: 128 };
@@ -103,19 +103,12 @@ function expectSame(recorded: { sdk: Recorded; lean: Recorded }): void {
 const remote = (sampled: boolean, traceState?: string) =>
   api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: sampled ? 1 : 0, isRemote: true, traceState: traceState ? new TraceState(traceState) : undefined });
 
-/** As tracing.ts sets attributes made at export: a lean span's `setAttributesLater`, the SDK's span's at once. */
-function setLater(span: api.Span, attributes: () => api.Attributes, count: number): void {
-  const later: LaterAttributes = { count, attributes };
-  if (span instanceof LeanSpan) span.setAttributesLater(later);
-  else span.setAttributes(later.attributes());
-}
-
 /** The data plane's spans, as model/telemetry/tracing.ts makes them. */
 function dataPlaneSpans(tracer: api.Tracer, made: api.Span[], parent: api.Context): void {
   // A request's SERVER span, attributes set after start, named by route.
   const server = tracer.startSpan('GET', { kind: api.SpanKind.SERVER }, parent);
   made.push(server);
-  setLater(server, () => ({ 'http.request.method': 'GET', 'url.scheme': 'http', 'network.protocol.version': '1.1', 'server.address': 'iam.localhost', 'server.port': 8080 }), 8);
+  server.setAttributes({ 'http.request.method': 'GET', 'url.scheme': 'http', 'network.protocol.version': '1.1', 'server.address': 'iam.localhost', 'server.port': 8080 });
   server.updateName('GET /{dataset}/{schema}/{id}');
   server.setAttribute('http.route', '/{dataset}/{schema}/{id}');
   const inRequest = api.trace.setSpan(parent, server);
@@ -186,60 +179,6 @@ describe('the lean span recorder (model/telemetry/lean-span.ts) against the SDK\
     expect(span.attributes.long).to.equal('longe');
     expectSame(recorded);
     expectSame(both(new AlwaysOnSampler(), DEFAULT_LIMITS, everyCall));
-  });
-
-  it('attributes made at export (setAttributesLater) end as those set at once: first, overwritten and dropped by what is set after, within the limits, whenever read', () => {
-    const made = (tracer: api.Tracer, spans: api.Span[]) => {
-      // Read only by the exporter, after the end; the keys set since overwrite one of them and pass the count limit.
-      const first = tracer.startSpan('later, read at export', { kind: api.SpanKind.SERVER });
-      spans.push(first);
-      setLater(first, () => ({ method: 'GET', long: 'longer than five', dropped: null as unknown as string, '': 'empty key', port: 8080 }), 5);
-      first.setAttribute('method', 'POST');
-      first.setAttribute('route', '/r');
-      first.setAttribute('status', 200);
-      first.setAttribute('over', 'the limit');
-      first.end();
-      first.setAttribute('after', 'the end');
-      // More keys than the limit, the dropped count read before the attributes.
-      const many = tracer.startSpan('later, more than the limit');
-      spans.push(many);
-      setLater(many, () => ({ a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 }), 6);
-      many.setAttribute('a', 0);
-      many.end();
-      const untouched = tracer.startSpan('later, more than the limit, nothing set after');
-      spans.push(untouched);
-      setLater(untouched, () => ({ a: 1, b: 2, c: 3, d: 4, e: 5, f: 6 }), 6);
-      untouched.end();
-      // Read while the span runs (the attributes are made then), then set more.
-      const early = tracer.startSpan('later, read early');
-      spans.push(early);
-      setLater(early, () => ({ x: 'x', y: 'y' }), 2);
-      expect((early as unknown as ReadableSpan).attributes).to.deep.equal({ x: 'x', y: 'y' });
-      early.setAttribute('z', 'z');
-      early.end();
-      // Attributes given at start come first: the later ones are set at once after them.
-      const given = tracer.startSpan('later, after given ones', { attributes: { given: 'at start' } });
-      spans.push(given);
-      setLater(given, () => ({ given: 'later', other: 1 }), 2);
-      given.end();
-      // After the end: ignored, as setAttributes is.
-      const ended = tracer.startSpan('later, after the end');
-      spans.push(ended);
-      ended.end();
-      setLater(ended, () => ({ late: true }), 1);
-    };
-    for (const limits of [TIGHT_LIMITS, DEFAULT_LIMITS]) {
-      const recorded = both(new AlwaysOnSampler(), limits, made);
-      expect(recorded.lean.ended.map((span) => span.droppedAttributesCount)).to.deep.equal(recorded.sdk.ended.map((span) => span.droppedAttributesCount));
-      expectSame(recorded);
-      // The key order is what the exporters write: the same too.
-      expect(recorded.lean.ended.map((span) => Object.keys(span.attributes))).to.deep.equal(recorded.sdk.ended.map((span) => Object.keys(span.attributes)));
-    }
-    const tight = both(new AlwaysOnSampler(), TIGHT_LIMITS, made).lean.ended;
-    expect(tight[0].attributes).to.deep.equal({ method: 'POST', long: 'longe', port: 8080, route: '/r' });
-    expect(tight[0].droppedAttributesCount).to.equal(2);
-    expect(tight[1].droppedAttributesCount).to.equal(2);
-    expect(tight[2].droppedAttributesCount).to.equal(2);
   });
 
   it('the configured sampler decides: always_off, traceidratio, parentbased_* with a sampled and an unsampled remote parent', () => {

@@ -32,19 +32,8 @@ export interface LeanTracerOptions {
   limits: Required<SpanLimits>;
 }
 
-/**
- * Attributes a span makes when they are first read (`LeanSpan.setAttributesLater`): `attributes()`
- * returns at most `count` keys, made from small values the object holds (never a request or a
- * record: it lives until the span's export).
- */
-export interface LaterAttributes {
-  readonly count: number;
-  attributes(): api.Attributes;
-}
-
 const UNSET: api.SpanStatus = Object.freeze({ code: api.SpanStatusCode.UNSET });
 const NO_LINKS: api.Link[] = Object.freeze([]) as unknown as api.Link[];
-const NO_EVENTS: TimedEvent[] = Object.freeze([]) as unknown as TimedEvent[];
 const NO_ATTRIBUTES: api.Attributes = Object.freeze({});
 const hasOwn = Object.prototype.hasOwnProperty;
 
@@ -100,19 +89,19 @@ export class LeanTracer implements api.Tracer {
  * with `SpanImpl`'s rules (limits, truncation, ended checks, status precedence, times).
  */
 export class LeanSpan implements api.Span, ReadableSpan {
-  /** The shared empty arrays until a link or an event is added (few spans have any): two objects less per span while it waits to be exported. */
-  links: api.Link[] = NO_LINKS;
-  events: TimedEvent[] = NO_EVENTS;
+  attributes: api.Attributes = {};
+  links: api.Link[] = [];
+  events: TimedEvent[] = [];
   status: api.SpanStatus = UNSET;
   ended = false;
+  droppedAttributesCount = 0;
   droppedEventsCount = 0;
   droppedLinksCount = 0;
-  /** The attributes set so far (those of `setAttributesLater` not yet among them), their count, and how many the limit dropped. */
-  private own: api.Attributes = {};
+  readonly resource: Resource;
+  readonly instrumentationScope: InstrumentationScope;
   private attributeCount = 0;
-  private dropped = 0;
-  /** `setAttributesLater`'s attributes, made when first read. */
-  private later: LaterAttributes | undefined;
+  private readonly limits: Required<SpanLimits>;
+  private readonly processor: SpanProcessor;
   /** Epoch milliseconds at the start and performance.now() then and at the end: HrTimes are made from them when read (by the exporter, batched). */
   private readonly startMs: number;
   private readonly performanceStart: number;
@@ -123,8 +112,7 @@ export class LeanSpan implements api.Span, ReadableSpan {
   private elapsed: api.HrTime | undefined;
 
   constructor(
-    /** The tracer's resource, scope, limits and processor: one reference per span instead of four fields. */
-    private readonly options: LeanTracerOptions,
+    options: LeanTracerOptions,
     private readonly context: api.SpanContext,
     public name: string,
     readonly kind: api.SpanKind,
@@ -135,25 +123,11 @@ export class LeanSpan implements api.Span, ReadableSpan {
     this.startMs = Date.now();
     this.performanceStart = performance.now();
     this.startTimeProvided = startTime != null;
+    this.resource = options.resource;
+    this.instrumentationScope = options.scope;
+    this.limits = options.limits;
+    this.processor = options.processor;
     if (startTime != null) this.start = this.timeOf(startTime);
-  }
-
-  get resource(): Resource {
-    return this.options.resource;
-  }
-
-  get instrumentationScope(): InstrumentationScope {
-    return this.options.scope;
-  }
-
-  get attributes(): api.Attributes {
-    if (this.later !== undefined) this.addLater();
-    return this.own;
-  }
-
-  get droppedAttributesCount(): number {
-    if (this.later !== undefined) this.addLater();
-    return this.dropped;
   }
 
   get startTime(): api.HrTime {
@@ -176,9 +150,22 @@ export class LeanSpan implements api.Span, ReadableSpan {
 
   setAttribute(key: string, value: api.AttributeValue | undefined): this {
     if (value == null || this.endedWarn()) return this;
-    // Once the limit could be reached, the later attributes are added first: they came first.
-    if (this.later !== undefined && this.attributeCount + this.later.count >= this.options.limits.attributeCountLimit) this.addLater();
-    this.put(key, value);
+    if (key.length === 0) {
+      api.diag.warn(`Invalid attribute key: ${key}`);
+      return this;
+    }
+    const type = typeof value;
+    if (type !== 'string' && type !== 'number' && type !== 'boolean' && !isAttributeValue(value)) {
+      api.diag.warn(`Invalid attribute value set for key: ${key}`);
+      return this;
+    }
+    const isNewKey = !hasOwn.call(this.attributes, key);
+    if (isNewKey && this.attributeCount >= this.limits.attributeCountLimit) {
+      this.droppedAttributesCount++;
+      return this;
+    }
+    this.attributes[key] = this.truncated(value);
+    if (isNewKey) this.attributeCount++;
     return this;
   }
 
@@ -187,58 +174,14 @@ export class LeanSpan implements api.Span, ReadableSpan {
     return this;
   }
 
-  /**
-   * `setAttributes(later.attributes())`, made when first read: by the exporter, in its batch, off
-   * the request (where the same work costs a fraction: its code and data are hot). The result is
-   * the same: they come before every attribute set after them, within the same limits (set at once
-   * when some are set already: a sampler's).
-   */
-  setAttributesLater(later: LaterAttributes): this {
-    if (this.ended || this.later !== undefined || this.attributeCount > 0) return this.setAttributes(later.attributes());
-    this.later = later;
-    return this;
-  }
-
-  /** The later attributes, then those set since, set in that order (whether or not the span has ended). */
-  private addLater(): void {
-    const first = this.later!.attributes();
-    const since = this.own;
-    this.later = undefined;
-    this.own = {};
-    this.attributeCount = 0;
-    for (const key in first) if (hasOwn.call(first, key) && first[key] != null) this.put(key, first[key]!);
-    for (const key in since) if (hasOwn.call(since, key)) this.put(key, since[key]!);
-  }
-
-  /** `setAttribute` past its checks of the value's presence and of the span's end: SpanImpl's rules. */
-  private put(key: string, value: api.AttributeValue): void {
-    if (key.length === 0) {
-      api.diag.warn(`Invalid attribute key: ${key}`);
-      return;
-    }
-    const type = typeof value;
-    if (type !== 'string' && type !== 'number' && type !== 'boolean' && !isAttributeValue(value)) {
-      api.diag.warn(`Invalid attribute value set for key: ${key}`);
-      return;
-    }
-    const isNewKey = !hasOwn.call(this.own, key);
-    if (isNewKey && this.attributeCount >= this.options.limits.attributeCountLimit) {
-      this.dropped++;
-      return;
-    }
-    this.own[key] = this.truncated(value);
-    if (isNewKey) this.attributeCount++;
-  }
-
   addEvent(name: string, attributesOrTime?: api.Attributes | api.TimeInput, time?: api.TimeInput): this {
     if (this.endedWarn()) return this;
-    const { eventCountLimit, attributePerEventCountLimit } = this.options.limits;
+    const { eventCountLimit, attributePerEventCountLimit } = this.limits;
     if (eventCountLimit === 0) {
       api.diag.warn('No events allowed.');
       this.droppedEventsCount++;
       return this;
     }
-    if (this.events === NO_EVENTS) this.events = [];
     if (this.events.length >= eventCountLimit) {
       this.events.shift();
       this.droppedEventsCount++;
@@ -254,12 +197,11 @@ export class LeanSpan implements api.Span, ReadableSpan {
 
   addLink(link: api.Link): this {
     if (this.endedWarn()) return this;
-    const { linkCountLimit, attributePerLinkCountLimit } = this.options.limits;
+    const { linkCountLimit, attributePerLinkCountLimit } = this.limits;
     if (linkCountLimit === 0) {
       this.droppedLinksCount++;
       return this;
     }
-    if (this.links === NO_LINKS) this.links = [];
     if (this.links.length >= linkCountLimit) {
       this.links.shift();
       this.droppedLinksCount++;
@@ -308,9 +250,9 @@ export class LeanSpan implements api.Span, ReadableSpan {
         this.elapsed = [0, 0];
       }
     }
-    this.options.processor.onEnding?.(this as unknown as Parameters<NonNullable<SpanProcessor['onEnding']>>[0]);
+    this.processor.onEnding?.(this as unknown as Parameters<NonNullable<SpanProcessor['onEnding']>>[0]);
     this.ended = true;
-    this.options.processor.onEnd(this);
+    this.processor.onEnd(this);
   }
 
   isRecording(): boolean {
@@ -351,7 +293,7 @@ export class LeanSpan implements api.Span, ReadableSpan {
 
   /** Strings (and strings in arrays) cut to the provider's value length limit. */
   private truncated(value: api.AttributeValue): api.AttributeValue {
-    const limit = this.options.limits.attributeValueLengthLimit;
+    const limit = this.limits.attributeValueLengthLimit;
     if (limit === Infinity || limit <= 0) return value;
     if (typeof value === 'string') return value.length <= limit ? value : value.substring(0, limit);
     if (Array.isArray(value)) return value.map((item: unknown) => (typeof item === 'string' && item.length > limit ? item.substring(0, limit) : item)) as api.AttributeValue;

@@ -8,9 +8,6 @@
  */
 import type * as Api from '@opentelemetry/api';
 import type { TracingConfig } from '../settings/telemetry.js';
-import type { LaterAttributes } from './lean-span.js';
-
-export type { LaterAttributes };
 
 export type SpanAttributes = Api.Attributes;
 export type Span = Api.Span;
@@ -21,8 +18,6 @@ interface Active {
   tracer: Api.Tracer;
   /** `api.trace.setSpan`, in one small object (lean-span.ts). */
   withSpan: (parent: Api.Context, span: Span) => Api.Context;
-  /** A lean span's `setAttributesLater`; the SDK's spans get them at once. */
-  setLater: (span: Span, later: LaterAttributes) => void;
 }
 
 let active: Active | undefined;
@@ -114,7 +109,6 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
     api,
     tracer: recorder === 'sdk' ? provider.getTracer(TRACER_NAME) : new lean.LeanTracer({ resource, scope, sampler, idGenerator, processor, limits: SPAN_LIMITS }),
     withSpan: recorder === 'sdk' ? api.trace.setSpan : lean.contextWithSpan,
-    setLater: (span, later) => void (span instanceof lean.LeanSpan ? span.setAttributesLater(later) : span.setAttributes(later.attributes())),
   };
   return {
     async stop() {
@@ -124,15 +118,13 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
   };
 }
 
-/** A SERVER span continuing the caller's trace (W3C `traceparent`/`tracestate`), its attributes made at export; undefined when tracing is off. */
-export function startServerSpan(headers: Headers, name: string, attributes: LaterAttributes): Span | undefined {
+/** A SERVER span continuing the caller's trace (W3C `traceparent`/`tracestate`); undefined when tracing is off. */
+export function startServerSpan(headers: Headers, name: string, attributes: SpanAttributes): Span | undefined {
   if (!active) return undefined;
   const { api, tracer } = active;
   // Without a traceparent the W3C propagator extracts nothing (tracestate alone is ignored).
   const parent = headers.traceparent === undefined ? api.ROOT_CONTEXT : api.propagation.extract(api.ROOT_CONTEXT, headers);
-  const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER }, parent);
-  if (span.isRecording()) active.setLater(span, attributes);
-  return span;
+  return withAttributes(tracer.startSpan(name, { kind: api.SpanKind.SERVER }, parent), attributes);
 }
 
 /**
@@ -140,10 +132,8 @@ export function startServerSpan(headers: Headers, name: string, attributes: Late
  * `startSpan` they would be sanitised twice more (copied for the sampler, then merged with its
  * answer) and built for unsampled spans too; none of the samplers here reads them.
  */
-function withAttributes(span: Span, attributes: (() => SpanAttributes) | LaterAttributes): Span {
-  if (!span.isRecording()) return span;
-  if (typeof attributes === 'function') span.setAttributes(attributes());
-  else active!.setLater(span, attributes);
+function withAttributes(span: Span, attributes: SpanAttributes | (() => SpanAttributes)): Span {
+  if (span.isRecording()) span.setAttributes(typeof attributes === 'function' ? attributes() : attributes);
   return span;
 }
 
@@ -185,10 +175,9 @@ export interface InSpanOptions {
 
 /**
  * Runs `fn` in a child span of the current one (kind `internal` by default). `attributes` is a
- * function so that nothing is built when tracing is off or the span is not recorded, or
- * `LaterAttributes`, made only when the span is exported.
+ * function so that nothing is built when tracing is off or the span is not recorded.
  */
-export async function inSpan<T>(name: string, attributes: (() => SpanAttributes) | LaterAttributes, fn: () => Promise<T>, options: InSpanOptions = {}): Promise<T> {
+export async function inSpan<T>(name: string, attributes: () => SpanAttributes, fn: () => Promise<T>, options: InSpanOptions = {}): Promise<T> {
   if (!active) return fn();
   const { api, tracer, withSpan: contextWith } = active;
   const parent = api.context.active();

@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { endSpan, inSpan, startServerSpan, tracingOn, withSpan, type LaterAttributes, type Span, type SpanAttributes } from '../../../model/telemetry/tracing.js';
+import { endSpan, inSpan, startServerSpan, tracingOn, withSpan, type Span, type SpanAttributes } from '../../../model/telemetry/tracing.js';
 
 /**
  * A request's span, kept on the request under a symbol of this module: a property set, read and
@@ -58,43 +58,21 @@ function addHostAndPort(attributes: SpanAttributes, host: string | undefined): S
   return attributes;
 }
 
-/**
- * A request's semantic-convention attributes, kept as the few values they come from and made when
- * the span is exported (in its batch, off the request). Holds strings only, never the request.
- */
-class RequestAttributes implements LaterAttributes {
-  readonly count = 8;
-  constructor(
-    private readonly method: string,
-    private readonly version: string,
-    private readonly host: string | undefined,
-    private readonly route: string | undefined,
-    private readonly client: string | undefined,
-    private readonly agent: string | undefined,
-  ) {}
-
-  attributes(): SpanAttributes {
-    const attributes: SpanAttributes = { 'http.request.method': this.method, 'url.scheme': 'http', 'network.protocol.version': this.version };
-    addHostAndPort(attributes, this.host);
-    if (this.route) attributes['http.route'] = this.route;
-    if (this.client) attributes['client.address'] = this.client;
-    if (this.agent !== undefined) attributes['user_agent.original'] = this.agent;
-    return attributes;
-  }
-}
-
-/** Starts the span of a request (or upgrade); undefined when tracing is off. */
+/** Starts the span of a request (or upgrade); undefined when tracing is off. Attributes set one by one: no spreads per request. */
 export function startRequestSpan(req: IncomingMessage): Span | undefined {
   const method = req.method ?? 'GET';
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query < 0 ? url : url.slice(0, query);
   const literal = path.startsWith('/_admin') ? '/_admin' : LITERAL_PATHS.has(path) ? path : undefined;
+  const attributes: SpanAttributes = { 'http.request.method': method, 'url.scheme': 'http', 'network.protocol.version': req.httpVersion };
+  addHostAndPort(attributes, req.headers.host);
+  if (literal) attributes['http.route'] = literal;
+  const client = req.socket.remoteAddress;
+  if (client) attributes['client.address'] = client;
   const agent = req.headers['user-agent'];
-  // Cut now: the span keeps what it is given until its export.
-  const kept = typeof agent !== 'string' ? undefined : agent.length > 256 ? agent.slice(0, 256) : agent;
-  const later = new RequestAttributes(method, req.httpVersion, req.headers.host, literal, req.socket.remoteAddress, kept);
-  const span = startServerSpan(req.headers, literal ? `${method} ${literal}` : method, later);
+  if (typeof agent === 'string') attributes['user_agent.original'] = agent.length > 256 ? agent.slice(0, 256) : agent;
+  const span = startServerSpan(req.headers, literal ? `${method} ${literal}` : method, attributes);
   if (span) (req as Spanned)[SPAN] = span;
   return span;
 }

@@ -5,46 +5,27 @@
  */
 import type { DatasetConfig, LocationKind } from '../../../model/types.js';
 import type { BulkLoadStore, LocationDriver } from '../engine/contract.js';
-import { inSpan, type LaterAttributes, type SpanAttributes } from '../../../model/telemetry/tracing.js';
+import { inSpan, type SpanAttributes } from '../../../model/telemetry/tracing.js';
 
 const DB_SYSTEM: Record<LocationKind, string> = { postgres: 'postgresql', dynamodb: 'dynamodb', snowflake: 'snowflake', iceberg: 'snowflake' };
-
-/** A store call's attributes from the strings they come from: made when the span is exported, or at once for `extra`'s. */
-class StoreAttributes implements LaterAttributes {
-  readonly count = 4;
-  constructor(
-    private readonly kind: LocationKind,
-    private readonly operation: string,
-    private readonly dataset: string,
-    private readonly collection: string | undefined,
-  ) {}
-
-  attributes(): SpanAttributes {
-    const attributes: SpanAttributes = { 'db.system': DB_SYSTEM[this.kind], 'db.operation.name': this.operation, 'das.dataset': this.dataset };
-    if (this.collection) attributes['db.collection.name'] = this.collection;
-    return attributes;
-  }
-}
 
 /**
  * A store call's span: a child of the request's span only when that one is recorded (an unsampled
  * read builds nothing), unless `ownTrace` (bulk-load chunks, written by the background runner with
  * no request around them: each chunk starts a trace of its own then). Only writes run as the
  * current span (their change rows carry the write's trace context, change-log.ts); a read's span
- * is a leaf, so a read skips the context manager. Without `extra` (it reads the call's arguments:
- * records, ids) the attributes are made at export, off the request: this runs twice per traced read.
+ * is a leaf, so a read skips the context manager. Attributes are one object literal, no spreads: this
+ * runs twice per traced read.
  */
 function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined, fn: () => Promise<T>, extra?: (attributes: SpanAttributes) => void, ownTrace = false): Promise<T> {
-  const later = new StoreAttributes(kind, operation, dataset.id, collection);
   return inSpan(
     collection ? `${operation} ${collection}` : operation,
-    extra === undefined
-      ? later
-      : () => {
-          const attributes = later.attributes();
-          extra(attributes);
-          return attributes;
-        },
+    () => {
+      const attributes: SpanAttributes = { 'db.system': DB_SYSTEM[kind], 'db.operation.name': operation, 'das.dataset': dataset.id };
+      if (collection) attributes['db.collection.name'] = collection;
+      extra?.(attributes);
+      return attributes;
+    },
     fn,
     { kind: 'client', childOnly: !ownTrace, current: operation === 'write' || ownTrace },
   );
