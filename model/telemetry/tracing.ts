@@ -22,7 +22,8 @@ interface Active {
 
 let active: Active | undefined;
 
-/** The most spans waiting to be exported (more are dropped, counted by the SDK). */
+/** Spans per export request unless OTEL_BSP_MAX_EXPORT_BATCH_SIZE says, and the most waiting to be exported (more are dropped, counted by the SDK). */
+const EXPORT_BATCH_SPANS = 2048;
 const QUEUED_SPANS = 8192;
 
 /** The instrumentation scope of every span. */
@@ -80,10 +81,10 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
   const resource = resources.resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName });
   // Ids cut from a pool of random bytes: the SDK's generator calls Math.random per 4 bytes, per id.
   const idGenerator = ids.poolIdGenerator();
-  // Batches of OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512) spans: at 400 traced reads/s a batch of 2048
-  // kept every span queued ≈ 2.5 s, through a scavenge or two (copied, then promoted and marked);
-  // 512 (0.6 s) dies young for a few more export requests (docs/performance.md). The queue stays bounded.
-  const processor = new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: config.exportBatchSpans, maxQueueSize: QUEUED_SPANS });
+  // Bigger batches than the SDK's 512: fewer export requests (each one an HTTP request and its
+  // encoding's fixed cost on the event loop) when every request is sampled; spans queued longer
+  // were measured to cost no more collections (docs/performance.md). The queue stays bounded.
+  const processor = new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: config.exportBatchSpans ?? EXPORT_BATCH_SPANS, maxQueueSize: QUEUED_SPANS });
   const provider = new sdk.BasicTracerProvider({ resource, sampler, idGenerator, spanLimits: SPAN_LIMITS, spanProcessors: [processor] });
   // An unreachable collector is reported, never thrown into a request.
   let reported = false;
