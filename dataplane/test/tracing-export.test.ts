@@ -59,6 +59,19 @@ describe('tracing export, http/protobuf (model/telemetry/tracing.ts in this proc
     expect(servers.filter((s) => s.traceId === traceId && s.parentSpanId === 'cd'.repeat(8))).to.have.length(1);
   });
 
+  it('a full batch (OTEL_BSP_MAX_EXPORT_BATCH_SIZE spans) is sent at once, not after the export delay; the rest at the shutdown', async () => {
+    const receiver = await startOtlpReceiver();
+    const tracing = await startTracing({ ...config(`${receiver.endpoint}/v1/traces`), exportBatchSpans: 4 }, () => undefined);
+    await tracedRead();
+    await tracedRead();
+    // Four spans, a full batch: sent now, though the export delay is ten minutes.
+    await until(() => receiver.spans.length === 4);
+    await tracedRead();
+    await stopped(tracing);
+    await receiver.close();
+    expect(receiver.spans).to.have.length(6);
+  });
+
   it('an unreachable collector is reported once; making spans never throws', async () => {
     // A collector that takes each connection and drops it at once: every export fails.
     let connections = 0;

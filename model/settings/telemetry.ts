@@ -2,7 +2,7 @@
  * The OpenTelemetry SDK's standard variables, read by the data plane (both modes) and the operator.
  * Tracing is on only when an OTLP endpoint is set; unset, the SDK is never loaded (model/telemetry/).
  */
-import { checkedText, choice, text, type Reader } from './declare.js';
+import { checkedText, choice, optionalWholeNumber, text, type Reader } from './declare.js';
 
 const ALL: readonly Reader[] = ['dataplane', 'function-gateway', 'operator'];
 
@@ -28,6 +28,7 @@ export const TELEMETRY_SETTINGS = {
   OTEL_TRACES_SAMPLER: choice(OTEL_SAMPLERS, 'parentbased_always_on', { description: 'OpenTelemetry: which traces are recorded', readers: ALL }),
   OTEL_TRACES_SAMPLER_ARG: checkedText('a number from 0 to 1', isRatio, { shownDefault: '1', description: 'OpenTelemetry: the ratio of the `traceidratio` samplers', readers: ALL }),
   OTEL_BSP_SCHEDULE_DELAY: checkedText('a whole number of milliseconds', (raw) => /^\s*\d+\s*$/.test(raw), { shownDefault: '5000', description: 'OpenTelemetry: how long finished spans wait to be sent in one batch', readers: ALL }),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: optionalWholeNumber({ min: 1, max: 8192 }, { shownDefault: '2048', description: 'OpenTelemetry: the most spans sent in one export request (a full batch is sent at once, without waiting)', readers: ALL }),
 };
 
 /** What tracing needs, derived from the variables; undefined when no endpoint is set (tracing off). */
@@ -39,6 +40,8 @@ export interface TracingConfig {
   sampler: (typeof OTEL_SAMPLERS)[number];
   ratio: number;
   scheduleDelayMs: number;
+  /** Spans per export request (unset: 2048, tracing.ts). */
+  exportBatchSpans?: number;
 }
 
 type TelemetrySettings = { readonly [K in keyof typeof TELEMETRY_SETTINGS]: (typeof TELEMETRY_SETTINGS)[K]['fallback'] };
@@ -71,12 +74,13 @@ export function tracingConfigOf(s: TelemetrySettings, defaultServiceName: string
     sampler: s.OTEL_TRACES_SAMPLER,
     ratio: s.OTEL_TRACES_SAMPLER_ARG === undefined ? 1 : Number(s.OTEL_TRACES_SAMPLER_ARG),
     scheduleDelayMs: s.OTEL_BSP_SCHEDULE_DELAY === undefined ? 5000 : Number(s.OTEL_BSP_SCHEDULE_DELAY),
+    exportBatchSpans: s.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
   };
 }
 
 /** The variables the operator hands on to the workloads it renders (each workload names its own service). */
 export function workloadTelemetryEnv(s: TelemetrySettings): { name: string; value: string }[] {
-  const names = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_RESOURCE_ATTRIBUTES', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG', 'OTEL_BSP_SCHEDULE_DELAY'] as const;
+  const names = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_RESOURCE_ATTRIBUTES', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG', 'OTEL_BSP_SCHEDULE_DELAY', 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'] as const;
   if (!s.OTEL_EXPORTER_OTLP_ENDPOINT && !s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return [];
   return names.flatMap((name) => (s[name] === undefined ? [] : [{ name, value: String(s[name]) }]));
 }

@@ -30,6 +30,7 @@ describe('operator: configuration from the environment', () => {
       { name: 'OTEL_TRACES_SAMPLER_ARG', value: '0.5' },
     ]);
     expect(loadConfig({ OTEL_SERVICE_NAME: 'operator-x' }).render).not.to.have.property('telemetryEnv');
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '256' }).render.telemetryEnv).to.deep.include({ name: 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', value: '256' });
   });
 
   it('reads the chart\'s variables', () => {

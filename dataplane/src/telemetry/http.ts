@@ -89,8 +89,10 @@ export function traceRequests(handler: (req: IncomingMessage, res: ServerRespons
   return (req, res) => {
     const span = startRequestSpan(req);
     if (!span) return handler(req, res);
-    // One listener: a response emits 'close' after 'finish' too, and writableFinished says which it was.
-    res.once('close', () => finish(req, span, res.statusCode, res.writableFinished));
+    // One listener: a response emits 'close' after 'finish' too, and writableFinished says which it
+    // was. `on`, not `once`: 'close' comes once (and `finish` ends a span once), `once` would wrap
+    // the listener in a bound function and its state per request.
+    res.on('close', () => finish(req, span, res.statusCode, res.writableFinished));
     withSpan(span, () => handler(req, res));
   };
 }
