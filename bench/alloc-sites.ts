@@ -5,11 +5,12 @@
  * allocated per request in total and by allocating function (self), largest first.
  *
  * ALLOC_SECONDS (4), ALLOC_TOP (30), ALLOC_ROOT=<another checkout> profiles that checkout's data
- * plane instead, ALLOC_KINDS (get,post,graphql,bare), BENCH_LOG_LEVEL (info).
+ * plane instead, ALLOC_KINDS (get,post,graphql,bare), BENCH_LOG_LEVEL (info), ALLOC_SAVE=<dir> keeps
+ * each profile there (`<kind>.heapprofile`, for Chrome DevTools' Memory tab).
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
@@ -92,6 +93,7 @@ async function profile(child: ChildProcess, url: string, kind: string, out: stri
   child.kill('SIGUSR2');
   for (let i = 0; i < 100 && !existsSync(out); i++) await new Promise((r) => setTimeout(r, 100));
   await new Promise((r) => setTimeout(r, 300));
+  if (process.env.ALLOC_SAVE) copyFileSync(out, join(process.env.ALLOC_SAVE, `${kind}.heapprofile`));
   const head = JSON.parse(readFileSync(out, 'utf8')).head as ProfileNode;
   const { self, byOwn } = bySite(head);
   const total = [...self.values()].reduce((s, b) => s + b, 0);
