@@ -149,8 +149,13 @@ export class RecordEngine {
     present: (dataset, stored, expand, ctx) => this.present(dataset, stored, expand, undefined, ctx),
   };
 
-  async execute(dataset: DatasetConfig, action: StructuredAction, ctx?: StatementContext): Promise<EngineResult> {
-    if (action.kind === 'read') return { status: 200, body: await this.read(dataset, action, ctx) };
+  /** Never throws: a refusal is the promise's. A read is one `then` on its promise (no async frame). */
+  execute(dataset: DatasetConfig, action: StructuredAction, ctx?: StatementContext): Promise<EngineResult> {
+    if (action.kind === 'read') return this.read(dataset, action, ctx).then((body) => ({ status: 200, body }));
+    return this.executeOther(dataset, action, ctx);
+  }
+
+  private async executeOther(dataset: DatasetConfig, action: Exclude<StructuredAction, ReadAction>, ctx?: StatementContext): Promise<EngineResult> {
     if (action.kind === 'list') return { status: 200, body: await this.list(dataset, action, ctx) };
     if (action.kind === 'link') return { status: 200, body: await this.link(dataset, action, ctx) };
     if (action.kind === 'query') return { status: 200, body: await this.query(dataset, action, ctx) };

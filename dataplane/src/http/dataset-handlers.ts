@@ -15,8 +15,9 @@ import type { RouteName } from './routes.js';
 
 /** Every endpoint but the Swagger UI page, which app.ts serves before authentication (browser/serve.ts). */
 export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'>, Handler> {
-  // Not async: the read's own promise, answered in one `then` (no frame of its own). The front
-  // door answers a refusal thrown here as it answers a rejection.
+  // The read, the structured request and GraphQL are not async: the engine's promise, answered in
+  // one `then` (no frame of their own). The front door answers a refusal thrown here as it answers
+  // a rejection.
   const read: Handler = (x, d, { schema, id }) => {
     const query = x.query;
     for (const key in query) {
@@ -78,10 +79,7 @@ export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'
     sendJson(x.res, 200, await deps.engine.query(d.dataset, action, d.ctx, (f) => (f === 'schema' ? 'path:name' : `query:${f}`), (key) => `query:${key}`));
   };
 
-  const structured: Handler = async (x, d) => {
-    const result = await deps.engine.execute(d.dataset, parseStructuredRequest(x.body), d.ctx);
-    sendJson(x.res, result.status, result.body);
-  };
+  const structured: Handler = (x, d) => deps.engine.execute(d.dataset, parseStructuredRequest(x.body), d.ctx).then((result) => sendJson(x.res, result.status, result.body));
 
   const echo: Handler = async (x, d) => sendJson(x.res, 200, echoResponse(x, d.caller));
 
@@ -103,7 +101,7 @@ export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'
   };
 
   /** GraphQL queries and introspection (graphql/http.ts). */
-  const graphql: Handler = async (x, d) => sendJson(x.res, 200, await runGraphQLQuery(deps.engine, d.dataset, parseGraphQLRequest(x.body), d.ctx, deps.queryLimits));
+  const graphql: Handler = (x, d) => runGraphQLQuery(deps.engine, d.dataset, parseGraphQLRequest(x.body), d.ctx, deps.queryLimits).then((answer) => sendJson(x.res, 200, answer));
 
   return { structured, echo, openapi, rawQuery, namedQuery, graphql, list: page('list'), read, link: page('link') };
 }
