@@ -92,23 +92,26 @@ export class RecordEngine {
     return this.transactions;
   }
 
-  async read(dataset: DatasetConfig, action: Omit<ReadAction, 'kind'>, ctx?: StatementContext, path = '$.read'): Promise<ApiRecord> {
-    if (action.schema === TRANSACTION_SCHEMA) return (await this.transactionFront(dataset).read(dataset, action.id)) as ApiRecord;
-    // The error paths' field names are built only when they are needed (not on every read).
-    if (!schemaDefOf(dataset, action.schema)) this.schemaOf(dataset, action.schema, `${path}.schema`);
-    const expand = action.expand.length ? this.expandFields(dataset, action.schema, action.expand, `${path}.expand`) : NO_FIELDS;
-    const consistency = action.consistency ?? dataset.location.defaultConsistency;
-    const stored = await this.driver(dataset).read(dataset, { schema: action.schema, id: action.id, version: action.version, consistency }, ctx);
-    if (!stored) {
-      const what = action.version === undefined ? '' : ` at version ${action.version}`;
-      throw new ApiError(404, 'RECORD_NOT_FOUND', `no ${action.schema} record with id "${action.id}"${what}`);
+  /**
+   * Never throws: every refusal is the promise's. The common read (no expand, no projection) is one
+   * `then` on the driver's promise rather than an async frame of its own (a promise, a suspended
+   * frame and its resume closures per read).
+   */
+  read(dataset: DatasetConfig, action: Omit<ReadAction, 'kind'>, ctx?: StatementContext, path = '$.read'): Promise<ApiRecord> {
+    let expand: Field[];
+    let stored: Promise<StoredRecord | undefined>;
+    try {
+      if (action.schema === TRANSACTION_SCHEMA) return this.transactionFront(dataset).read(dataset, action.id) as Promise<ApiRecord>;
+      // The error paths' field names are built only when they are needed (not on every read).
+      if (!schemaDefOf(dataset, action.schema)) this.schemaOf(dataset, action.schema, `${path}.schema`);
+      expand = action.expand.length ? this.expandFields(dataset, action.schema, action.expand, `${path}.expand`) : NO_FIELDS;
+      const consistency = action.consistency ?? dataset.location.defaultConsistency;
+      stored = this.driver(dataset).read(dataset, { schema: action.schema, id: action.id, version: action.version, consistency }, ctx);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (stored.deleted) {
-      throw new ApiError(404, 'RECORD_NOT_FOUND', `${action.schema} record "${action.id}" was deleted at version ${stored.version}; earlier versions stay readable`);
-    }
-    if (!expand.length && !action.projection) return apiForm(stored); // the common read: no second round trip to wait for
-    const [record] = await this.present(dataset, [stored], expand, action.projection, ctx);
-    return record;
+    if (!expand.length && !action.projection) return stored.then((record) => apiForm(found(action, record))); // the common read: no second round trip to wait for
+    return stored.then(async (record) => (await this.present(dataset, [found(action, record)], expand, action.projection, ctx))[0]);
   }
 
   /** A page of a schema's records: `{items, nextToken?}` (lists.ts). */
@@ -146,8 +149,13 @@ export class RecordEngine {
     present: (dataset, stored, expand, ctx) => this.present(dataset, stored, expand, undefined, ctx),
   };
 
-  async execute(dataset: DatasetConfig, action: StructuredAction, ctx?: StatementContext): Promise<EngineResult> {
-    if (action.kind === 'read') return { status: 200, body: await this.read(dataset, action, ctx) };
+  /** Never throws: a refusal is the promise's. A read is one `then` on its promise (no async frame). */
+  execute(dataset: DatasetConfig, action: StructuredAction, ctx?: StatementContext): Promise<EngineResult> {
+    if (action.kind === 'read') return this.read(dataset, action, ctx).then((body) => ({ status: 200, body }));
+    return this.executeOther(dataset, action, ctx);
+  }
+
+  private async executeOther(dataset: DatasetConfig, action: Exclude<StructuredAction, ReadAction>, ctx?: StatementContext): Promise<EngineResult> {
     if (action.kind === 'list') return { status: 200, body: await this.list(dataset, action, ctx) };
     if (action.kind === 'link') return { status: 200, body: await this.link(dataset, action, ctx) };
     if (action.kind === 'query') return { status: 200, body: await this.query(dataset, action, ctx) };
@@ -328,6 +336,18 @@ const SYSTEM_PROPERTIES = ['id', 'version'] as const;
 
 /** A stored record as the API shows it: id and version, then the data. */
 const NO_FIELDS = Object.freeze([]) as unknown as Field[];
+
+/** The record a read found, or its 404: none with that id (at that version), or a deleted one. */
+function found(action: Omit<ReadAction, 'kind'>, stored: StoredRecord | undefined): StoredRecord {
+  if (!stored) {
+    const what = action.version === undefined ? '' : ` at version ${action.version}`;
+    throw new ApiError(404, 'RECORD_NOT_FOUND', `no ${action.schema} record with id "${action.id}"${what}`);
+  }
+  if (stored.deleted) {
+    throw new ApiError(404, 'RECORD_NOT_FOUND', `${action.schema} record "${action.id}" was deleted at version ${stored.version}; earlier versions stay readable`);
+  }
+  return stored;
+}
 
 function apiForm(stored: StoredRecord): ApiRecord {
   return { id: stored.id, version: stored.version, ...stored.data } as ApiRecord;

@@ -142,6 +142,8 @@ const CASES: Record<string, { blocks: Case[]; passes: Case[] }> = {
       header('user-agent', '${${upper:j}${upper:n}${upper:d}${upper:i}:dns://x}'),
       header('user-agent', "${${date:'j'}${date:'n'}${date:'d'}${date:'i'}:ldap://x}"),
       header('user-agent', '${j${k8s:k5:-ND}i${sd:k5:-:}ldap://x}'),
+      // Percent-encoded in a header: found in the value's decoding.
+      header('x-api-version', '%24%7Bjndi:ldap://x/a%7D'),
       { rawUrl: '/demo/demo.Person/%24%7Bjndi%3Aldap%3A%2F%2Fx%2Fa%7D' },
       { rawUrl: '/demo/demo.Person?q=%2524%257Bjndi:ldap://x%257D' },
       json({ create: { schema: 'demo.Person', data: { name: '${jndi:rmi://x/a}' } } }),
@@ -156,6 +158,8 @@ const CASES: Record<string, { blocks: Case[]; passes: Case[] }> = {
   'knownBadInputs.java-deserialization': {
     blocks: [
       header('cookie', 'session=rO0ABXNyABFqYXZhLnV0aWwuSGFzaE1hcA'),
+      // Only the decoding starts a token (`%20` before it is a space once decoded).
+      header('x-state', 'a%20rO0ABXNyABFqYXZhLnV0aWwuSGFzaE1hcA'),
       { rawUrl: '/demo/demo.Person?state=rO0ABXNyABFqYXZhLnV0aWwuSGFzaE1hcA' },
       json({ create: { schema: 'demo.Blob', data: { payload: 'rO0ABXNyABdqYXZhLnV0aWwuUHJpb3JpdHlRdWV1ZQ' } } }),
       json({ create: { schema: 'demo.Blob', data: { payload: 'ACED0005737200' } } }),

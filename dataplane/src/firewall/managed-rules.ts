@@ -71,8 +71,12 @@ export function lenientDecode(text: string, plusAsSpace = false): string {
   return spaced.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ''), 'hex').toString('utf8'));
 }
 
+/** The rounds of an empty text (a request without a query string): one shared list, only ever read. */
+const EMPTY_ROUNDS: string[] = Object.freeze(['']) as unknown as string[];
+
 /** The text, then each further decoding that changes it (at most DECODE_ROUNDS). */
 function decodingRounds(text: string, plusAsSpace: boolean): string[] {
+  if (text === '') return EMPTY_ROUNDS;
   const rounds = [text];
   let current = text;
   for (let i = 0; i < DECODE_ROUNDS; i++) {
@@ -101,7 +105,6 @@ export class InspectedRequest {
   private path?: string[];
   private query?: string[];
   private headers?: string[];
-  private headerValues?: string[];
   private body?: string[];
 
   constructor(readonly request: FirewallRequest) {
@@ -159,20 +162,22 @@ export class InspectedRequest {
   someUrlText(test: (text: string) => boolean): boolean {
     return this.pathRounds.some(test) || this.queryRounds.some(test);
   }
-  /** Header values, raw and (where they hold escapes) percent-decoded. */
-  get headerTexts(): string[] {
-    if (this.headerValues) return this.headerValues;
+  /**
+   * Whether `test` holds for a header value, raw or (where it holds escapes) percent-decoded. Read
+   * straight off `headerList`: no second list per request (values with a `%` are rare, and decoded
+   * again for each rule that asks).
+   */
+  someHeaderText(test: (text: string) => boolean): boolean {
     const list = this.headerList;
-    const texts: string[] = [];
     for (let i = 1; i < list.length; i += 2) {
       const value = list[i];
-      texts.push(value);
+      if (test(value)) return true;
       if (value.includes('%')) {
         const decoded = lenientDecode(value);
-        if (decoded !== value) texts.push(decoded);
+        if (decoded !== value && test(decoded)) return true;
       }
     }
-    return (this.headerValues = texts);
+    return false;
   }
 }
 
@@ -451,7 +456,7 @@ export function hasLog4jLookup(text: string): boolean {
 
 function checkLog4j(req: InspectedRequest): string | undefined {
   if (req.someUrlText(hasLog4jLookup)) return 'the URL contains a Log4j JNDI lookup (${jndi:...})';
-  if (req.headerTexts.some(hasLog4jLookup)) return 'a header contains a Log4j JNDI lookup (${jndi:...})';
+  if (req.someHeaderText(hasLog4jLookup)) return 'a header contains a Log4j JNDI lookup (${jndi:...})';
   return undefined;
 }
 
@@ -472,7 +477,7 @@ function hasJavaSerialized(text: string): boolean {
 
 function checkJavaDeserialization(req: InspectedRequest): string | undefined {
   if (req.someUrlText(hasJavaSerialized)) return 'the URL contains a serialized Java object';
-  if (req.headerTexts.some(hasJavaSerialized)) return 'a header contains a serialized Java object';
+  if (req.someHeaderText(hasJavaSerialized)) return 'a header contains a serialized Java object';
   return undefined;
 }
 

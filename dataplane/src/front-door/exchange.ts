@@ -1,9 +1,9 @@
 /** One request/response pair on the gateway path: request id, access log, lean JSON responses. */
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { GatewayRoute } from './gateway.js';
 import { writeAccessLog } from './access-log.js';
+import { newRequestId } from './request-id.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
@@ -58,7 +58,7 @@ export function beginExchange(logger: Logger, req: IncomingMessage, res: ServerR
   const x: LoggedExchange = {
     req,
     res,
-    id: typeof incoming === 'string' && UUID.test(incoming) ? incoming.toLowerCase() : randomUUID(),
+    id: typeof incoming === 'string' && UUID.test(incoming) ? incoming.toLowerCase() : newRequestId(),
     path: q < 0 ? url : url.slice(0, q),
     query: q < 0 ? NO_QUERY : parseQuery(url.slice(q + 1)),
     route: undefined,

@@ -5,7 +5,7 @@
  * the field, and a subscription over HTTP a 400 pointing at the WebSocket. Mutations write through
  * the record engine as REST does (mutation-schema.ts, operation.ts).
  */
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type ExecutionResult } from 'graphql';
 import { ApiError, badRequest } from '../engine/errors.js';
 import type { DatasetConfig } from '../../../model/types.js';
 import type { StatementContext } from '../engine/contract.js';
@@ -44,20 +44,26 @@ export function parseGraphQLRequest(body: unknown): GraphQLRequest {
 }
 
 /** Runs a query, a mutation (operation.ts) or introspection against the dataset's schema; an operation over a limit (limits.ts) is a 400 naming it. */
-export async function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConfig, request: GraphQLRequest, ctx?: StatementContext, limits: QueryLimits = DEFAULT_QUERY_LIMITS): Promise<Record<string, unknown>> {
-  const schema = datasetSchema(dataset);
-  const prepared = prepareOperation(schema, request.query, request.variables, limits, request.operationName);
-  if (prepared.errors) {
-    const limit = prepared.errors.find(isLimitError);
-    if (limit) throw badRequest(String(limit.extensions.code), limit.message, [{ path: '$.query', message: limit.message }]);
-    return { errors: prepared.errors.map((p) => p.toJSON()) };
+export function runGraphQLQuery(engine: RecordEngine, dataset: DatasetConfig, request: GraphQLRequest, ctx?: StatementContext, limits: QueryLimits = DEFAULT_QUERY_LIMITS): Promise<Record<string, unknown>> {
+  // Not async: the answer is one `then` on the execution's promise (no frame of its own); a refusal is the promise's.
+  try {
+    const schema = datasetSchema(dataset);
+    const prepared = prepareOperation(schema, request.query, request.variables, limits, request.operationName);
+    if (prepared.errors) {
+      const limit = prepared.errors.find(isLimitError);
+      if (limit) throw badRequest(String(limit.extensions.code), limit.message, [{ path: '$.query', message: limit.message }]);
+      return Promise.resolve({ errors: prepared.errors.map((p) => p.toJSON()) });
+    }
+    const document = prepared.document;
+    const operation = operationOf(document, request.operationName);
+    if (!operation) return Promise.resolve({ errors: [new GraphQLError(request.operationName ? `no operation named "${request.operationName}"` : 'name the operation to run (operationName)').toJSON()] });
+    if (operation.operation === 'subscription') {
+      throw new ApiError(400, 'SUBSCRIPTION_OVER_HTTP', 'subscriptions are served over WebSocket at this path (protocols graphql-transport-ws and graphql-ws)', [{ path: '$.query', message: 'a subscription' }]);
+    }
+    return executeOperation({ schema, document, variableValues: request.variables, operationName: request.operationName, contextValue: { engine, dataset, ctx } }).then(answerOf);
+  } catch (err) {
+    return Promise.reject(err);
   }
-  const document = prepared.document;
-  const operation = operationOf(document, request.operationName);
-  if (!operation) return { errors: [new GraphQLError(request.operationName ? `no operation named "${request.operationName}"` : 'name the operation to run (operationName)').toJSON()] };
-  if (operation.operation === 'subscription') {
-    throw new ApiError(400, 'SUBSCRIPTION_OVER_HTTP', 'subscriptions are served over WebSocket at this path (protocols graphql-transport-ws and graphql-ws)', [{ path: '$.query', message: 'a subscription' }]);
-  }
-  const result = await executeOperation({ schema, document, variableValues: request.variables, operationName: request.operationName, contextValue: { engine, dataset, ctx } });
-  return result.errors ? { errors: result.errors.map((e) => e.toJSON()), data: result.data ?? null } : { data: result.data ?? null };
 }
+
+const answerOf = (result: ExecutionResult): Record<string, unknown> => (result.errors ? { errors: result.errors.map((e) => e.toJSON()), data: result.data ?? null } : { data: result.data ?? null });

@@ -34,9 +34,22 @@ import { MAX_VARIABLE_ERRORS, operationOf } from './limits.js';
 import { coerceVariables } from './variables.js';
 import { compiledQueryFor, runCompiled } from './compiled.js';
 
-/** Runs the operation; a wrong-typed mutation argument met while executing carries REST's code and status (input-errors.ts). */
-export async function executeOperation(args: ExecutionArgs): Promise<ExecutionResult> {
-  const result = await executeWithBatch(args);
+/**
+ * Runs the operation; a wrong-typed mutation argument met while executing carries REST's code and
+ * status (input-errors.ts). Never throws: a failure is the promise's. Not async itself: one `then`
+ * on the execution's promise, no frame of its own.
+ */
+export function executeOperation(args: ExecutionArgs): Promise<ExecutionResult> {
+  let result: ExecutionResult | Promise<ExecutionResult>;
+  try {
+    result = executeWithBatch(args);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  return result instanceof Promise ? result.then((r) => withInputCodes(r, args)) : Promise.resolve(withInputCodes(result, args));
+}
+
+function withInputCodes(result: ExecutionResult, args: ExecutionArgs): ExecutionResult {
   return result.errors ? { ...result, errors: withRestInputCodes(result.errors, args.document, args.operationName) } : result;
 }
 

@@ -174,28 +174,39 @@ export function createRequestHandler(deps: AppDeps): (req: IncomingMessage, res:
     return serveAfter(x, handler, params, method, prepared);
   }
 
-  /** `serve`'s second half: waits for authentication if it had to, reads and checks a POST body, then runs the handler. */
-  async function serveAfter(x: Exchange, handler: Handler, params: Record<string, string>, method: string, prepared: DatasetRequest | Promise<DatasetRequest>): Promise<void> {
-    const d = prepared instanceof Promise ? await prepared : prepared;
-    if (method === 'POST') {
-      const raw = await readRawBody(x.req, bodyOptions);
-      if (raw.length === 0) throw badRequest('INVALID_BODY', 'the request needs a JSON body', [{ path: '$', message: 'empty body' }]);
-      x.rawBody = raw;
-      const { text, value } = decodeJsonBody(raw);
-      x.body = value;
-      // The body rules of the firewall read the raw bytes from the request, and the text decoded from them.
-      const req = x.req as IncomingMessage & { rawBody?: Buffer; rawBodyText?: string };
-      req.rawBody = raw;
-      req.rawBodyText = text;
-      if (deps.bodyFirewall) {
-        const passed = run(deps.bodyFirewall, x);
-        if (!(typeof passed === 'boolean' ? passed : await passed)) {
-          x.redactPath = true;
-          return;
-        }
+  /**
+   * `serve`'s second half: waits for authentication if it had to, reads and checks a POST body, then
+   * runs the handler. Each wait is one `then` (no async frame of its own per request); what it throws
+   * before the first wait, the front door answers as it answers a rejection.
+   */
+  function serveAfter(x: Exchange, handler: Handler, params: Record<string, string>, method: string, prepared: DatasetRequest | Promise<DatasetRequest>): Promise<void> {
+    if (prepared instanceof Promise) return prepared.then((d) => serveAuthenticated(x, handler, params, method, d));
+    return serveAuthenticated(x, handler, params, method, prepared);
+  }
+
+  function serveAuthenticated(x: Exchange, handler: Handler, params: Record<string, string>, method: string, d: DatasetRequest): Promise<void> {
+    if (method !== 'POST') return handler(x, d, params);
+    return readRawBody(x.req, bodyOptions).then((raw) => serveWithBody(x, handler, params, d, raw));
+  }
+
+  function serveWithBody(x: Exchange, handler: Handler, params: Record<string, string>, d: DatasetRequest, raw: Buffer): Promise<void> | undefined {
+    if (raw.length === 0) throw badRequest('INVALID_BODY', 'the request needs a JSON body', [{ path: '$', message: 'empty body' }]);
+    x.rawBody = raw;
+    const { text, value } = decodeJsonBody(raw);
+    x.body = value;
+    // The body rules of the firewall read the raw bytes from the request, and the text decoded from them.
+    const req = x.req as IncomingMessage & { rawBody?: Buffer; rawBodyText?: string };
+    req.rawBody = raw;
+    req.rawBodyText = text;
+    if (deps.bodyFirewall) {
+      const passed = run(deps.bodyFirewall, x);
+      if (passed instanceof Promise) return passed.then((ok) => (ok ? handler(x, d, params) : void (x.redactPath = true)));
+      if (!passed) {
+        x.redactPath = true;
+        return undefined;
       }
     }
-    await handler(x, d, params);
+    return handler(x, d, params);
   }
 
   /** `/_admin/…`: admin principals on the iam gateway (checked before the body is read). */

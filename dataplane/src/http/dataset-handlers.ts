@@ -15,7 +15,10 @@ import type { RouteName } from './routes.js';
 
 /** Every endpoint but the Swagger UI page, which app.ts serves before authentication (browser/serve.ts). */
 export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'>, Handler> {
-  const read: Handler = async (x, d, { schema, id }) => {
+  // The read, the structured request and GraphQL are not async: the engine's promise, answered in
+  // one `then` (no frame of their own). The front door answers a refusal thrown here as it answers
+  // a rejection.
+  const read: Handler = (x, d, { schema, id }) => {
     const query = x.query;
     for (const key in query) {
       if (key !== 'expand' && key !== 'version' && key !== 'projection' && key !== 'consistency') {
@@ -30,20 +33,15 @@ export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'
         throw badRequest('INVALID_PARAMETER', `"version" must be a positive integer of at most ${MAX_VERSION}`, [{ path: 'query:version', message: 'not a positive integer' }]);
       }
     }
-    const record = await deps.engine.read(
-      d.dataset,
-      {
-        schema,
-        id,
-        version,
-        expand: nameList(query.expand, 'query:expand', 'expand'),
-        projection: query.projection === undefined ? undefined : nameList(query.projection, 'query:projection', 'projection'),
-        consistency: parseConsistency(query.consistency, 'query:consistency'),
-      },
-      d.ctx,
-      'query',
-    );
-    sendJson(x.res, 200, record);
+    const action = {
+      schema,
+      id,
+      version,
+      expand: nameList(query.expand, 'query:expand', 'expand'),
+      projection: query.projection === undefined ? undefined : nameList(query.projection, 'query:projection', 'projection'),
+      consistency: parseConsistency(query.consistency, 'query:consistency'),
+    };
+    return deps.engine.read(d.dataset, action, d.ctx, 'query').then((record) => sendJson(x.res, 200, record));
   };
 
   /** GET list and link pages: filter, sort, limit, nextToken and expand as query parameters. */
@@ -81,10 +79,7 @@ export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'
     sendJson(x.res, 200, await deps.engine.query(d.dataset, action, d.ctx, (f) => (f === 'schema' ? 'path:name' : `query:${f}`), (key) => `query:${key}`));
   };
 
-  const structured: Handler = async (x, d) => {
-    const result = await deps.engine.execute(d.dataset, parseStructuredRequest(x.body), d.ctx);
-    sendJson(x.res, result.status, result.body);
-  };
+  const structured: Handler = (x, d) => deps.engine.execute(d.dataset, parseStructuredRequest(x.body), d.ctx).then((result) => sendJson(x.res, result.status, result.body));
 
   const echo: Handler = async (x, d) => sendJson(x.res, 200, echoResponse(x, d.caller));
 
@@ -106,7 +101,7 @@ export function datasetHandlers(deps: AppDeps): Record<Exclude<RouteName, 'docs'
   };
 
   /** GraphQL queries and introspection (graphql/http.ts). */
-  const graphql: Handler = async (x, d) => sendJson(x.res, 200, await runGraphQLQuery(deps.engine, d.dataset, parseGraphQLRequest(x.body), d.ctx, deps.queryLimits));
+  const graphql: Handler = (x, d) => runGraphQLQuery(deps.engine, d.dataset, parseGraphQLRequest(x.body), d.ctx, deps.queryLimits).then((answer) => sendJson(x.res, 200, answer));
 
   return { structured, echo, openapi, rawQuery, namedQuery, graphql, list: page('list'), read, link: page('link') };
 }

@@ -244,24 +244,39 @@ export class PostgresDriver implements LocationDriver {
     return dropped;
   }
 
-  async read(dataset: DatasetConfig, { schema, id, version }: RecordKey, ctx?: StatementContext): Promise<StoredRecord | undefined> {
-    const layout = this.layout(dataset, schema);
+  /**
+   * Never throws: every failure is the promise's. The read is one `then` on the statement's
+   * promise, not an async frame of its own (a promise, a suspended frame and its closures per read).
+   */
+  read(dataset: DatasetConfig, { schema, id, version }: RecordKey, ctx?: StatementContext): Promise<StoredRecord | undefined> {
+    let layout: TableLayout;
+    let rows: Promise<unknown[][]>;
+    try {
+      layout = this.layout(dataset, schema);
+      rows = this.selectById(dataset, layout, id, version, ctx);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return rows.then(
+      (found) => recordOf(layout, found[0], version),
+      (err: unknown) => {
+        throw requestFailure(err);
+      },
+    );
+  }
+
+  /** The row(s) of a read by id; what the store refuses at once is already a request failure. */
+  private selectById(dataset: DatasetConfig, layout: TableLayout, id: string, version: number | undefined, ctx: StatementContext | undefined): Promise<unknown[][]> {
     const { statement, values } = selectByIdSql(layout, id, version);
     const comment = tagComment(ctx);
-    let rows: unknown[][];
     try {
       // Untagged (the common read): the prepared statement, its columns known from the layout.
-      rows = comment
-        ? (await this.runWithComment(this.pool(dataset), { text: statement.text, values }, comment, ctx!)).rows
-        : await PreparedRead.run(this.pool(dataset), statement, values);
+      return comment
+        ? this.runWithComment(this.pool(dataset), { text: statement.text, values }, comment, ctx!).then((result) => result.rows)
+        : PreparedRead.run(this.pool(dataset), statement, values);
     } catch (err) {
       throw requestFailure(err);
     }
-    const row = rows[0];
-    if (!row) return undefined;
-    // A version read may meet a delete's tombstone (sql.ts deleteSql): reported, never shown as data.
-    if (version !== undefined && row[DELETED_AT_INDEX(layout)] != null) return { ...toRecord(layout, row), deleted: true };
-    return toRecord(layout, row);
   }
 
   async readMany(dataset: DatasetConfig, schema: string, ids: string[], ctx?: StatementContext): Promise<StoredRecord[]> {
@@ -431,6 +446,13 @@ const CHANGE_OP = { create: 'CREATE', update: 'UPDATE', delete: 'DELETE' } as co
 function requestFailure(err: unknown): unknown {
   if (err instanceof SecretNotMountedError) return new StoreError({ kind: 'unavailable', detail: err.message });
   return outageOf(err) ?? err;
+}
+
+/** A read's row as a record: none, a version's tombstone (sql.ts deleteSql: reported, never shown as data), or the record. */
+function recordOf(layout: TableLayout, row: unknown[] | undefined, version: number | undefined): StoredRecord | undefined {
+  if (!row) return undefined;
+  if (version !== undefined && row[DELETED_AT_INDEX(layout)] != null) return { ...toRecord(layout, row), deleted: true };
+  return toRecord(layout, row);
 }
 
 /** A row (every statement returns the layout's columns, in order) as a stored record. */
