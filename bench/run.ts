@@ -212,6 +212,7 @@ async function seed(databaseUrl: string): Promise<void> {
 }
 
 async function main() {
+  const sink = TRACED ? await startOtlpSink() : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'das-bench-'));
   chmodSync(dir, 0o755);
   const db = await startEmbeddedPostgres({ dir });
@@ -219,7 +220,6 @@ async function main() {
   const databaseUrl = db.urlFor('bench');
   const targets: Target[] = [];
   const children: ChildProcess[] = [];
-  const sink = TRACED ? await startOtlpSink() : undefined;
   try {
     // The records are written by a data plane of their own, stopped before the measured ones start:
     // every data plane measured then starts as alike as the bare handlers (none has served ten
