@@ -10,7 +10,12 @@
  *   with hand-written code on pg; the second isolates the cost of the data plane's own layers
  *   (gateway, auth, firewall, engine, access log). Platformatic DB 2 (installed on demand outside
  *   the repository, see bench/peers/platformatic.ts) shows where the data plane stands against a
- *   product of its kind.
+ *   product of its kind. BENCH_TRACED=1 adds `data plane, traced`: a second data plane of this
+ *   checkout started as the first (same environment, same database) plus OpenTelemetry exporting
+ *   every trace (OTEL_TRACES_SAMPLER=always_on, OTLP over http/protobuf) to a sink in this process
+ *   (bench/otlp-sink.ts, which counts the exports and does not decode them); its ratio to the
+ *   untraced data plane is what tracing costs per read at full load (issue 32). The run fails if
+ *   the sink received no export.
  * - `graphql`: the same read as a GraphQL query by id over HTTP (POST /demo/graphql, the id as a
  *   variable), against the REST read of the same run; and against REST's `read` action sent as a
  *   POST body (`POST /demo`), which splits GraphQL's cost into the POST path's (body, its firewall
@@ -47,6 +52,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js';
 import { call } from '../dataplane/test-support/http.js';
+import { startOtlpSink } from './otlp-sink.js';
 import { ensurePlatformatic } from './peers/platformatic.js';
 import { allocatedBetween, cpuMs, HEADERS, median, start, waitFor } from './support.js';
 
@@ -61,6 +67,8 @@ const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'read,graphql,create,b
 const SEED_BATCH = 1000;
 /** BENCH_BASELINE_DIR=<checkout>: that checkout's data plane too, on the same database, side by side in every round (a before/after of a change). */
 const BASELINE = process.env.BENCH_BASELINE_DIR;
+/** BENCH_TRACED=1: a traced data plane beside the untraced one in scenario `read`. */
+const TRACED = process.env.BENCH_TRACED === '1' && SCENARIOS.has('read');
 const BATCH_SIZE = 10;
 /** The pause after each round's writes (and the checkpoint), before the next round's reads. */
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1500);
@@ -68,6 +76,7 @@ const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1500);
 const NAMES = {
   read: 'data plane',
   baseline: 'data plane (baseline)',
+  traced: 'data plane, traced',
   pgQuery: 'bare node:http + pg',
   sameRead: 'bare, same read as driver',
   platformatic: 'Platformatic DB 2',
@@ -89,6 +98,7 @@ const COMPARISONS: { subject: string; floor: string; scenario: string }[] = [
   { subject: NAMES.read, floor: NAMES.sameRead, scenario: 'read' },
   { subject: NAMES.read, floor: NAMES.platformatic, scenario: 'read' },
   { subject: NAMES.read, floor: NAMES.baseline, scenario: 'read' },
+  { subject: NAMES.traced, floor: NAMES.read, scenario: 'read' },
   { subject: NAMES.baseline, floor: NAMES.pgQuery, scenario: 'read' },
   { subject: NAMES.baseline, floor: NAMES.sameRead, scenario: 'read' },
   { subject: NAMES.graphql, floor: NAMES.read, scenario: 'graphql' },
@@ -202,6 +212,7 @@ async function seed(databaseUrl: string): Promise<void> {
 }
 
 async function main() {
+  const sink = TRACED ? await startOtlpSink() : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'das-bench-'));
   chmodSync(dir, 0o755);
   const db = await startEmbeddedPostgres({ dir });
@@ -215,7 +226,8 @@ async function main() {
     // batches of a thousand creates the others have not).
     await seed(databaseUrl);
     const dpPort = await freePort();
-    const dp = start('dataplane/src/main.ts', { DATABASE_URL: databaseUrl, PORT: String(dpPort), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' });
+    const dpEnv = { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' };
+    const dp = start('dataplane/src/main.ts', { DATABASE_URL: databaseUrl, PORT: String(dpPort), ...dpEnv });
     children.push(dp);
     const dpUrl = `http://127.0.0.1:${dpPort}`;
     await waitFor(dpUrl, '/readyz', dp);
@@ -249,6 +261,10 @@ async function main() {
       // leaves only the cost of everything the data plane does besides the database round trip.
       add(NAMES.pgQuery, 'bench/bare-server.ts', { BARE_READ: 'pg' }, read, recordPath(1));
       add(NAMES.sameRead, 'bench/bare-server.ts', { BARE_READ: 'prepared' }, read, recordPath(1));
+      if (sink) {
+        const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint, OTEL_TRACES_SAMPLER: 'always_on' };
+        add(NAMES.traced, 'dataplane/src/main.ts', { ...dpEnv, ...tracing }, read, '/readyz', { label: 'traced-main.ts' });
+      }
       const platformatic = ensurePlatformatic((line) => console.log(line));
       if (platformatic) {
         add(NAMES.platformatic, 'bench/platformatic-server.ts', { PLATFORMATIC_DIR: platformatic }, (n) => ({ path: `/demoDemoPerson/p${n % RECORDS}` }), '/demoDemoPerson/p1');
@@ -353,14 +369,20 @@ async function main() {
       if (s.cpuUs.length === ROUNDS && f.cpuUs.length === ROUNDS) {
         const cpuRatios = s.cpuUs.map((us, i) => us / f.cpuUs[i]);
         ratios[key].cpu = cpuRatios;
-        console.log(`  server CPU per request, per round: ${cpuRatios.map((r) => r.toFixed(2)).join(' ')}  (median ${median(cpuRatios).toFixed(2)})`);
+        console.log(`  server CPU per request, per round: ${cpuRatios.map((r) => r.toFixed(2)).join(' ')}  (median ${median(cpuRatios).toFixed(2)}, range ${Math.min(...cpuRatios).toFixed(2)}–${Math.max(...cpuRatios).toFixed(2)})`);
       }
+    }
+    if (sink) {
+      // A traced plane that exported nothing measured tracing off: its ratio would say tracing is free.
+      console.log(`\nOTLP sink: ${sink.counted.exports} exports received (${(sink.counted.bytes / 1e6).toFixed(1)} MB)`);
+      if (sink.counted.exports === 0) throw new Error(`${NAMES.traced}: the OTLP sink received no export; its figures are not tracing's`);
     }
     if (process.env.BENCH_RESULT_FILE) writeFileSync(process.env.BENCH_RESULT_FILE, JSON.stringify({ rounds: ROUNDS, seconds: SECONDS, errors, ratios }));
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.on('exit', r)))));
     await db.stop();
+    await sink?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

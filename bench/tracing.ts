@@ -2,8 +2,8 @@
  * `npm run bench:tracing`: the cost of OpenTelemetry traces on reads by id. Two data planes
  * (main.ts processes, each with its embedded PostgreSQL), one without an OTLP endpoint (tracing
  * off: the SDK is not loaded) and one exporting every trace (sampler always_on, ratio 1.0) to an
- * OTLP sink in this process (it counts the exports and does not decode them: decoding here took
- * this process's CPU, so autocannon sent fewer reads in the traced plane's rounds); the same reads against each, rounds alternating; prints each
+ * OTLP sink in this process (bench/otlp-sink.ts: counts the exports, does not decode them); the
+ * same reads against each, rounds alternating; prints each
  * one's CPU time per read (user + system of the data plane's process, /proc/<pid>/stat) and the
  * ratio. Not a test: read the ratio.
  *
@@ -29,9 +29,8 @@ import autocannon from 'autocannon';
 import { resolve } from 'node:path';
 import { startReadyMain, stopMain, type ReadyMain } from '../dataplane/test-support/main-process.js';
 import { call } from '../dataplane/test-support/http.js';
-import { createServer } from 'node:http';
 import { loadavg } from 'node:os';
-import type { AddressInfo } from 'node:net';
+import { startOtlpSink } from './otlp-sink.js';
 import { cpuMs, HEADERS } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -79,21 +78,6 @@ const placement = (name: Name) => ({
   root: name === 'untraced' ? resolve(UNTRACED_ROOT!) : name === 'onBefore' ? resolve(BEFORE_ROOT!) : undefined,
   nodeArgs: [...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${resolve(process.env.BENCH_PROFILE_DIR, name)}`] : []), ...(TRACE_GC ? ['--trace-gc', '--trace-opt', '--trace-deopt'] : [])],
 });
-
-/** Takes OTLP exports and counts them (requests, bytes) without decoding. */
-async function startOtlpSink() {
-  const counted = { exports: 0, bytes: 0 };
-  const server = createServer((req, res) => {
-    req.on('data', (chunk: Buffer) => (counted.bytes += chunk.length));
-    req.on('error', () => res.destroy());
-    req.on('end', () => {
-      counted.exports++;
-      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
-    });
-  });
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, counted, close: () => new Promise<void>((done) => server.close(() => done())) };
-}
 
 /** BENCH_ON_ENV: more environment of the traced plane, as JSON (`{"OTEL_BSP_SCHEDULE_DELAY":"500"}`). */
 const onEnv = JSON.parse(process.env.BENCH_ON_ENV ?? '{}') as Record<string, string>;
