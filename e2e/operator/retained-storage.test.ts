@@ -87,7 +87,9 @@ describe('retained storage in a cluster: Degraded StorageRetained naming the old
     // The data plane's own condition, for this generation; the data plane does not serve it.
     expect(condition(degraded, 'StorageRetained')).to.include({ status: 'True', reason: 'StorageRetained', observedGeneration: degraded.metadata.generation });
     expect((await readiness()).datasets.mallory).to.include({ status: 'failed' });
-    expect(dataplane!.output()).to.contain('storage holds another dataset\'s retained data');
+    // The data plane's log is batched (written up to 100 ms after the line) and reaches this process
+    // through a pipe: the condition above can arrive first.
+    await waitFor('the refusal in the data plane\'s log', async () => dataplane!.output().includes('storage holds another dataset\'s retained data'));
 
     // The operator's next status writes keep the data plane's condition (a resync rewrites nothing away).
     await apply(cluster, ns, datasetManifest('mallory', { adopt: 'team-a' }));
