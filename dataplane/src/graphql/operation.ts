@@ -40,13 +40,12 @@ import { compiledQueryFor, runCompiled } from './compiled.js';
  * on the execution's promise, no frame of its own.
  */
 export function executeOperation(args: ExecutionArgs): Promise<ExecutionResult> {
-  let result: ExecutionResult | Promise<ExecutionResult>;
   try {
-    result = executeWithBatch(args);
+    const result = executeWithBatch(args);
+    return result instanceof Promise ? result.then((r) => withInputCodes(r, args)) : Promise.resolve(withInputCodes(result, args));
   } catch (err) {
     return Promise.reject(err);
   }
-  return result instanceof Promise ? result.then((r) => withInputCodes(r, args)) : Promise.resolve(withInputCodes(result, args));
 }
 
 function withInputCodes(result: ExecutionResult, args: ExecutionArgs): ExecutionResult {
