@@ -2,7 +2,8 @@
  * The OTLP/protobuf encoder writes exactly the bytes of the SDK's ProtobufTraceSerializer for the
  * same spans (real SDK spans: every kind, remote and local parents, trace state, links, events,
  * error status, attributes of every type, two resources and scopes), including when its caches
- * are hit; and the pooled id generator gives valid W3C ids.
+ * are hit; and the pooled id generator gives valid W3C ids. Spans are encoded as they end into a
+ * batch per resource and scope (`SpanBatch`), so each group is compared with the SDK's request for it.
  */
 import { expect } from 'chai';
 import * as api from '@opentelemetry/api';
@@ -10,8 +11,30 @@ import { TraceState } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BasicTracerProvider, SimpleSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
-import { encodeTraceExportRequest } from './otlp-encoder.js';
+import { SpanBatch } from './otlp-encoder.js';
 import { poolIdGenerator } from './ids.js';
+
+/** Each (resource, scope) group's spans, in the order first seen, encoded through a SpanBatch. */
+function encodedGroups(spans: readonly ReadableSpan[]): { spans: ReadableSpan[]; request: Buffer }[] {
+  const groups: { batch: SpanBatch; spans: ReadableSpan[] }[] = [];
+  for (const span of spans) {
+    let group = groups.find((g) => g.batch.resource === span.resource && g.batch.scope === span.instrumentationScope);
+    if (!group) groups.push((group = { batch: new SpanBatch(span.resource, span.instrumentationScope), spans: [] }));
+    group.batch.add(span);
+    group.spans.push(span);
+  }
+  return groups.map((g) => ({ spans: g.spans, request: Buffer.from(g.batch.request()) }));
+}
+
+/** Every group's request equals the SDK serializer's request of the same spans; how many groups there were. */
+function sameAsTheSdk(spans: readonly ReadableSpan[]): number {
+  const groups = encodedGroups(spans);
+  for (const group of groups) {
+    expect(group.request.equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(group.spans)!))).to.equal(true);
+  }
+  expect(groups.reduce((n, g) => n + g.spans.length, 0)).to.equal(spans.length);
+  return groups.length;
+}
 
 function recordedSpans(make: (tracers: api.Tracer[]) => void): ReadableSpan[] {
   const ended: ReadableSpan[] = [];
@@ -95,11 +118,11 @@ describe('OTLP/protobuf encoder (model/telemetry/otlp-encoder.ts)', () => {
   it('writes the bytes the SDK\'s ProtobufTraceSerializer writes, for spans of every shape', () => {
     const spans = variedSpans();
     expect(spans.length).to.equal(9);
-    const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
-    expect(theirs.length).to.be.greaterThan(1000);
-    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+    expect(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).length).to.be.greaterThan(1000);
+    // Two resources, one with two scopes: three batches.
+    expect(sameAsTheSdk(spans)).to.equal(3);
     // Again, now with every attribute and name in its cache.
-    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+    expect(sameAsTheSdk(spans)).to.equal(3);
   });
 
   it('writes the same bytes for a batch big enough to need longer lengths and a bigger buffer', () => {
@@ -110,9 +133,9 @@ describe('OTLP/protobuf encoder (model/telemetry/otlp-encoder.ts)', () => {
         span.end();
       }
     });
-    const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
-    expect(theirs.length).to.be.greaterThan(64 * 1024);
-    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+    expect(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!).length).to.be.greaterThan(64 * 1024);
+    // The batch's buffer starts at 16 KiB: it grows several times on the way.
+    expect(sameAsTheSdk(spans)).to.equal(1);
   });
 
   it('past its caches\' bound (values an attacker chooses, new keys) it still writes the same bytes', () => {
@@ -123,9 +146,39 @@ describe('OTLP/protobuf encoder (model/telemetry/otlp-encoder.ts)', () => {
         span.end();
       }
     });
-    const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!);
-    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
-    expect(Buffer.from(encodeTraceExportRequest(spans)).equals(theirs)).to.equal(true);
+    expect(sameAsTheSdk(spans)).to.equal(1);
+    expect(sameAsTheSdk(spans)).to.equal(1);
+  });
+
+  it('a batch in a buffer another batch used and released writes the same bytes, schema URLs included; its request is written once', () => {
+    const spans = recordedSpans(([tracer]) => {
+      for (let i = 0; i < 300; i++) {
+        const span = tracer.startSpan(`GET /{dataset}/route${i % 7}`, { kind: api.SpanKind.SERVER });
+        span.setAttributes({ 'client.address': `10.0.1.${i & 255}`, long: 'y'.repeat(i % 500) });
+        span.end();
+      }
+    });
+    const first = new SpanBatch(spans[0].resource, spans[0].instrumentationScope);
+    spans.forEach((span) => first.add(span));
+    expect(Buffer.from(first.request()).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!))).to.equal(true);
+    first.release();
+    const withSchemas = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'schemas' }, { schemaUrl: 'https://opentelemetry.io/schemas/1.30.0' }), sampler: new AlwaysOnSampler() });
+    const ended: ReadableSpan[] = [];
+    const tracer = withSchemas.getTracer('data-access', '2.0.0', { schemaUrl: 'https://opentelemetry.io/schemas/1.29.0' });
+    const second = (() => {
+      for (let i = 0; i < 3; i++) {
+        const span = tracer.startSpan('short', { kind: api.SpanKind.CLIENT });
+        span.end();
+        ended.push(span as unknown as ReadableSpan);
+      }
+      const batch = new SpanBatch(ended[0].resource, ended[0].instrumentationScope);
+      ended.forEach((span) => batch.add(span));
+      return batch;
+    })();
+    const theirs = Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!);
+    expect(theirs.toString('latin1')).to.include('schemas/1.30.0').and.include('schemas/1.29.0');
+    expect(Buffer.from(second.request()).equals(theirs)).to.equal(true);
+    expect(Buffer.from(second.request()).equals(theirs)).to.equal(true);
   });
 
   it('an id\'s length is the bytes written: an id that is not all hex still leaves a well-formed message', () => {
@@ -133,7 +186,7 @@ describe('OTLP/protobuf encoder (model/telemetry/otlp-encoder.ts)', () => {
     const context = span.spanContext();
     // Hex up to 'abcd', then characters Buffer.write('hex') stops at: two bytes, not eight.
     const odd: ReadableSpan = Object.assign(Object.create(span) as ReadableSpan, { spanContext: () => ({ ...context, spanId: 'abcd' + 'zz'.repeat(6) }) });
-    const request = Buffer.from(encodeTraceExportRequest([odd]));
+    const [{ request }] = encodedGroups([odd]);
     const spanMessage = only(only(only(request, 1), 2), 2);
     const fieldsOfSpan = fields(spanMessage);
     expect(fieldsOfSpan.find((f) => f.no === 1)?.bytes?.toString('hex')).to.equal(context.traceId);
@@ -142,9 +195,6 @@ describe('OTLP/protobuf encoder (model/telemetry/otlp-encoder.ts)', () => {
     expect(fieldsOfSpan.find((f) => f.no === 6)?.value).to.equal(api.SpanKind.SERVER + 1);
   });
 
-  it('an empty export is empty, as the SDK\'s', () => {
-    expect(Buffer.from(encodeTraceExportRequest([])).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest([])!))).to.equal(true);
-  });
 });
 
 describe('pooled id generator (model/telemetry/ids.ts)', () => {

@@ -1,7 +1,7 @@
 /**
  * OTLP/protobuf encoding of an export request (ExportTraceServiceRequest), byte for byte what the
  * SDK's ProtobufTraceSerializer writes for the same spans (otlp-encoder.test.ts compares them), at
- * a fraction of its cost: the spans of a data plane repeat the same few attributes (route, method,
+ * a fraction of its cost, each span encoded as it ends (`SpanBatch`, encoding-processor.ts): the spans of a data plane repeat the same few attributes (route, method,
  * store, schema), so each attribute's encoded KeyValue and each span name is encoded once and
  * copied after; ids go from hex to bytes natively; each message is written once (the SDK's walks
  * every span twice, to estimate the size, then to write).
@@ -25,8 +25,8 @@ type Scope = ReadableSpan['instrumentationScope'];
 class Writer {
   buffer: Buffer;
   pos = 0;
-  constructor(size: number) {
-    this.buffer = Buffer.allocUnsafe(size);
+  constructor(sizeOrBuffer: number | Buffer) {
+    this.buffer = typeof sizeOrBuffer === 'number' ? Buffer.allocUnsafe(sizeOrBuffer) : sizeOrBuffer;
   }
 
   ensure(size: number): void {
@@ -385,48 +385,111 @@ function writeResource(w: Writer, resource: Resource): void {
   w.finish(at, 1);
 }
 
-/** Spans by resource, then by instrumentation scope, in the order first seen (as the SDK's serializer groups them). */
-function grouped(spans: readonly ReadableSpan[]): Map<Resource, Map<Scope, ReadableSpan[]>> {
-  const resources = new Map<Resource, Map<Scope, ReadableSpan[]>>();
-  for (const span of spans) {
-    let scopes = resources.get(span.resource);
-    if (!scopes) resources.set(span.resource, (scopes = new Map()));
-    const inScope = scopes.get(span.instrumentationScope);
-    if (inScope) inScope.push(span);
-    else scopes.set(span.instrumentationScope, [span]);
+/**
+ * Buffers of sent batches, kept for the next ones. A batch's buffer grows to about 0.5 MB (2048
+ * spans); a fresh buffer that size is memory the allocator maps anew for each batch and the kernel
+ * faults in page by page, which was measured as most of tracing's CPU per read at full load
+ * (docs/performance.md, "Spans encoded into reused buffers"). At most POOLED_BUFFERS are kept.
+ */
+const POOLED_BUFFERS = 4;
+const FIRST_BATCH_BYTES = 64 * 1024;
+const freeBuffers: Buffer[] = [];
+
+/** `value` as a varint at `at` (its size known: varintSize). */
+function varintAt(buffer: Buffer, at: number, value: number): void {
+  let v = value;
+  while (v > 0x7f) {
+    buffer[at++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
   }
-  return resources;
+  buffer[at] = v;
 }
 
-/** The ExportTraceServiceRequest of `spans`, as OTLP/protobuf. */
-export function encodeTraceExportRequest(spans: readonly ReadableSpan[]): Uint8Array {
-  // About what a server span takes, so that a batch rarely needs the buffer grown and copied.
-  const w = new Writer(1024 + spans.length * 256);
-  for (const [resource, scopes] of grouped(spans)) {
-    w.tag(1, 2);
-    const resourceSpans = w.start(5);
-    writeResource(w, resource);
-    for (const [scope, inScope] of scopes) {
-      w.tag(2, 2);
-      const scopeSpans = w.start(5);
-      writeScope(w, scope);
-      for (const span of inScope) {
-        w.tag(2, 2);
-        const at = w.start(2);
-        writeSpan(w, span);
-        w.finish(at, 2);
-      }
-      if (scope.schemaUrl) {
-        w.tag(3, 2);
-        w.string(scope.schemaUrl);
-      }
-      w.finish(scopeSpans, 5);
-    }
-    if (resource.schemaUrl) {
-      w.tag(3, 2);
-      w.string(resource.schemaUrl);
-    }
-    w.finish(resourceSpans, 5);
+/** Where a message part is encoded on its own (never `scratch`: the attribute cache writes there). */
+const parts = new Writer(4096);
+
+/** A message part encoded on its own (the resource, the scope). */
+function encodedPart(write: (w: Writer) => void): Buffer {
+  parts.pos = 0;
+  write(parts);
+  return Buffer.from(parts.buffer.subarray(0, parts.pos));
+}
+
+/**
+ * Spans of one resource and instrumentation scope, each encoded when it ends, appended to one
+ * buffer: the batch of encoding-processor.ts. `request()` writes the ExportTraceServiceRequest's
+ * header into room left before the spans (no copy of them), the bytes the SDK's serializer writes
+ * for the same spans (otlp-encoder.test.ts). A queued span is bytes in this buffer, not objects on
+ * the heap; the buffer is reused once the batch is sent (`release`).
+ */
+export class SpanBatch {
+  private readonly w: Writer;
+  /** Field 1 of ResourceSpans (the resource) and of ScopeSpans (the scope), encoded. */
+  private readonly resourcePart: Buffer;
+  private readonly scopePart: Buffer;
+  /** Where the spans start: room for the header (two tags, two lengths of up to 5 bytes, the parts). */
+  private readonly head: number;
+  count = 0;
+
+  constructor(
+    readonly resource: Resource,
+    readonly scope: Scope,
+  ) {
+    this.resourcePart = encodedPart((w) => writeResource(w, resource));
+    this.scopePart = encodedPart((w) => writeScope(w, scope));
+    this.head = 12 + this.resourcePart.length + this.scopePart.length;
+    this.w = new Writer(freeBuffers.pop() ?? Buffer.allocUnsafeSlow(FIRST_BATCH_BYTES));
+    this.w.ensure(this.head);
+    this.w.pos = this.head;
   }
-  return w.buffer.subarray(0, w.pos);
+
+  /** Encodes `span` (ended: nothing changes it after) at the end of the batch, as a ScopeSpans field. */
+  add(span: ReadableSpan): void {
+    const w = this.w;
+    w.tag(2, 2);
+    const at = w.start(2);
+    writeSpan(w, span);
+    w.finish(at, 2);
+    this.count++;
+  }
+
+  private encoded: Uint8Array | undefined;
+
+  /** The ExportTraceServiceRequest of this batch, as OTLP/protobuf (a view of the batch's buffer: valid until `release`). */
+  request(): Uint8Array {
+    return (this.encoded ??= this.finishRequest());
+  }
+
+  private finishRequest(): Uint8Array {
+    const w = this.w;
+    if (this.scope.schemaUrl) {
+      w.tag(3, 2);
+      w.string(this.scope.schemaUrl);
+    }
+    const scopeSpans = this.scopePart.length + w.pos - this.head;
+    const scopeEnd = w.pos;
+    if (this.resource.schemaUrl) {
+      w.tag(3, 2);
+      w.string(this.resource.schemaUrl);
+    }
+    const resourceSpans = this.resourcePart.length + 1 + varintSize(scopeSpans) + scopeSpans + (w.pos - scopeEnd);
+    // The header, right to left, ending where the spans start.
+    const buffer = w.buffer;
+    let at = this.head - this.scopePart.length;
+    this.scopePart.copy(buffer, at);
+    at -= varintSize(scopeSpans);
+    varintAt(buffer, at, scopeSpans);
+    buffer[--at] = (2 << 3) | 2;
+    at -= this.resourcePart.length;
+    this.resourcePart.copy(buffer, at);
+    at -= varintSize(resourceSpans);
+    varintAt(buffer, at, resourceSpans);
+    buffer[--at] = (1 << 3) | 2;
+    return buffer.subarray(at, w.pos);
+  }
+
+  /** The request was sent (or failed for good): its buffer serves a later batch. */
+  release(): void {
+    if (freeBuffers.length < POOLED_BUFFERS) freeBuffers.push(this.w.buffer);
+  }
 }

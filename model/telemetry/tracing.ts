@@ -7,6 +7,7 @@
  * Spans carry no record data and no statement values: names are route templates and operation names.
  */
 import type * as Api from '@opentelemetry/api';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { TracingConfig } from '../settings/telemetry.js';
 
 export type SpanAttributes = Api.Attributes;
@@ -62,12 +63,6 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
     import('./ids.js'),
     import('./lean-span.js'),
   ]);
-  // http/protobuf: the SDK's transport with this project's encoder (otlp-encoder.ts, the same bytes
-  // at a fraction of the CPU); http/json: the SDK's exporter as it is.
-  const exporter =
-    config.protocol === 'http/json'
-      ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: config.url })
-      : new (await import('./otlp-exporter.js')).ProtobufSpanExporter(config.url);
   const ratio = new sdk.TraceIdRatioBasedSampler(config.ratio);
   const root = {
     always_on: new sdk.AlwaysOnSampler(),
@@ -84,7 +79,14 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
   // Bigger batches than the SDK's 512: fewer export requests (each one an HTTP request and its
   // encoding's fixed cost on the event loop) when every request is sampled; spans queued longer
   // were measured to cost no more collections (docs/performance.md). The queue stays bounded.
-  const processor = new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: config.exportBatchSpans ?? EXPORT_BATCH_SPANS, maxQueueSize: QUEUED_SPANS });
+  const batching = { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: config.exportBatchSpans ?? EXPORT_BATCH_SPANS, maxQueueSize: QUEUED_SPANS };
+  // http/protobuf: spans encoded as they end into their batch (encoding-processor.ts: the same
+  // batching, nothing queued on the heap), sent by the SDK's transport; http/json: the SDK's
+  // processor and exporter as they are.
+  const processor: SpanProcessor =
+    config.protocol === 'http/json'
+      ? new sdk.BatchSpanProcessor(new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: config.url }), batching)
+      : new (await import('./encoding-processor.js')).EncodingBatchProcessor(new (await import('./otlp-exporter.js')).ProtobufBatchExporter(config.url), batching);
   const provider = new sdk.BasicTracerProvider({ resource, sampler, idGenerator, spanLimits: SPAN_LIMITS, spanProcessors: [processor] });
   // An unreachable collector is reported, never thrown into a request.
   let reported = false;
