@@ -84,6 +84,20 @@ export function cpuMs(pid: number | undefined, mainThreadOnly = false): number |
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
 }
 
+/**
+ * A process's kernel-side counters from /proc: its system CPU time in ms and its minor page faults
+ * (memory mapped anew and touched: large buffers allocated per batch show here); undefined where
+ * /proc is not there.
+ */
+export function kernelCounters(pid: number | undefined): { systemMs: number; minorFaults: number } | undefined {
+  const file = `/proc/${pid}/stat`;
+  if (pid === undefined || !existsSync(file)) return undefined;
+  // After the parenthesised command name: minflt is the 10th field overall, stime the 15th.
+  const stat = readFileSync(file, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { systemMs: (Number(fields[12]) * 1000) / TICKS_PER_SECOND, minorFaults: Number(fields[7]) };
+}
+
 /** CPU ms of the whole PostgreSQL server: the postmaster with its reaped children, and its live processes (and theirs). */
 export function postgresCpuMs(postmaster: number): number {
   const ms = (pid: number) => {

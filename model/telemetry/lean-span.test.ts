@@ -22,7 +22,10 @@ import {
   type SpanLimits,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { LeanTracer, contextWithSpan } from './lean-span.js';
+import { LeanSpan, LeanTracer, contextWithSpan } from './lean-span.js';
+import { AttributeTemplate } from './attribute-template.js';
+import { SpanBatch } from './otlp-encoder.js';
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { IdGenerator } from './ids.js';
 
 const DEFAULT_LIMITS: Required<SpanLimits> = { attributeCountLimit: 128, attributeValueLengthLimit: Infinity, eventCountLimit: 128, linkCountLimit: 128, attributePerEventCountLimit: 128, attributePerLinkCountLimit: 128 };
@@ -280,5 +283,79 @@ describe('the lean span recorder (model/telemetry/lean-span.ts) against the SDK\
       w3c.inject(context, carrier, api.defaultTextMapSetter);
       expect(carrier.traceparent).to.equal(`00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`);
     }
+  });
+});
+
+/** A lean span takes a template by reference; an SDK span is given its attributes (what tracing.ts does for each). */
+function useTemplate(span: api.Span, template: AttributeTemplate): void {
+  if (span instanceof LeanSpan) span.useTemplate(template);
+  else span.setAttributes(template.attributes);
+}
+
+const REQUEST = AttributeTemplate.of({ 'http.request.method': 'GET', 'url.scheme': 'http', 'network.protocol.version': '1.1', 'server.address': 'iam.localhost', 'server.port': 8080, 'user_agent.original': 'curl/8.5.0' })!;
+const STORE = AttributeTemplate.of({ 'db.system': 'postgresql', 'db.operation.name': 'read', 'das.dataset': 'demo', 'db.collection.name': 'demo.Company' })!;
+
+/** The data plane's read with its attributes from templates: a request span (template, then its own), its store span, a span setting a template key again, a template after other attributes. */
+function templatedSpans(tracer: api.Tracer, made: api.Span[]): void {
+  const server = tracer.startSpan('GET', { kind: api.SpanKind.SERVER }, remote(true));
+  made.push(server);
+  useTemplate(server, REQUEST);
+  server.updateName('GET /{dataset}/{schema}/{id}');
+  server.setAttribute('http.route', '/{dataset}/{schema}/{id}');
+  const read = tracer.startSpan('read demo.Company', { kind: api.SpanKind.CLIENT }, api.trace.setSpan(api.ROOT_CONTEXT, server));
+  made.push(read);
+  useTemplate(read, STORE);
+  read.end();
+  const overridden = tracer.startSpan('read again', { kind: api.SpanKind.CLIENT }, api.trace.setSpan(api.ROOT_CONTEXT, server));
+  made.push(overridden);
+  useTemplate(overridden, STORE);
+  overridden.setAttribute('extra', 1);
+  overridden.setAttribute('db.operation.name', 'readMany');
+  overridden.end();
+  const late = tracer.startSpan('late template', { kind: api.SpanKind.INTERNAL });
+  made.push(late);
+  late.setAttribute('first', 'own');
+  useTemplate(late, STORE);
+  useTemplate(late, REQUEST);
+  late.end();
+  server.setAttribute('http.response.status_code', 200);
+  server.end();
+}
+
+describe('the lean span recorder, attribute templates (model/telemetry/attribute-template.ts)', () => {
+  it('a span given a template records what the SDK records when given its attributes, under the default and tight limits', () => {
+    for (const limits of [DEFAULT_LIMITS, TIGHT_LIMITS]) {
+      const recorded = both(new AlwaysOnSampler(), limits, templatedSpans);
+      expect(recorded.lean.ended).to.have.length(4);
+      expectSame(recorded);
+    }
+    const { lean } = both(new AlwaysOnSampler(), DEFAULT_LIMITS, templatedSpans);
+    const [read, overridden, late, server] = lean.ended as unknown as LeanSpan[];
+    // Kept by reference where the template came first and no key of it was set again; copied otherwise.
+    expect([server.attributeTemplate, read.attributeTemplate, overridden.attributeTemplate, late.attributeTemplate]).to.deep.equal([REQUEST, STORE, undefined, undefined]);
+    expect(Object.keys(server.attributes)).to.deep.equal([...Object.keys(REQUEST.attributes), 'http.route', 'http.response.status_code']);
+    expect(overridden.attributes).to.deep.equal({ ...STORE.attributes, extra: 1, 'db.operation.name': 'readMany' });
+    expect(Object.keys(overridden.attributes)).to.deep.equal([...Object.keys(STORE.attributes), 'extra']);
+  });
+
+  it('a templated span encodes to the bytes the SDK\'s serializer writes for it (the template\'s encoding made once, ids repeated across spans)', () => {
+    const { lean } = both(new AlwaysOnSampler(), DEFAULT_LIMITS, (tracer, made) => {
+      for (let i = 0; i < 3; i++) templatedSpans(tracer, made);
+    });
+    expect(lean.ended).to.have.length(12);
+    const batch = new SpanBatch(lean.ended[0].resource, lean.ended[0].instrumentationScope);
+    lean.ended.forEach((span) => batch.add(span));
+    expect(Buffer.from(batch.request()).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(lean.ended)!))).to.equal(true);
+  });
+
+  it('a template keeps plain valid attributes only, frozen; anything else is left to a span\'s own checks', () => {
+    const template = AttributeTemplate.of({ a: 'text', b: 2, c: false, gone: undefined, none: null })!;
+    expect(template.attributes).to.deep.equal({ a: 'text', b: 2, c: false });
+    expect(Object.isFrozen(template.attributes)).to.equal(true);
+    expect([template.count, template.longestString]).to.deep.equal([3, 4]);
+    expect(AttributeTemplate.of({ '': 'empty key' })).to.equal(undefined);
+    expect(AttributeTemplate.of({ list: ['a'] })).to.equal(undefined);
+    expect(AttributeTemplate.of({ object: { not: 'a value' } })).to.equal(undefined);
+    expect(AttributeTemplate.of(JSON.parse('{"__proto__": "x"}') as Record<string, unknown>)).to.equal(undefined);
   });
 });

@@ -20,6 +20,7 @@ import { addHrTimes, hrTimeDuration, isAttributeValue, isTimeInput, isTimeInputH
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, Sampler, SpanLimits, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace-base';
 import type { IdGenerator } from './ids.js';
+import type { AttributeTemplate } from './attribute-template.js';
 
 export interface LeanTracerOptions {
   resource: Resource;
@@ -89,7 +90,10 @@ export class LeanTracer implements api.Tracer {
  * with `SpanImpl`'s rules (limits, truncation, ended checks, status precedence, times).
  */
 export class LeanSpan implements api.Span, ReadableSpan {
-  attributes: api.Attributes = {};
+  /** The first attributes, shared with other spans (`useTemplate`): never written; a key of it set again copies it into `own`. */
+  private template: AttributeTemplate | undefined;
+  /** The attributes set one by one (all of them, without a template). */
+  private own: api.Attributes = {};
   links: api.Link[] = [];
   events: TimedEvent[] = [];
   status: api.SpanStatus = UNSET;
@@ -148,8 +152,40 @@ export class LeanSpan implements api.Span, ReadableSpan {
     return this.context;
   }
 
+  /** Every attribute, the template's first (a copy when there is a template: the encoder reads the parts). */
+  get attributes(): api.Attributes {
+    return this.template === undefined ? this.own : { ...this.template.attributes, ...this.own };
+  }
+
+  /** The attributes as the encoder reads them: the shared template (encoded once), then the span's own. */
+  get attributeTemplate(): AttributeTemplate | undefined {
+    return this.template;
+  }
+
+  get ownAttributes(): api.Attributes {
+    return this.own;
+  }
+
+  /**
+   * Sets the template's attributes, as `setAttributes(template.attributes)` would: kept by reference
+   * when they are the span's first and within its limits, else set one by one.
+   */
+  useTemplate(template: AttributeTemplate): this {
+    const { attributeCountLimit, attributeValueLengthLimit } = this.limits;
+    const fits = template.count <= attributeCountLimit && (attributeValueLengthLimit === Infinity || attributeValueLengthLimit <= 0 || template.longestString <= attributeValueLengthLimit);
+    if (this.attributeCount > 0 || this.template !== undefined || !fits || this.ended) return this.setAttributes(template.attributes);
+    this.template = template;
+    this.attributeCount = template.count;
+    return this;
+  }
+
   setAttribute(key: string, value: api.AttributeValue | undefined): this {
     if (value == null || this.endedWarn()) return this;
+    // A key of the template set again: the template is copied into the span's own attributes first (keeping their order).
+    if (this.template !== undefined && hasOwn.call(this.template.attributes, key)) {
+      this.own = { ...this.template.attributes, ...this.own };
+      this.template = undefined;
+    }
     if (key.length === 0) {
       api.diag.warn(`Invalid attribute key: ${key}`);
       return this;
@@ -159,12 +195,12 @@ export class LeanSpan implements api.Span, ReadableSpan {
       api.diag.warn(`Invalid attribute value set for key: ${key}`);
       return this;
     }
-    const isNewKey = !hasOwn.call(this.attributes, key);
+    const isNewKey = !hasOwn.call(this.own, key);
     if (isNewKey && this.attributeCount >= this.limits.attributeCountLimit) {
       this.droppedAttributesCount++;
       return this;
     }
-    this.attributes[key] = this.truncated(value);
+    this.own[key] = this.truncated(value);
     if (isNewKey) this.attributeCount++;
     return this;
   }

@@ -11,6 +11,7 @@
  */
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Attributes, AttributeValue, HrTime, Link, SpanContext } from '@opentelemetry/api';
+import type { AttributeTemplate } from './attribute-template.js';
 
 const ENCODED_CACHE_ENTRIES = 4096;
 const MIN_64_BIT_INT = -(2 ** 63);
@@ -277,14 +278,66 @@ function writeName(w: Writer, name: string): void {
   w.raw(encoded);
 }
 
+/** A lean span's attributes in two parts (lean-span.ts): a template shared by many spans, then its own. */
+interface TemplatedSpan {
+  attributeTemplate: AttributeTemplate | undefined;
+  ownAttributes: Attributes;
+}
+
+/** Each template's attributes encoded once (as span attributes, field 9), for as long as the template lives. */
+const templates = new WeakMap<AttributeTemplate, Buffer>();
+
+function encodedTemplate(template: AttributeTemplate): Buffer {
+  let encoded = templates.get(template);
+  if (encoded === undefined) {
+    const w = new Writer(256);
+    writeAttributes(w, template.attributes, 9);
+    templates.set(template, (encoded = w.buffer.subarray(0, w.pos)));
+  }
+  return encoded;
+}
+
 const spanFlags = (traceFlags: number, isRemote: boolean | undefined) => (traceFlags & 0xff) | SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE | (isRemote ? SPAN_FLAGS_CONTEXT_IS_REMOTE : 0);
+
+/**
+ * The last id of each kind written and its encoding (length prefix and bytes). Spans end in runs
+ * that repeat ids: a read's store span, then its request span with the same trace id, whose span id
+ * was the store span's parent; a repeat is a copy instead of a hex decoding.
+ */
+interface LastId {
+  hex: string;
+  encoded: Buffer;
+  length: number;
+}
+const lastTraceId: LastId = { hex: '', encoded: Buffer.alloc(17), length: 0 };
+const lastSpanId: LastId = { hex: '', encoded: Buffer.alloc(9), length: 0 };
+
+function writeId(w: Writer, hex: string, last: LastId): void {
+  if (hex !== last.hex) {
+    const at = w.pos;
+    w.hexBytes(hex);
+    const length = w.pos - at;
+    // Only a well-formed id is remembered (its encoding fits); others are decoded each time.
+    if (length > last.encoded.length) return;
+    w.buffer.copy(last.encoded, 0, at, w.pos);
+    last.hex = hex;
+    last.length = length;
+    return;
+  }
+  w.ensure(last.length);
+  // At most 17 bytes: a loop costs less than a native copy's call.
+  const { buffer } = w;
+  const { encoded, length } = last;
+  for (let i = 0; i < length; i++) buffer[w.pos + i] = encoded[i];
+  w.pos += length;
+}
 
 /** Trace id, span id and trace state: fields 1–3 of a span and of a link alike. */
 function writeContext(w: Writer, context: SpanContext): void {
   w.tag(1, 2);
-  w.hexBytes(context.traceId);
+  writeId(w, context.traceId, lastTraceId);
   w.tag(2, 2);
-  w.hexBytes(context.spanId);
+  writeId(w, context.spanId, lastSpanId);
   const traceState = context.traceState?.serialize();
   if (traceState) {
     w.tag(3, 2);
@@ -308,7 +361,7 @@ function writeSpan(w: Writer, span: ReadableSpan): void {
   const parent = span.parentSpanContext;
   if (parent?.spanId) {
     w.tag(4, 2);
-    w.hexBytes(parent.spanId);
+    writeId(w, parent.spanId, lastSpanId);
   }
   writeName(w, span.name);
   const kind = span.kind == null ? 0 : span.kind + 1;
@@ -320,7 +373,11 @@ function writeSpan(w: Writer, span: ReadableSpan): void {
   w.time(span.startTime);
   w.tag(8, 1);
   w.time(span.endTime);
-  if (span.attributes) writeAttributes(w, span.attributes, 9);
+  const templated = span as ReadableSpan & Partial<TemplatedSpan>;
+  if (templated.attributeTemplate !== undefined) {
+    w.raw(encodedTemplate(templated.attributeTemplate));
+    writeAttributes(w, templated.ownAttributes, 9);
+  } else if (span.attributes) writeAttributes(w, span.attributes, 9);
   w.tag(10, 0);
   w.varint(span.droppedAttributesCount);
   for (const event of span.events) {

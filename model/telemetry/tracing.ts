@@ -9,6 +9,8 @@
 import type * as Api from '@opentelemetry/api';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { TracingConfig } from '../settings/telemetry.js';
+import { AttributeTemplate } from './attribute-template.js';
+import type { LeanSpan } from './lean-span.js';
 
 export type SpanAttributes = Api.Attributes;
 export type Span = Api.Span;
@@ -19,6 +21,14 @@ interface Active {
   tracer: Api.Tracer;
   /** `api.trace.setSpan`, in one small object (lean-span.ts). */
   withSpan: (parent: Api.Context, span: Span) => Api.Context;
+  /** The lean tracer's span class: its spans take attribute templates by reference. */
+  leanSpan: typeof LeanSpan;
+  /**
+   * The global context manager this module installed, called directly on the request path: the
+   * API's `context.active()`/`context.with` look it up in the global registry (with a version
+   * check) on every call.
+   */
+  contexts: Api.ContextManager;
 }
 
 let active: Active | undefined;
@@ -103,7 +113,8 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
     },
     api.DiagLogLevel.ERROR,
   );
-  api.context.setGlobalContextManager(new contextHooks.AsyncLocalStorageContextManager().enable());
+  const contexts = new contextHooks.AsyncLocalStorageContextManager().enable();
+  api.context.setGlobalContextManager(contexts);
   api.propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
   api.trace.setGlobalTracerProvider(provider);
   // The provider's parts, recorded by lean spans (lean-span.ts) instead of the SDK's SpanImpl.
@@ -112,6 +123,8 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
     api,
     tracer: recorder === 'sdk' ? provider.getTracer(TRACER_NAME) : new lean.LeanTracer({ resource, scope, sampler, idGenerator, processor, limits: SPAN_LIMITS }),
     withSpan: recorder === 'sdk' ? api.trace.setSpan : lean.contextWithSpan,
+    leanSpan: lean.LeanSpan,
+    contexts,
   };
   return {
     async stop() {
@@ -122,7 +135,7 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
 }
 
 /** A SERVER span continuing the caller's trace (W3C `traceparent`/`tracestate`); undefined when tracing is off. */
-export function startServerSpan(headers: Headers, name: string, attributes: SpanAttributes): Span | undefined {
+export function startServerSpan(headers: Headers, name: string, attributes: SpanAttributes | AttributeTemplate): Span | undefined {
   if (!active) return undefined;
   const { api, tracer } = active;
   // Without a traceparent the W3C propagator extracts nothing (tracestate alone is ignored).
@@ -135,16 +148,21 @@ export function startServerSpan(headers: Headers, name: string, attributes: Span
  * `startSpan` they would be sanitised twice more (copied for the sampler, then merged with its
  * answer) and built for unsampled spans too; none of the samplers here reads them.
  */
-function withAttributes(span: Span, attributes: SpanAttributes | (() => SpanAttributes)): Span {
-  if (span.isRecording()) span.setAttributes(typeof attributes === 'function' ? attributes() : attributes);
+function withAttributes(span: Span, attributes: SpanAttributes | AttributeTemplate | (() => SpanAttributes)): Span {
+  if (!span.isRecording()) return span;
+  if (attributes instanceof AttributeTemplate) {
+    // A lean span keeps the template by reference (attribute-template.ts); any other span gets its attributes.
+    if (span instanceof active!.leanSpan) span.useTemplate(attributes);
+    else span.setAttributes(attributes.attributes);
+  } else span.setAttributes(typeof attributes === 'function' ? attributes() : attributes);
   return span;
 }
 
 /** Runs `fn` with `span` as the current span, so the spans started inside are its children. */
 export function withSpan<T>(span: Span | undefined, fn: () => T): T {
   if (!active || !span) return fn();
-  const { api } = active;
-  return api.context.with(active.withSpan(api.context.active(), span), fn);
+  const { contexts } = active;
+  return contexts.with(active.withSpan(contexts.active(), span), fn);
 }
 
 /** Ends a span; with an error (or an `error.type` text), its status is ERROR. */
@@ -178,22 +196,33 @@ export interface InSpanOptions {
 
 /**
  * Runs `fn` in a child span of the current one (kind `internal` by default). `attributes` is a
- * function so that nothing is built when tracing is off or the span is not recorded.
+ * function (or a template made once) so that nothing is built when tracing is off or the span is
+ * not recorded. Not async: one `then` on `fn`'s promise instead of an async frame (it runs for
+ * every store call of a traced request); `fn` throwing is a rejected promise, as from an async function.
  */
-export async function inSpan<T>(name: string, attributes: () => SpanAttributes, fn: () => Promise<T>, options: InSpanOptions = {}): Promise<T> {
+export function inSpan<T>(name: string, attributes: AttributeTemplate | (() => SpanAttributes), fn: () => Promise<T>, options: InSpanOptions = {}): Promise<T> {
   if (!active) return fn();
-  const { api, tracer, withSpan: contextWith } = active;
-  const parent = api.context.active();
+  const { api, tracer, withSpan: contextWith, contexts } = active;
+  const parent = contexts.active();
   if (options.childOnly && !api.trace.getSpan(parent)?.isRecording()) return fn();
   const span = withAttributes(tracer.startSpan(name, { kind: kindOf(api, options.kind), links: linksOf(api, options.links) }, parent), attributes);
+  let running: Promise<T>;
   try {
-    const result = await (options.current === false ? fn() : api.context.with(contextWith(parent, span), fn));
-    span.end();
-    return result;
+    running = options.current === false ? fn() : contexts.with(contextWith(parent, span), fn);
   } catch (err) {
     endSpan(span, err);
-    throw err;
+    return Promise.reject(err);
   }
+  return running.then(
+    (result) => {
+      span.end();
+      return result;
+    },
+    (err: unknown) => {
+      endSpan(span, err);
+      throw err;
+    },
+  );
 }
 
 function kindOf(api: typeof Api, kind: SpanKindName | undefined): Api.SpanKind {

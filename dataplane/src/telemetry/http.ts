@@ -10,6 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { endSpan, inSpan, startServerSpan, tracingOn, withSpan, type Span, type SpanAttributes } from '../../../model/telemetry/tracing.js';
+import { AttributeTemplate } from '../../../model/telemetry/attribute-template.js';
 
 /**
  * A request's span, kept on the request under a symbol of this module: a property set, read and
@@ -58,20 +59,56 @@ function addHostAndPort(attributes: SpanAttributes, host: string | undefined): S
   return attributes;
 }
 
-/** Starts the span of a request (or upgrade); undefined when tracing is off. Attributes set one by one: no spreads per request. */
+/** A request's attributes before routing, in one order (`http.route` only for the literal paths). */
+function requestAttributes(method: string, req: IncomingMessage, literal: string | undefined, agent: string | undefined): SpanAttributes {
+  const attributes: SpanAttributes = { 'http.request.method': method, 'url.scheme': 'http', 'network.protocol.version': req.httpVersion };
+  addHostAndPort(attributes, req.headers.host);
+  if (literal) attributes['http.route'] = literal;
+  const client = req.socket.remoteAddress;
+  if (client) attributes['client.address'] = client;
+  if (agent !== undefined) attributes['user_agent.original'] = agent.length > 256 ? agent.slice(0, 256) : agent;
+  return attributes;
+}
+
+/**
+ * The last request's attributes on a connection, as a template (attribute-template.ts): a client
+ * sends request after request with the same method, Host and User-Agent, so a span takes the
+ * template by reference and the encoder copies its encoding. Kept on the socket (one per
+ * connection, gone with it); any difference makes a new one.
+ */
+const TEMPLATE = Symbol('request attributes');
+interface ConnectionTemplate {
+  method: string;
+  version: string;
+  host: string | undefined;
+  agent: string | undefined;
+  template: AttributeTemplate;
+}
+type Templated = { [TEMPLATE]?: ConnectionTemplate };
+
+function connectionTemplate(method: string, req: IncomingMessage, agent: string | undefined): AttributeTemplate | SpanAttributes {
+  const socket = req.socket as typeof req.socket & Templated;
+  const host = req.headers.host;
+  const last = socket[TEMPLATE];
+  if (last !== undefined && last.method === method && last.host === host && last.agent === agent && last.version === req.httpVersion) return last.template;
+  const attributes = requestAttributes(method, req, undefined, agent);
+  const template = AttributeTemplate.of(attributes);
+  if (template === undefined) return attributes;
+  socket[TEMPLATE] = { method, version: req.httpVersion, host, agent, template };
+  return template;
+}
+
+/** Starts the span of a request (or upgrade); undefined when tracing is off. */
 export function startRequestSpan(req: IncomingMessage): Span | undefined {
   const method = req.method ?? 'GET';
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query < 0 ? url : url.slice(0, query);
   const literal = path.startsWith('/_admin') ? '/_admin' : LITERAL_PATHS.has(path) ? path : undefined;
-  const attributes: SpanAttributes = { 'http.request.method': method, 'url.scheme': 'http', 'network.protocol.version': req.httpVersion };
-  addHostAndPort(attributes, req.headers.host);
-  if (literal) attributes['http.route'] = literal;
-  const client = req.socket.remoteAddress;
-  if (client) attributes['client.address'] = client;
-  const agent = req.headers['user-agent'];
-  if (typeof agent === 'string') attributes['user_agent.original'] = agent.length > 256 ? agent.slice(0, 256) : agent;
+  const userAgent = req.headers['user-agent'];
+  const agent = typeof userAgent === 'string' ? userAgent : undefined;
+  // Routed requests (the many) take their connection's template; the literal paths' attributes are built each time.
+  const attributes = literal ? requestAttributes(method, req, literal, agent) : connectionTemplate(method, req, agent);
   const span = startServerSpan(req.headers, literal ? `${method} ${literal}` : method, attributes);
   if (span) (req as Spanned)[SPAN] = span;
   return span;

@@ -6,6 +6,7 @@
 import type { DatasetConfig, LocationKind } from '../../../model/types.js';
 import type { BulkLoadStore, LocationDriver } from '../engine/contract.js';
 import { inSpan, type SpanAttributes } from '../../../model/telemetry/tracing.js';
+import { AttributeTemplate } from '../../../model/telemetry/attribute-template.js';
 
 const DB_SYSTEM: Record<LocationKind, string> = { postgres: 'postgresql', dynamodb: 'dynamodb', snowflake: 'snowflake', iceberg: 'snowflake' };
 
@@ -18,17 +19,52 @@ const DB_SYSTEM: Record<LocationKind, string> = { postgres: 'postgresql', dynamo
  * runs twice per traced read.
  */
 function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined, fn: () => Promise<T>, extra?: (attributes: SpanAttributes) => void, ownTrace = false): Promise<T> {
+  const options = { kind: 'client', childOnly: !ownTrace, current: operation === 'write' || ownTrace } as const;
+  // Without per-call attributes (reads, lists, raw queries) the name and attributes are the same for every call: made once.
+  if (!extra) {
+    const { name, template } = sameEveryCall(kind, operation, dataset, collection);
+    return inSpan(name, template ?? (() => attributesOf(kind, operation, dataset, collection)), fn, options);
+  }
   return inSpan(
     collection ? `${operation} ${collection}` : operation,
     () => {
-      const attributes: SpanAttributes = { 'db.system': DB_SYSTEM[kind], 'db.operation.name': operation, 'das.dataset': dataset.id };
-      if (collection) attributes['db.collection.name'] = collection;
-      extra?.(attributes);
+      const attributes = attributesOf(kind, operation, dataset, collection);
+      extra(attributes);
       return attributes;
     },
     fn,
-    { kind: 'client', childOnly: !ownTrace, current: operation === 'write' || ownTrace },
+    options,
   );
+}
+
+function attributesOf(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined): SpanAttributes {
+  const attributes: SpanAttributes = { 'db.system': DB_SYSTEM[kind], 'db.operation.name': operation, 'das.dataset': dataset.id };
+  if (collection) attributes['db.collection.name'] = collection;
+  return attributes;
+}
+
+interface MadeOnce {
+  name: string;
+  template: AttributeTemplate | undefined;
+}
+
+/**
+ * Span names and attribute templates by dataset (a config generation's object: they go with it;
+ * a dataset has one location kind), then operation, then schema ('' for none): no string built per call.
+ */
+const madeOnce = new WeakMap<DatasetConfig, Map<string, Map<string, MadeOnce>>>();
+
+function sameEveryCall(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined): MadeOnce {
+  let byOperation = madeOnce.get(dataset);
+  if (!byOperation) madeOnce.set(dataset, (byOperation = new Map()));
+  let bySchema = byOperation.get(operation);
+  if (!bySchema) byOperation.set(operation, (bySchema = new Map()));
+  let made = bySchema.get(collection ?? '');
+  if (!made) {
+    made = { name: collection ? `${operation} ${collection}` : operation, template: AttributeTemplate.of(attributesOf(kind, operation, dataset, collection)) };
+    bySchema.set(collection ?? '', made);
+  }
+  return made;
 }
 
 /** `target` with `overrides` in place of some members; its other methods stay bound to `target` (their `this` is the real object). */
