@@ -16,20 +16,42 @@ export interface IdGenerator {
   generateSpanId(): string;
 }
 
-export function poolIdGenerator(): IdGenerator {
-  const bytes = Buffer.allocUnsafe(POOL_BYTES);
+/**
+ * The pool's generator also says where the last id's bytes are (`lastBytes`, `lastAt`): the lean
+ * tracer keeps them with the span and the encoder copies them, instead of decoding the hex again.
+ * Each refill takes a new buffer, so the bytes of ids handed out stay as they were.
+ */
+export interface PoolIdGenerator extends IdGenerator {
+  readonly lastBytes: Buffer;
+  readonly lastAt: number;
+}
+
+export function poolIdGenerator(): PoolIdGenerator {
+  let bytes = Buffer.alloc(0);
   let hex = '';
-  let at = POOL_BYTES * 2;
+  let at = 0;
+  const generator = {
+    lastBytes: bytes,
+    lastAt: 0,
+    generateTraceId: () => next(32),
+    generateSpanId: () => next(16),
+  };
   const next = (length: number): string => {
     for (;;) {
       if (at + length > hex.length) {
-        hex = randomFillSync(bytes).toString('hex');
+        bytes = randomFillSync(Buffer.allocUnsafeSlow(POOL_BYTES));
+        hex = bytes.toString('hex');
         at = 0;
       }
+      const start = at;
       const id = hex.slice(at, (at += length));
       // An id of all zeros is invalid (one in 2^64 for a span id): take the next one.
-      if (id !== (length === 32 ? TRACE_ZEROS : SPAN_ZEROS)) return id;
+      if (id !== (length === 32 ? TRACE_ZEROS : SPAN_ZEROS)) {
+        generator.lastBytes = bytes;
+        generator.lastAt = start >>> 1;
+        return id;
+      }
     }
   };
-  return { generateTraceId: () => next(32), generateSpanId: () => next(16) };
+  return generator;
 }

@@ -26,7 +26,7 @@ import { LeanSpan, LeanTracer, contextWithSpan } from './lean-span.js';
 import { AttributeTemplate } from './attribute-template.js';
 import { SpanBatch } from './otlp-encoder.js';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
-import type { IdGenerator } from './ids.js';
+import { poolIdGenerator, type IdGenerator } from './ids.js';
 
 const DEFAULT_LIMITS: Required<SpanLimits> = { attributeCountLimit: 128, attributeValueLengthLimit: Infinity, eventCountLimit: 128, linkCountLimit: 128, attributePerEventCountLimit: 128, attributePerLinkCountLimit: 128 };
 const TIGHT_LIMITS: Required<SpanLimits> = { attributeCountLimit: 4, attributeValueLengthLimit: 5, eventCountLimit: 2, linkCountLimit: 1, attributePerEventCountLimit: 1, attributePerLinkCountLimit: 1 };
@@ -103,8 +103,9 @@ function expectSame(recorded: { sdk: Recorded; lean: Recorded }): void {
   );
 }
 
+const REMOTE_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const remote = (sampled: boolean, traceState?: string) =>
-  api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: sampled ? 1 : 0, isRemote: true, traceState: traceState ? new TraceState(traceState) : undefined });
+  api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: REMOTE_TRACE, spanId: 'b7ad6b7169203331', traceFlags: sampled ? 1 : 0, isRemote: true, traceState: traceState ? new TraceState(traceState) : undefined });
 
 /** The data plane's spans, as model/telemetry/tracing.ts makes them. */
 function dataPlaneSpans(tracer: api.Tracer, made: api.Span[], parent: api.Context): void {
@@ -357,5 +358,36 @@ describe('the lean span recorder, attribute templates (model/telemetry/attribute
     expect(AttributeTemplate.of({ list: ['a'] })).to.equal(undefined);
     expect(AttributeTemplate.of({ object: { not: 'a value' } })).to.equal(undefined);
     expect(AttributeTemplate.of(JSON.parse('{"__proto__": "x"}') as Record<string, unknown>)).to.equal(undefined);
+  });
+});
+
+describe('the lean span recorder with the pooled ids (model/telemetry/ids.ts)', () => {
+  it('spans keep where their ids\' bytes are, across pool refills, and encode to the bytes the SDK\'s serializer writes from the hex', () => {
+    const ended: ReadableSpan[] = [];
+    const processor: SpanProcessor = { onStart: () => undefined, onEnd: (span) => void ended.push(span), forceFlush: async () => undefined, shutdown: async () => undefined };
+    const tracer = new LeanTracer({ resource, scope: { name: 'data-access', version: undefined, schemaUrl: undefined }, sampler: new AlwaysOnSampler(), idGenerator: poolIdGenerator(), processor, limits: DEFAULT_LIMITS });
+    // 500 reads take about 13 KB of ids (32 bytes each, 16 under a remote caller): the pool (4 KiB) is refilled three times on the way.
+    for (let i = 0; i < 500; i++) {
+      const server = tracer.startSpan('GET', { kind: api.SpanKind.SERVER }, i % 3 === 0 ? remote(true, 'vendor=value') : api.ROOT_CONTEXT);
+      const read = tracer.startSpan('read demo.Company', { kind: api.SpanKind.CLIENT }, api.trace.setSpan(api.ROOT_CONTEXT, server));
+      read.end();
+      server.end();
+    }
+    const spans = ended as unknown as LeanSpan[];
+    expect(spans).to.have.length(1000);
+    expect(new Set(spans.map((span) => span.spanIdBytes)).size).to.be.greaterThan(2);
+    for (const span of spans) {
+      const { traceId, spanId } = span.spanContext();
+      expect(span.spanIdBytes!.toString('hex', span.spanIdAt, span.spanIdAt + 8)).to.equal(spanId);
+      // A remote caller's ids are not the pool's: decoded from their hex at the export.
+      if (traceId === REMOTE_TRACE) expect(span.traceIdBytes).to.equal(undefined);
+      else expect(span.traceIdBytes!.toString('hex', span.traceIdAt, span.traceIdAt + 16)).to.equal(traceId);
+      if (span.kind === api.SpanKind.CLIENT) expect(span.parentIdBytes!.toString('hex', span.parentIdAt, span.parentIdAt + 8)).to.equal(span.parentSpanContext!.spanId);
+      else expect(span.parentIdBytes).to.equal(undefined);
+    }
+    expect(spans.filter((span) => span.traceIdBytes === undefined)).to.have.length(2 * 167);
+    const batch = new SpanBatch(resource, spans[0].instrumentationScope);
+    ended.forEach((span) => batch.add(span));
+    expect(Buffer.from(batch.request()).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!))).to.equal(true);
   });
 });

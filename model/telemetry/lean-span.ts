@@ -19,7 +19,7 @@ import * as api from '@opentelemetry/api';
 import { addHrTimes, hrTimeDuration, isAttributeValue, isTimeInput, isTimeInputHrTime, isTracingSuppressed, millisToHrTime, sanitizeAttributes, type InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, Sampler, SpanLimits, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace-base';
-import type { IdGenerator } from './ids.js';
+import type { IdGenerator, PoolIdGenerator } from './ids.js';
 import type { AttributeTemplate } from './attribute-template.js';
 
 export interface LeanTracerOptions {
@@ -36,11 +36,17 @@ export interface LeanTracerOptions {
 const UNSET: api.SpanStatus = Object.freeze({ code: api.SpanStatusCode.UNSET });
 const NO_LINKS: api.Link[] = Object.freeze([]) as unknown as api.Link[];
 const NO_ATTRIBUTES: api.Attributes = Object.freeze({});
+const NO_EVENTS: TimedEvent[] = Object.freeze([]) as unknown as TimedEvent[];
 const hasOwn = Object.prototype.hasOwnProperty;
 
 /** The API's `Tracer`, deciding and filling spans exactly as the SDK's `Tracer.startSpan` does (minus its no-op span metrics). */
 export class LeanTracer implements api.Tracer {
-  constructor(readonly options: LeanTracerOptions) {}
+  /** The pool's generator (ids.ts), when it is the one given: it says where each id's bytes are. */
+  private readonly pooled: PoolIdGenerator | undefined;
+
+  constructor(readonly options: LeanTracerOptions) {
+    this.pooled = 'lastBytes' in options.idGenerator ? (options.idGenerator as PoolIdGenerator) : undefined;
+  }
 
   startSpan(name: string, options: api.SpanOptions = {}, context: api.Context = api.context.active()): api.Span {
     if (options.root) context = api.trace.deleteSpan(context);
@@ -48,16 +54,33 @@ export class LeanTracer implements api.Tracer {
     const { sampler, idGenerator } = this.options;
     const parentSpan = api.trace.getSpan(context);
     const parent = parentSpan?.spanContext();
+    const { pooled } = this;
     const spanId = idGenerator.generateSpanId();
+    const spanIdBytes = pooled?.lastBytes;
+    const spanIdAt = pooled === undefined ? 0 : pooled.lastAt;
     let traceId: string;
     let traceState: api.TraceState | undefined;
     let validParent: api.SpanContext | undefined;
+    // Where the trace id's and the parent's span id's bytes are, when known (generated here, or a lean parent's).
+    let traceIdBytes: Buffer | undefined;
+    let traceIdAt = 0;
+    let parentIdBytes: Buffer | undefined;
+    let parentIdAt = 0;
     // A lean span's ids are valid by construction (generated, or its valid parent's): no hex checks for it.
-    if (!parent || !(parentSpan instanceof LeanSpan || api.trace.isSpanContextValid(parent))) traceId = idGenerator.generateTraceId();
-    else {
+    if (!parent || !(parentSpan instanceof LeanSpan || api.trace.isSpanContextValid(parent))) {
+      traceId = idGenerator.generateTraceId();
+      traceIdBytes = pooled?.lastBytes;
+      if (pooled !== undefined) traceIdAt = pooled.lastAt;
+    } else {
       traceId = parent.traceId;
       traceState = parent.traceState;
       validParent = parent;
+      if (parentSpan instanceof LeanSpan) {
+        traceIdBytes = parentSpan.traceIdBytes;
+        traceIdAt = parentSpan.traceIdAt;
+        parentIdBytes = parentSpan.spanIdBytes;
+        parentIdAt = parentSpan.spanIdAt;
+      }
     }
     const kind = options.kind ?? api.SpanKind.INTERNAL;
     // None given (the data plane's spans but deliveries): the sampler sees shared empty ones (no sampler here writes to them).
@@ -69,6 +92,14 @@ export class LeanTracer implements api.Tracer {
     const spanContext: api.SpanContext = { traceId, spanId, traceFlags, traceState };
     if (sampled.decision === api.SamplingDecision.NOT_RECORD) return api.trace.wrapSpanContext(spanContext);
     const span = new LeanSpan(this.options, spanContext, name, kind, validParent, options.startTime);
+    if (spanIdBytes !== undefined) {
+      span.spanIdBytes = spanIdBytes;
+      span.spanIdAt = spanIdAt;
+      span.traceIdBytes = traceIdBytes;
+      span.traceIdAt = traceIdAt;
+      span.parentIdBytes = parentIdBytes;
+      span.parentIdAt = parentIdAt;
+    }
     for (const link of links) span.addLink(link);
     // The SDK merges the sampler's attributes into the options' and sets them once; none given, nothing to set.
     if (options.attributes !== undefined || sampled.attributes !== undefined) span.setAttributes(sanitizeAttributes({ ...attributes, ...sampled.attributes }));
@@ -90,12 +121,23 @@ export class LeanTracer implements api.Tracer {
  * with `SpanImpl`'s rules (limits, truncation, ended checks, status precedence, times).
  */
 export class LeanSpan implements api.Span, ReadableSpan {
+  /**
+   * Where this span's ids are as bytes (the id pool's buffers, ids.ts), for the encoder: set by the
+   * lean tracer when it knows them (the parent's only for a lean parent), else the hex is decoded.
+   */
+  spanIdBytes: Buffer | undefined = undefined;
+  spanIdAt = 0;
+  traceIdBytes: Buffer | undefined = undefined;
+  traceIdAt = 0;
+  parentIdBytes: Buffer | undefined = undefined;
+  parentIdAt = 0;
   /** The first attributes, shared with other spans (`useTemplate`): never written; a key of it set again copies it into `own`. */
   private template: AttributeTemplate | undefined;
   /** The attributes set one by one (all of them, without a template). */
   private own: api.Attributes = {};
-  links: api.Link[] = [];
-  events: TimedEvent[] = [];
+  /** Shared empty lists until the first link or event (most spans have none): two arrays fewer per span. */
+  links: api.Link[] = NO_LINKS;
+  events: TimedEvent[] = NO_EVENTS;
   status: api.SpanStatus = UNSET;
   ended = false;
   droppedAttributesCount = 0;
@@ -218,6 +260,7 @@ export class LeanSpan implements api.Span, ReadableSpan {
       this.droppedEventsCount++;
       return this;
     }
+    if (this.events === NO_EVENTS) this.events = [];
     if (this.events.length >= eventCountLimit) {
       this.events.shift();
       this.droppedEventsCount++;
@@ -238,6 +281,7 @@ export class LeanSpan implements api.Span, ReadableSpan {
       this.droppedLinksCount++;
       return this;
     }
+    if (this.links === NO_LINKS) this.links = [];
     if (this.links.length >= linkCountLimit) {
       this.links.shift();
       this.droppedLinksCount++;

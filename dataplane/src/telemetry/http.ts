@@ -121,6 +121,13 @@ function finish(req: IncomingMessage, span: Span, status: number, completed: boo
   endSpan(span, status >= 500 ? String(status) : completed ? undefined : 'connection closed');
 }
 
+/** A traced response's 'close' listener (`this` is the response): ends its request's span, if not ended yet. */
+function endRequestSpan(this: ServerResponse): void {
+  const req = this.req;
+  const span = spanOf(req);
+  if (span) finish(req, span, this.statusCode, this.writableFinished);
+}
+
 /** Wraps a request handler so that each request runs in its SERVER span, ended when the answer is sent. */
 export function traceRequests(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
@@ -128,8 +135,9 @@ export function traceRequests(handler: (req: IncomingMessage, res: ServerRespons
     if (!span) return handler(req, res);
     // One listener: a response emits 'close' after 'finish' too, and writableFinished says which it
     // was. `on`, not `once`: 'close' comes once (and `finish` ends a span once), `once` would wrap
-    // the listener in a bound function and its state per request.
-    res.on('close', () => finish(req, span, res.statusCode, res.writableFinished));
+    // the listener in a bound function and its state per request. One shared function (the span is
+    // on the request): no closure per request.
+    res.on('close', endRequestSpan);
     withSpan(span, () => handler(req, res));
   };
 }
