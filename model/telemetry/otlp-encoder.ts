@@ -74,8 +74,15 @@ class Writer {
 
   fixed32(value: number): void {
     this.ensure(4);
-    this.buffer.writeUInt32LE(value >>> 0, this.pos);
-    this.pos += 4;
+    // Byte by byte: writeUInt32LE checks its arguments on each of the six calls per span.
+    const v = value >>> 0;
+    const buffer = this.buffer;
+    const pos = this.pos;
+    buffer[pos] = v & 0xff;
+    buffer[pos + 1] = (v >>> 8) & 0xff;
+    buffer[pos + 2] = (v >>> 16) & 0xff;
+    buffer[pos + 3] = v >>> 24;
+    this.pos = pos + 4;
   }
 
   /** An HrTime as nanoseconds since the epoch (fixed64), computed in 32-bit halves exactly as the SDK's serializer. */

@@ -29,6 +29,9 @@ interface Active {
    * check) on every call.
    */
   contexts: Api.ContextManager;
+  /** The options of the request path's spans, made once (read only by the tracers). */
+  serverOptions: Api.SpanOptions;
+  kindOptions: Record<SpanKindName, Api.SpanOptions>;
 }
 
 let active: Active | undefined;
@@ -125,6 +128,8 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
     withSpan: recorder === 'sdk' ? api.trace.setSpan : lean.contextWithSpan,
     leanSpan: lean.LeanSpan,
     contexts,
+    serverOptions: Object.freeze({ kind: api.SpanKind.SERVER }),
+    kindOptions: { internal: Object.freeze({ kind: api.SpanKind.INTERNAL }), client: Object.freeze({ kind: api.SpanKind.CLIENT }), consumer: Object.freeze({ kind: api.SpanKind.CONSUMER }) },
   };
   return {
     async stop() {
@@ -140,7 +145,7 @@ export function startServerSpan(headers: Headers, name: string, attributes: Span
   const { api, tracer } = active;
   // Without a traceparent the W3C propagator extracts nothing (tracestate alone is ignored).
   const parent = headers.traceparent === undefined ? api.ROOT_CONTEXT : api.propagation.extract(api.ROOT_CONTEXT, headers);
-  return withAttributes(tracer.startSpan(name, { kind: api.SpanKind.SERVER }, parent), attributes);
+  return withAttributes(tracer.startSpan(name, active.serverOptions, parent), attributes);
 }
 
 /**
@@ -163,6 +168,13 @@ export function withSpan<T>(span: Span | undefined, fn: () => T): T {
   if (!active || !span) return fn();
   const { contexts } = active;
   return contexts.with(active.withSpan(contexts.active(), span), fn);
+}
+
+/** `withSpan` for a function of two arguments, passed through (no closure per call: the request path's). */
+export function withSpanCall<A, B, T>(span: Span, fn: (a: A, b: B) => T, a: A, b: B): T {
+  if (!active) return fn(a, b);
+  const { contexts } = active;
+  return contexts.with(active.withSpan(contexts.active(), span), fn, undefined, a, b);
 }
 
 /** Ends a span; with an error (or an `error.type` text), its status is ERROR. */
@@ -205,7 +217,7 @@ export function inSpan<T>(name: string, attributes: AttributeTemplate | (() => S
   const { api, tracer, withSpan: contextWith, contexts } = active;
   const parent = contexts.active();
   if (options.childOnly && !api.trace.getSpan(parent)?.isRecording()) return fn();
-  const span = withAttributes(tracer.startSpan(name, { kind: kindOf(api, options.kind), links: linksOf(api, options.links) }, parent), attributes);
+  const span = withAttributes(tracer.startSpan(name, options.links === undefined ? active.kindOptions[options.kind ?? 'internal'] : { kind: kindOf(api, options.kind), links: linksOf(api, options.links) }, parent), attributes);
   let running: Promise<T>;
   try {
     running = options.current === false ? fn() : contexts.with(contextWith(parent, span), fn);

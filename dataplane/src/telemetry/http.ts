@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { endSpan, inSpan, startServerSpan, tracingOn, withSpan, type Span, type SpanAttributes } from '../../../model/telemetry/tracing.js';
+import { endSpan, inSpan, startServerSpan, tracingOn, withSpan, withSpanCall, type Span, type SpanAttributes } from '../../../model/telemetry/tracing.js';
 import { AttributeTemplate } from '../../../model/telemetry/attribute-template.js';
 
 /**
@@ -138,7 +138,7 @@ export function traceRequests(handler: (req: IncomingMessage, res: ServerRespons
     // the listener in a bound function and its state per request. One shared function (the span is
     // on the request): no closure per request.
     res.on('close', endRequestSpan);
-    withSpan(span, () => handler(req, res));
+    withSpanCall(span, handler, req, res);
   };
 }
 
