@@ -9,11 +9,14 @@
  * performance offset, `setAttribute` checks each value through several calls.
  *
  * What stays the SDK's: the sampler (called with the SDK tracer's arguments, its decision, attributes
- * and trace state honoured), the id generator, resource, span limits (the provider's, applied as
- * `SpanImpl` applies them), the span processor (`BatchSpanProcessor`: its bounded queue, drops,
- * flush on shutdown), the exporters, the context manager and propagator, `diag` reporting, and
- * `NonRecordingSpan` for spans not recorded. `lean-span.test.ts` proves the exported spans equal
- * the SDK tracer's for the data plane's spans. Loaded only when tracing is on.
+ * and trace state honoured), the id generator's interface (the pool of ids.ts also says where each
+ * id's bytes are, kept for the encoder), resource, span limits (the provider's, applied as
+ * `SpanImpl` applies them), the span processor given (with http/json the SDK's
+ * `BatchSpanProcessor`; with http/protobuf encoding-processor.ts, the same batching rules), the
+ * exporters' transport, the context manager and propagator, `diag` reporting, and
+ * `NonRecordingSpan` for spans not recorded. Attributes many spans share can be given as a
+ * template (attribute-template.ts), kept by reference. `lean-span.test.ts` proves the exported
+ * spans equal the SDK tracer's for the data plane's spans. Loaded only when tracing is on.
  */
 import * as api from '@opentelemetry/api';
 import { addHrTimes, hrTimeDuration, isAttributeValue, isTimeInput, isTimeInputHrTime, isTracingSuppressed, millisToHrTime, sanitizeAttributes, type InstrumentationScope } from '@opentelemetry/core';
