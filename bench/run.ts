@@ -27,9 +27,10 @@
  *   COMMIT), for the create too, where the driver sends one statement (the change inline).
  *
  * The records are seeded by a data plane of its own, stopped before the measured servers start.
- * Each round measures the reading targets first and the writing ones after, each group in its own
- * rotation, then checkpoints and pauses (BENCH_SETTLE_MS, 1500): no read is measured right after
- * a write round while PostgreSQL still works off its writes.
+ * Each round measures the reading targets first and the writing ones after, each group in a
+ * balanced order (`balancedOrder`: every target first once every n rounds and after each other one
+ * equally often), then checkpoints and pauses (BENCH_SETTLE_MS, 1500): no read is measured right
+ * after a write round while PostgreSQL still works off its writes.
  *
  * Besides throughput it reports each server's CPU time per request (user + system, from
  * /proc/<pid>/stat over the round): load from other tenants of a noisy machine moves throughput
@@ -315,7 +316,7 @@ async function main() {
 
     const results = new Map<string, { rps: number[]; p50: number[]; p99: number[]; cpuUs: number[]; allocKiB: number[]; errors: number }>();
     for (const t of targets) results.set(t.name, { rps: [], p50: [], p99: [], cpuUs: [], allocKiB: [], errors: 0 });
-    // Reads first, then writes, each group in its own rotation, then a checkpoint and a pause: a
+    // Reads first, then writes, each group in its own balanced order, then a checkpoint and a pause: a
     // read measured right after a write round paid for PostgreSQL's work after the writes (WAL,
     // dirty buffers, autovacuum on the same two cores). In one fixed rotation of all targets the
     // data plane's GET always followed the baseline's batches and the baseline's GraphQL the bare
