@@ -6,10 +6,12 @@
  * but a span is encoded as it ends into its batch's buffer (otlp-encoder.ts `SpanBatch`) instead
  * of being queued as the span object and encoded at the export.
  *
- * Why: measured (docs/performance.md, "Spans queued as bytes"), the SDK's processor holding every
- * span object until its batch is sent was most of tracing's CPU per read at full load; the same
- * spans encoded as they end, with nothing queued on the heap, cost a fraction of it. The export
- * itself stays the SDK's (otlp-exporter.ts: its HTTP transport, retries, timeouts).
+ * Why: measured (docs/performance.md, "Spans encoded into reused buffers"), the export path's
+ * fresh buffer of half a megabyte or more per batch (the serializer's, mapped anew and faulted in
+ * page by page) was the largest part of tracing's CPU per read at full load that was not the
+ * spans themselves; here a batch's buffer is reused once its export is answered, and nothing of a
+ * span is kept on the heap. The export itself stays the SDK's (otlp-exporter.ts: its HTTP
+ * transport, retries, timeouts).
  */
 import { context, diag, TraceFlags } from '@opentelemetry/api';
 import { ExportResultCode, globalErrorHandler, suppressTracing, type ExportResult } from '@opentelemetry/core';
