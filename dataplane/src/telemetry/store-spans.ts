@@ -19,7 +19,7 @@ const DB_SYSTEM: Record<LocationKind, string> = { postgres: 'postgresql', dynamo
  * runs twice per traced read.
  */
 function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined, fn: () => Promise<T>, extra?: (attributes: SpanAttributes) => void, ownTrace = false): Promise<T> {
-  const options = { kind: 'client', childOnly: !ownTrace, current: operation === 'write' || ownTrace } as const;
+  const options = ownTrace ? OWN_TRACE : operation === 'write' ? CURRENT_CHILD : LEAF_CHILD;
   // Without per-call attributes (reads, lists, raw queries) the name and attributes are the same for every call: made once.
   if (!extra) {
     const { name, template } = sameEveryCall(kind, operation, dataset, collection);
@@ -36,6 +36,11 @@ function storeSpan<T>(kind: LocationKind, operation: string, dataset: DatasetCon
     options,
   );
 }
+
+/** The three ways a store call is traced (InSpanOptions), made once: a read's leaf, a write's current child, a bulk-load chunk's own trace. */
+const LEAF_CHILD = Object.freeze({ kind: 'client', childOnly: true, current: false } as const);
+const CURRENT_CHILD = Object.freeze({ kind: 'client', childOnly: true, current: true } as const);
+const OWN_TRACE = Object.freeze({ kind: 'client', childOnly: false, current: true } as const);
 
 function attributesOf(kind: LocationKind, operation: string, dataset: DatasetConfig, collection: string | undefined): SpanAttributes {
   const attributes: SpanAttributes = { 'db.system': DB_SYSTEM[kind], 'db.operation.name': operation, 'das.dataset': dataset.id };
