@@ -55,7 +55,7 @@ import { freePort, startEmbeddedPostgres } from '../dataplane/src/db/embedded.js
 import { call } from '../dataplane/test-support/http.js';
 import { startOtlpSink } from './otlp-sink.js';
 import { ensurePlatformatic } from './peers/platformatic.js';
-import { allocatedBetween, cpuMs, HEADERS, median, start, waitFor } from './support.js';
+import { allocatedBetween, cpuMs, HEADERS, kernelCounters, median, start, waitFor } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -159,6 +159,9 @@ interface Measurement {
   p99: number;
   errors: number;
   cpuUs?: number;
+  /** Of cpuUs: the kernel's part, and the main thread's (the rest is libuv's pool, V8's helper threads, the kernel). */
+  systemUs?: number;
+  mainThreadUs?: number;
   /** KiB allocated on the JavaScript heap per request (BENCH_GC_DIR). */
   allocKiB?: number;
 }
@@ -167,6 +170,8 @@ async function measure(target: Target, seconds: number): Promise<Measurement> {
   let i = 0;
   const from = performance.now();
   const cpuBefore = cpuMs(target.child.pid);
+  const kernelBefore = kernelCounters(target.child.pid);
+  const mainBefore = cpuMs(target.child.pid, true);
   const result = await autocannon({
     url: target.url,
     connections: CONNECTIONS,
@@ -175,12 +180,17 @@ async function measure(target: Target, seconds: number): Promise<Measurement> {
     requests: [{ setupRequest: (req: any) => ({ ...req, ...target.request(i++) }) }],
   });
   const cpuAfter = cpuMs(target.child.pid);
+  const kernelAfter = kernelCounters(target.child.pid);
+  const mainAfter = cpuMs(target.child.pid, true);
+  const perRequest = (before: number | undefined, after: number | undefined) => (before === undefined || after === undefined ? undefined : ((after - before) * 1000) / result.requests.total);
+  const systemUs = perRequest(kernelBefore?.systemMs, kernelAfter?.systemMs);
+  const mainThreadUs = perRequest(mainBefore, mainAfter);
   const cpuUs = cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1000) / result.requests.total;
   // The GC trace reaches its file a moment after the collection: read it once the next one is due.
   const to = performance.now();
   const allocated = allocatedBetween(target.child, from, to) !== undefined ? (await new Promise((r) => setTimeout(r, 500)), allocatedBetween(target.child, from, to)) : undefined;
   const allocKiB = allocated === undefined ? undefined : allocated / 1024 / result.requests.total;
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs, allocKiB };
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs, systemUs, mainThreadUs, allocKiB };
 }
 
 /** The targets that write: measured after the reads of each round. */
@@ -340,7 +350,7 @@ async function main() {
         r.errors += m.errors;
         if (m.cpuUs !== undefined) r.cpuUs.push(m.cpuUs);
         if (m.allocKiB !== undefined) r.allocKiB.push(m.allocKiB);
-        const cpu = m.cpuUs === undefined ? '' : `  cpu ${m.cpuUs.toFixed(0)} µs/req`;
+        const cpu = m.cpuUs === undefined ? '' : `  cpu ${m.cpuUs.toFixed(0)} µs/req (system ${m.systemUs?.toFixed(0)}, main thread ${m.mainThreadUs?.toFixed(0)})`;
         const alloc = m.allocKiB === undefined ? '' : `  alloc ${m.allocKiB.toFixed(1)} KiB/req`;
         console.log(`round ${round + 1} ${t.name.padEnd(26)} ${m.rps.toFixed(0).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms${cpu}${alloc}  errors ${m.errors}`);
       }
@@ -375,8 +385,9 @@ async function main() {
     }
     if (sink) {
       // A traced plane that exported nothing measured tracing off: its ratio would say tracing is free.
-      console.log(`\nOTLP sink: ${sink.counted.exports} exports received (${(sink.counted.bytes / 1e6).toFixed(1)} MB)`);
-      if (sink.counted.exports === 0) throw new Error(`${NAMES.traced}: the OTLP sink received no export; its figures are not tracing's`);
+      const received = await sink.counts();
+      console.log(`\nOTLP sink: ${received.exports} exports received (${(received.bytes / 1e6).toFixed(1)} MB)`);
+      if (received.exports === 0) throw new Error(`${NAMES.traced}: the OTLP sink received no export; its figures are not tracing's`);
     }
     if (process.env.BENCH_RESULT_FILE) writeFileSync(process.env.BENCH_RESULT_FILE, JSON.stringify({ rounds: ROUNDS, seconds: SECONDS, errors, ratios }));
   } finally {

@@ -232,7 +232,7 @@ function readOnce(): (i: number) => Promise<void> {
     if (COLD_BYTES > 0) evictCaches();
     if (PACED_MS > 0 && pacing) await new Promise((done) => setTimeout(done, PACED_MS));
     const req = Object.assign(new EventEmitter(), { method: 'GET', url: '/demo/demo.Company/bench-co', httpVersion: '1.1', headers, socket }) as unknown as IncomingMessage;
-    const res = Object.assign(new EventEmitter(), { statusCode: 0 }) as unknown as ServerResponse;
+    const res = Object.assign(new EventEmitter(), { statusCode: 0, req }) as unknown as ServerResponse;
     await new Promise<void>((done) => {
       res.once('close', () => setImmediate(done));
       handler(req, res);

@@ -133,7 +133,8 @@ try {
   const on = median(cpu.on);
   const untraced = UNTRACED_ROOT ? `untraced build ${median(cpu.untraced).toFixed(1)} µs, ` : '';
   const before = BEFORE_ROOT ? `, on (before) ${median(cpu.onBefore).toFixed(1)} µs` : '';
-  console.log(`median CPU per read: ${untraced}off ${off.toFixed(1)} µs, on (ratio 1.0) ${on.toFixed(1)} µs: ×${(on / off).toFixed(3)}${before}; exports received: ${receiver.counted.exports} (${(receiver.counted.bytes / 1e6).toFixed(1)} MB)`);
+  const received = await receiver.counts();
+  console.log(`median CPU per read: ${untraced}off ${off.toFixed(1)} µs, on (ratio 1.0) ${on.toFixed(1)} µs: ×${(on / off).toFixed(3)}${before}; exports received: ${received.exports} (${(received.bytes / 1e6).toFixed(1)} MB)`);
   console.log(`median of the per-round ratios: on/off ×${median(ratios.onOff).toFixed(3)}${BEFORE_ROOT ? `, on (before)/off ×${median(ratios.beforeOff).toFixed(3)}` : ''}${UNTRACED_ROOT ? `, off/untraced ×${median(ratios.offUntraced).toFixed(3)}` : ''}`);
   // The main thread runs the JavaScript (the spans, the encoding); the process total adds V8's GC and compiler threads.
   console.log(`main thread: median CPU per read off ${median(mainCpu.off).toFixed(1)} µs, on ${median(mainCpu.on).toFixed(1)} µs${BEFORE_ROOT ? `, on (before) ${median(mainCpu.onBefore).toFixed(1)} µs` : ''}; median of the per-round ratios on/off ×${median(ratios.mainOnOff).toFixed(3)}${BEFORE_ROOT ? `, on (before)/off ×${median(ratios.mainBeforeOff).toFixed(3)}` : ''}`);
