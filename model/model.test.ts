@@ -54,6 +54,22 @@ describe('model: manifests', () => {
     ]);
   });
 
+  it("refuses property and argument names every JavaScript object inherits (__proto__ would pollute the process's prototype), at any depth", () => {
+    const problems = problemsOf(
+      `${header}  location: {kind: postgres}\n  schemas:\n    a.B:\n      properties:\n        name: {type: string}\n        __proto__:\n          type: object\n          properties:\n            polluted: {type: string}\n        addr:\n          type: object\n          properties:\n            constructor: {type: string}\n        toString: {type: string}\n      required: [hasOwnProperty]\n  queries:\n    a.Q:\n      schema: a.B\n      arguments:\n        valueOf: {type: string, required: true}\n      filter: name == \${valueOf}\n`,
+    );
+    expect(problems).to.deep.include.members([
+      { path: '$.spec.schemas["a.B"].properties.__proto__', message: '"__proto__" is reserved: every JavaScript object has a member of that name; name the property otherwise' },
+      { path: '$.spec.schemas["a.B"].properties.addr.properties.constructor', message: '"constructor" is reserved: every JavaScript object has a member of that name; name the property otherwise' },
+      { path: '$.spec.schemas["a.B"].properties.toString', message: '"toString" is reserved: every JavaScript object has a member of that name; name the property otherwise' },
+      // Inherited, not declared: `in` would have found it.
+      { path: '$.spec.schemas["a.B"].required[0]', message: 'required property "hasOwnProperty" is not declared' },
+      { path: '$.spec.queries["a.Q"].arguments.valueOf', message: '"valueOf" is reserved: every JavaScript object has a member of that name; name the argument otherwise' },
+    ]);
+    // Names that only look alike stay allowed.
+    expect(problemsOf(`${header}  location: {kind: postgres}\n  schemas:\n    a.B:\n      properties:\n        proto: {type: string}\n        _constructor: {type: string}\n        tostring: {type: string}\n`)).to.deep.equal([]);
+  });
+
   it('rejects invalid names, unknown fields and bad CIDRs', () => {
     expect(problemsOf('apiVersion: dataaccess.dev/v1alpha1\nkind: Dataset\nmetadata: {name: Bad_Name}\nspec: {}\n')[0].path).to.equal('$.metadata.name');
     expect(problemsOf(`${header}  location: {kind: postgres, password: x}\n  schemas: {a.B: {properties: {}}}\n`)).to.deep.include({ path: '$.spec.location', message: 'unknown property "password"' });

@@ -5,6 +5,7 @@
  * and `@{alias.path}` tokens are checked against its arguments, `using` and the schemas.
  */
 import { FilterError, parseFilter, typeFilter, type FieldType, type TypedFilter } from './filter.js';
+import { INHERITED_NAMES, inheritedNameMessage } from './inherited-names.js';
 import { kindFacts } from './location-kinds.js';
 import { parseSort, typeSort } from './sort.js';
 import { isSqlQuery, type DatasetSpec, type FilterQueryDef, type PropertyDef, type QueryArgumentType, type QueryDef, type SqlQueryDef } from './types.js';
@@ -136,9 +137,13 @@ function checkSqlQuery(spec: DatasetSpec, query: SqlQueryDef, path: string): Spe
 const RESERVED_ARGUMENT_NAMES = ['limit', 'nextToken'];
 
 function reservedArguments(declared: Record<string, unknown>, path: string): SpecProblem[] {
-  return Object.keys(declared)
-    .filter((name) => RESERVED_ARGUMENT_NAMES.includes(name))
-    .map((name) => ({ path: member(`${path}.arguments`, name), message: `"${name}" is reserved (a query's page parameter); name the argument otherwise` }));
+  return Object.keys(declared).flatMap((name) =>
+    RESERVED_ARGUMENT_NAMES.includes(name)
+      ? [{ path: member(`${path}.arguments`, name), message: `"${name}" is reserved (a query's page parameter); name the argument otherwise` }]
+      : INHERITED_NAMES.has(name)
+        ? [{ path: member(`${path}.arguments`, name), message: inheritedNameMessage(name, 'argument') }]
+        : [],
+  );
 }
 
 /** What the raw SQL rewriter resolves `@{alias.path}` to: a scalar leaf, a link (or its `.id`), a system column. */

@@ -3,6 +3,7 @@ import { locationFieldProblems, refusedConsistency } from './location-kinds.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { parseCidr } from './cidr.js';
 import { checkQueries } from './queries.js';
+import { INHERITED_NAMES, inheritedNameMessage } from './inherited-names.js';
 import { reservedStorageProblems } from './storage.js';
 import { datasetSpecSchema, environmentSpecSchema, propertyDefSchema } from './json-schema.js';
 import { datasetConfigSchema, environmentConfigSchema } from './config-schema.js';
@@ -86,6 +87,7 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec', name = 'da
         if (name === 'id' || name === 'version') {
           problems.push({ path: propPath, message: `"${name}" is a system property and cannot be declared` });
         }
+        if (INHERITED_NAMES.has(name)) problems.push({ path: propPath, message: inheritedNameMessage(name, 'property') });
         const raw = prop as { type: string; schema?: string; properties?: unknown };
         if (raw.type === 'link' && raw.schema === undefined) problems.push({ path: propPath, message: 'a link needs "schema"' });
         if (prop.type === 'links') problems.push(...checkInverseLink(spec, schemaName, prop, propPath, path === `${schemaPath}.properties`));
@@ -106,7 +108,7 @@ export function crossCheckDataset(spec: DatasetSpec, base = '$.spec', name = 'da
     };
     walk(schema.properties, `${schemaPath}.properties`);
     for (const [i, req] of (schema.required ?? []).entries()) {
-      if (!(req in schema.properties)) {
+      if (!Object.hasOwn(schema.properties, req)) {
         problems.push({ path: `${schemaPath}.required[${i}]`, message: `required property "${req}" is not declared` });
       } else if (schema.properties[req].type === 'links') {
         problems.push({ path: `${schemaPath}.required[${i}]`, message: `"${req}" is an inverse link (not stored) and cannot be required` });
