@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { DatasetConfig } from '../../../../model/types.js';
 import { ddlLockKey, inTransaction, withConnection } from './checkout.js';
 import { outageOf } from './outage.js';
-import { schemaDefOf, setAt } from '../../engine/layout.js';
+import { schemaDefOf } from '../../engine/layout.js';
 import {
   StoreError,
   type DriverCapabilities,
@@ -33,7 +33,6 @@ import {
   insertSql,
   selectByIdSql,
   selectManySql,
-  SYSTEM_COLUMN_INDEX,
   tableLayout,
   updateSql,
   type Statement,
@@ -457,22 +456,7 @@ function recordOf(layout: TableLayout, row: unknown[] | undefined, version: numb
 
 /** A row (every statement returns the layout's columns, in order) as a stored record. */
 export function toRecord(layout: TableLayout, row: readonly unknown[]): StoredRecord {
-  const data: Record<string, unknown> = {};
-  const { columns } = layout;
-  for (let i = 0; i < columns.length; i++) {
-    const field = columns[i].field;
-    const value = row[i];
-    if (!field || value === null || value === undefined) continue;
-    setAt(data, field.path, field.type === 'link' ? { id: value } : value);
-  }
-  const at = SYSTEM_COLUMN_INDEX;
-  return {
-    id: row[at.id] as string,
-    version: row[at.version] as number,
-    data,
-    createdAt: row[at.createdAt] as string,
-    updatedAt: row[at.updatedAt] as string,
-  };
+  return layout.shapeRow(row);
 }
 
 /** What a failed write statement means, in the store's terms; anything unforeseen is rethrown (a 500). */

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { DatasetConfig, RecordSchemaDef } from '../../../../model/types.js';
 import { isGiven, valueAt } from '../../engine/layout.js';
 import { postgresNaming as naming, quoteIdent as q } from '../../engine/sql/naming.js';
+import { compileRowShaper, type RowShaper } from '../sql/row-shaper.js';
 import { databaseSchemaFor, tableShape, type Column, type TableShape } from '../sql/table-shape.js';
 import { postgresSqlDialect } from './dialect.js';
 import type { PreparedSelect } from './prepared-read.js';
@@ -31,6 +32,8 @@ export interface TableLayout extends TableShape {
    * and the parsers of their columns (every read and write returns `columns`, in order).
    */
   reads: { byId: PreparedSelect; byVersion: PreparedSelect; many: string };
+  /** A row of `columns` as a stored record (row-shaper.ts: compiled with the layout). */
+  shapeRow: RowShaper;
 }
 
 /**
@@ -55,6 +58,7 @@ export function tableLayout(dataset: DatasetConfig, schemaName: string, schema: 
       byVersion: prepared(`SELECT ${cols}, ${q(deletedAt.name)} FROM ${history} WHERE ${id} = $1 AND ${q(s.version)} = $2`, [deletedAt]),
       many: `SELECT ${cols} FROM ${table} WHERE ${id} = ANY($1::text[])`,
     },
+    shapeRow: compileRowShaper(columns),
   };
 }
 
