@@ -12,17 +12,22 @@ export class AttributeTemplate {
   /** How many attributes, and the longest string among them (a span with a shorter value-length limit copies them instead). */
   readonly count: number;
   readonly longestString: number;
+  /** The keys, for a span's check of a key set again (a Set's lookup: `hasOwnProperty` on the frozen object cost more, per attribute set). */
+  readonly keys: ReadonlySet<string>;
 
   private constructor(readonly attributes: Readonly<Record<string, TemplateValue>>) {
     let count = 0;
     let longest = 0;
+    const keys = new Set<string>();
     for (const key in attributes) {
       count++;
+      keys.add(key);
       const value = attributes[key];
       if (typeof value === 'string' && value.length > longest) longest = value.length;
     }
     this.count = count;
     this.longestString = longest;
+    this.keys = keys;
   }
 
   /**

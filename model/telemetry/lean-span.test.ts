@@ -26,7 +26,7 @@ import { LeanSpan, LeanTracer, contextWithSpan } from './lean-span.js';
 import { AttributeTemplate } from './attribute-template.js';
 import { SpanBatch } from './otlp-encoder.js';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
-import { poolIdGenerator, type IdGenerator } from './ids.js';
+import { POOL_BYTES, poolIdGenerator, type IdGenerator } from './ids.js';
 
 const DEFAULT_LIMITS: Required<SpanLimits> = { attributeCountLimit: 128, attributeValueLengthLimit: Infinity, eventCountLimit: 128, linkCountLimit: 128, attributePerEventCountLimit: 128, attributePerLinkCountLimit: 128 };
 const TIGHT_LIMITS: Required<SpanLimits> = { attributeCountLimit: 4, attributeValueLengthLimit: 5, eventCountLimit: 2, linkCountLimit: 1, attributePerEventCountLimit: 1, attributePerLinkCountLimit: 1 };
@@ -362,19 +362,46 @@ describe('the lean span recorder, attribute templates (model/telemetry/attribute
 });
 
 describe('the lean span recorder with the pooled ids (model/telemetry/ids.ts)', () => {
+  it('a child span runs on its parent\'s clock: it starts and ends within the parent, on the wall clock, and a given start time is still the one given', async () => {
+    const ended: ReadableSpan[] = [];
+    const processor: SpanProcessor = { onStart: () => undefined, onEnd: (span) => void ended.push(span), forceFlush: async () => undefined, shutdown: async () => undefined };
+    const tracer = new LeanTracer({ resource, scope: { name: 'data-access', version: undefined, schemaUrl: undefined }, sampler: new AlwaysOnSampler(), idGenerator: poolIdGenerator(), processor, limits: DEFAULT_LIMITS });
+    const before = Date.now();
+    const server = tracer.startSpan('GET', { kind: api.SpanKind.SERVER });
+    await new Promise((resolve) => setTimeout(resolve, 25));
+    const read = tracer.startSpan('read demo.Company', { kind: api.SpanKind.CLIENT }, api.trace.setSpan(api.ROOT_CONTEXT, server));
+    const childWall = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    read.end();
+    const given = tracer.startSpan('given', { startTime: [1_700_000_000, 5] }, api.trace.setSpan(api.ROOT_CONTEXT, server));
+    given.end([1_700_000_001, 0]);
+    server.end();
+    const [child, timed, parent] = ended;
+    const ms = (time: api.HrTime) => time[0] * 1e3 + time[1] / 1e6;
+    expect(ms(parent.startTime)).to.be.within(before - 1, before + 5);
+    // 25 ms after the parent's start by the monotonic clock, and where the wall clock was then.
+    expect(ms(child.startTime) - ms(parent.startTime)).to.be.within(24, 200);
+    expect(ms(child.startTime)).to.be.within(childWall - 2, childWall + 2);
+    expect(ms(child.endTime)).to.be.within(ms(child.startTime) + 4, ms(parent.endTime));
+    expect(nanos(child.duration)).to.equal(nanos(child.endTime) - nanos(child.startTime));
+    expect(timed.startTime).to.deep.equal([1_700_000_000, 5]);
+    expect(timed.endTime).to.deep.equal([1_700_000_001, 0]);
+  });
+
   it('spans keep where their ids\' bytes are, across pool refills, and encode to the bytes the SDK\'s serializer writes from the hex', () => {
     const ended: ReadableSpan[] = [];
     const processor: SpanProcessor = { onStart: () => undefined, onEnd: (span) => void ended.push(span), forceFlush: async () => undefined, shutdown: async () => undefined };
     const tracer = new LeanTracer({ resource, scope: { name: 'data-access', version: undefined, schemaUrl: undefined }, sampler: new AlwaysOnSampler(), idGenerator: poolIdGenerator(), processor, limits: DEFAULT_LIMITS });
-    // 500 reads take about 13 KB of ids (32 bytes each, 16 under a remote caller): the pool (4 KiB) is refilled three times on the way.
-    for (let i = 0; i < 500; i++) {
+    // A read takes 32 bytes of ids (16 under a remote caller, one in three): enough reads for the pool to be refilled three times on the way.
+    const reads = Math.ceil((3 * POOL_BYTES) / ((2 * 32 + 16) / 3));
+    for (let i = 0; i < reads; i++) {
       const server = tracer.startSpan('GET', { kind: api.SpanKind.SERVER }, i % 3 === 0 ? remote(true, 'vendor=value') : api.ROOT_CONTEXT);
       const read = tracer.startSpan('read demo.Company', { kind: api.SpanKind.CLIENT }, api.trace.setSpan(api.ROOT_CONTEXT, server));
       read.end();
       server.end();
     }
     const spans = ended as unknown as LeanSpan[];
-    expect(spans).to.have.length(1000);
+    expect(spans).to.have.length(2 * reads);
     expect(new Set(spans.map((span) => span.spanIdBytes)).size).to.be.greaterThan(2);
     for (const span of spans) {
       const { traceId, spanId } = span.spanContext();
@@ -385,7 +412,7 @@ describe('the lean span recorder with the pooled ids (model/telemetry/ids.ts)', 
       if (span.kind === api.SpanKind.CLIENT) expect(span.parentIdBytes!.toString('hex', span.parentIdAt, span.parentIdAt + 8)).to.equal(span.parentSpanContext!.spanId);
       else expect(span.parentIdBytes).to.equal(undefined);
     }
-    expect(spans.filter((span) => span.traceIdBytes === undefined)).to.have.length(2 * 167);
+    expect(spans.filter((span) => span.traceIdBytes === undefined)).to.have.length(2 * Math.ceil(reads / 3));
     const batch = new SpanBatch(resource, spans[0].instrumentationScope);
     ended.forEach((span) => batch.add(span));
     expect(Buffer.from(batch.request()).equals(Buffer.from(ProtobufTraceSerializer.serializeRequest(ended)!))).to.equal(true);

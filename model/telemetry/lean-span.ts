@@ -94,7 +94,8 @@ export class LeanTracer implements api.Tracer {
     const traceFlags = sampled.decision === api.SamplingDecision.RECORD_AND_SAMPLED ? api.TraceFlags.SAMPLED : api.TraceFlags.NONE;
     const spanContext: api.SpanContext = { traceId, spanId, traceFlags, traceState };
     if (sampled.decision === api.SamplingDecision.NOT_RECORD) return api.trace.wrapSpanContext(spanContext);
-    const span = new LeanSpan(this.options, spanContext, name, kind, validParent, options.startTime);
+    // A lean parent's clock: a child's start is the parent's plus the monotonic time since (no Date.now() per child).
+    const span = new LeanSpan(this.options, spanContext, name, kind, validParent, options.startTime, parentSpan instanceof LeanSpan ? parentSpan : undefined);
     if (spanIdBytes !== undefined) {
       span.spanIdBytes = spanIdBytes;
       span.spanIdAt = spanIdAt;
@@ -152,8 +153,9 @@ export class LeanSpan implements api.Span, ReadableSpan {
   private readonly limits: Required<SpanLimits>;
   private readonly processor: SpanProcessor;
   /** Epoch milliseconds at the start and performance.now() then and at the end: HrTimes are made from them when read (by the exporter, batched). */
-  private readonly startMs: number;
-  private readonly performanceStart: number;
+  /** Read by a child span's constructor (its clock). */
+  readonly startMs: number;
+  readonly performanceStart: number;
   private performanceEnd = 0;
   private readonly startTimeProvided: boolean;
   private start: api.HrTime | undefined;
@@ -167,10 +169,14 @@ export class LeanSpan implements api.Span, ReadableSpan {
     readonly kind: api.SpanKind,
     readonly parentSpanContext: api.SpanContext | undefined,
     startTime: api.TimeInput | undefined,
+    clock?: LeanSpan,
   ) {
-    // As SpanImpl: the start in epoch milliseconds, the end as the start plus performance.now()'s elapsed time.
-    this.startMs = Date.now();
+    // As SpanImpl: the start in epoch milliseconds, the end as the start plus performance.now()'s
+    // elapsed time. A child takes its parent's epoch start plus the monotonic time since: the same
+    // clock (the wall clock read once per trace root, as SpanImpl reads it per span), within a
+    // request's lifetime, where the two cannot drift apart.
     this.performanceStart = performance.now();
+    this.startMs = clock === undefined ? Date.now() : clock.startMs + (this.performanceStart - clock.performanceStart);
     this.startTimeProvided = startTime != null;
     this.resource = options.resource;
     this.instrumentationScope = options.scope;
@@ -227,7 +233,7 @@ export class LeanSpan implements api.Span, ReadableSpan {
   setAttribute(key: string, value: api.AttributeValue | undefined): this {
     if (value == null || this.endedWarn()) return this;
     // A key of the template set again: the template is copied into the span's own attributes first (keeping their order).
-    if (this.template !== undefined && hasOwn.call(this.template.attributes, key)) {
+    if (this.template !== undefined && this.template.keys.has(key)) {
       this.own = { ...this.template.attributes, ...this.own };
       this.template = undefined;
     }
