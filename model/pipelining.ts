@@ -56,8 +56,10 @@ type SocketInternals = Socket & {
 };
 
 class Connection {
-  private readonly inProgress = new Set<ServerResponse>();
-  private readonly waiting: [IncomingMessage, ServerResponse][] = [];
+  /** The one request being handled (its answer not yet handed to the socket): one at a time, so a slot, not a set. */
+  private inProgress: ServerResponse | undefined;
+  /** Requests received and not handled yet, by their responses (`res.req` is the request): no pair per request. */
+  private readonly waiting: ServerResponse[] = [];
   /** Over the pipelining cap: nothing more is handled, and the socket ends once the answers in progress are sent. */
   private closing = false;
   /** Until the chunk that went over the cap has been parsed. */
@@ -88,7 +90,7 @@ class Connection {
       if (!this.closingChunk) this.socket.destroy();
       return;
     }
-    if (this.inProgress.size + this.waiting.length >= this.limits.maxPipelinedRequests) {
+    if ((this.inProgress === undefined ? 0 : 1) + this.waiting.length >= this.limits.maxPipelinedRequests) {
       this.closing = true;
       this.closingChunk = true;
       setImmediate(() => (this.closingChunk = false));
@@ -101,13 +103,14 @@ class Connection {
     (res as TrackedResponse)[CONNECTION] = this;
     res.on('finish', answered);
     res.on('close', answered);
-    this.waiting.push([req, res]);
+    this.waiting.push(res);
     this.pump();
   }
 
   /** The answer to `res` has been handed to the socket, or the response was closed. */
   settled(res: ServerResponse): void {
-    if (this.inProgress.delete(res)) {
+    if (this.inProgress === res) {
+      this.inProgress = undefined;
       this.progressed = true;
       this.pump();
     }
@@ -116,7 +119,8 @@ class Connection {
   /** Bytes of answers the client has not taken: in the socket, and in answers queued behind the one being sent. */
   private unsentBytes(): number {
     let bytes = this.socket.writableLength;
-    for (const res of this.inProgress) if (!res.socket) bytes += res.writableLength;
+    const res = this.inProgress;
+    if (res !== undefined && !res.socket) bytes += res.writableLength;
     return bytes;
   }
 
@@ -125,13 +129,13 @@ class Connection {
     if (this.socket.destroyed) return;
     // One at a time, as the answers go out in order anyway: a deep pipeline costs the process one
     // request's work at a time, interleaved with every other connection's, not all of it at once.
-    while (this.waiting.length && this.inProgress.size === 0 && this.unsentBytes() <= this.limits.maxUnsentResponseBytes) {
-      const [req, res] = this.waiting.shift()!;
+    while (this.waiting.length && this.inProgress === undefined && this.unsentBytes() <= this.limits.maxUnsentResponseBytes) {
+      const res = this.waiting.shift()!;
       if (res.destroyed) continue;
-      this.inProgress.add(res);
-      this.handler(req, res);
+      this.inProgress = res;
+      this.handler(res.req, res);
     }
-    if (this.closing && this.inProgress.size === 0 && this.waiting.length === 0) {
+    if (this.closing && this.inProgress === undefined && this.waiting.length === 0) {
       // The answers before the cap are out of the application's hands: flush them, then close.
       this.socket.end();
       this.pauseReading();
@@ -181,7 +185,7 @@ class Connection {
       const unsent = this.unsentBytes();
       // Slow handlers with nothing to send yet, or a client that took some bytes: not stalled
       // (a closing connection whose client neither reads nor closes is, all the same).
-      const stalled = (unsent > 0 && !this.progressed && this.queuedInHandle() >= this.queuedAtArm) || (this.closing && this.inProgress.size === 0 && this.waiting.length === 0);
+      const stalled = (unsent > 0 && !this.progressed && this.queuedInHandle() >= this.queuedAtArm) || (this.closing && this.inProgress === undefined && this.waiting.length === 0);
       if (stalled) {
         this.hooks.onSendTimeout?.(this.socket, unsent);
         this.socket.destroy();
@@ -200,7 +204,7 @@ class Connection {
   private close(): void {
     this.disarmSendTimer();
     this.waiting.length = 0;
-    this.inProgress.clear();
+    this.inProgress = undefined;
   }
 }
 
