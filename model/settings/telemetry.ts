@@ -28,7 +28,7 @@ export const TELEMETRY_SETTINGS = {
   OTEL_TRACES_SAMPLER: choice(OTEL_SAMPLERS, 'parentbased_always_on', { description: 'OpenTelemetry: which traces are recorded', readers: ALL }),
   OTEL_TRACES_SAMPLER_ARG: checkedText('a number from 0 to 1', isRatio, { shownDefault: '1', description: 'OpenTelemetry: the ratio of the `traceidratio` samplers', readers: ALL }),
   OTEL_BSP_SCHEDULE_DELAY: checkedText('a whole number of milliseconds', (raw) => /^\s*\d+\s*$/.test(raw), { shownDefault: '5000', description: 'OpenTelemetry: how long finished spans wait to be sent in one batch', readers: ALL }),
-  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: optionalWholeNumber({ min: 1, max: 8192 }, { shownDefault: '2048', description: 'OpenTelemetry: the most spans sent in one export request (a full batch is sent at once, without waiting)', readers: ALL }),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: optionalWholeNumber({ min: 1, max: 8192 }, { shownDefault: '8192 with http/protobuf, 2048 with http/json', description: 'OpenTelemetry: the most spans sent in one export request (a full batch is sent at once, without waiting; with http/protobuf a batch is also sent at 4 MiB)', readers: ALL }),
 };
 
 /** What tracing needs, derived from the variables; undefined when no endpoint is set (tracing off). */
@@ -40,7 +40,7 @@ export interface TracingConfig {
   sampler: (typeof OTEL_SAMPLERS)[number];
   ratio: number;
   scheduleDelayMs: number;
-  /** Spans per export request (unset: 2048, tracing.ts). */
+  /** Spans per export request (unset: by protocol, tracing.ts). */
   exportBatchSpans?: number;
 }
 

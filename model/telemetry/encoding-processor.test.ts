@@ -89,6 +89,22 @@ describe('encoding span processor (model/telemetry/encoding-processor.ts)', () =
     expect(exporter.requests[2].equals(theSdks(ended.slice(6)))).to.equal(true);
   });
 
+  it('sends a batch once its spans reach maxBatchBytes, before it has maxExportBatchSize spans; no request is much larger', async () => {
+    // A span's bytes in a request: the request of ten spans less the request of one, over nine.
+    const probe = setup({ maxExportBatchSize: 100 }, new HeldExporter(ok));
+    probe.spans(10);
+    const perSpan = (theSdks(probe.ended).length - theSdks(probe.ended.slice(0, 1)).length) / 9;
+    // Room for three and a half spans: the fourth sends the batch.
+    const exporter = new HeldExporter(ok);
+    const { processor, ended, spans } = setup({ maxExportBatchSize: 100, maxBatchBytes: Math.round(3.5 * perSpan) }, exporter);
+    spans(10);
+    await processor.forceFlush();
+    expect(exporter.requests).to.have.length(3);
+    expect(exporter.requests[0].equals(theSdks(ended.slice(0, 4)))).to.equal(true);
+    expect(exporter.requests[1].equals(theSdks(ended.slice(4, 8)))).to.equal(true);
+    expect(exporter.requests[2].equals(theSdks(ended.slice(8)))).to.equal(true);
+  });
+
   it('sends fewer spans than a batch after the schedule delay, not before', async () => {
     const exporter = new HeldExporter(ok);
     const { ended, spans } = setup({ scheduledDelayMillis: 80 }, exporter);

@@ -18,6 +18,14 @@ import { ExportResultCode, globalErrorHandler, suppressTracing, type ExportResul
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { SpanBatch } from './otlp-encoder.js';
 
+/**
+ * Under 4 MiB, every OTLP receiver's default limit (the Collector's HTTP receiver and its
+ * distributions' take 20 MiB, a gRPC hop behind them 4 MiB): the 64 KiB left are room for the
+ * last span added (attributes are bounded: names, a 256-character user agent, a trace state) and
+ * the request's header.
+ */
+export const MAX_BATCH_BYTES = 4 * 1024 * 1024 - 64 * 1024;
+
 /** Sends one batch; `done` is called once with the result (a late call after the timeout is ignored). */
 export interface BatchExporter {
   export(batch: SpanBatch, done: (result: ExportResult) => void): void;
@@ -26,6 +34,11 @@ export interface BatchExporter {
 
 export interface EncodingBatchOptions {
   maxExportBatchSize: number;
+  /**
+   * A batch is also sent once its encoded spans reach this many bytes (default MAX_BATCH_BYTES), so
+   * no export request grows past what receivers take whatever the spans carry.
+   */
+  maxBatchBytes?: number;
   maxQueueSize: number;
   scheduledDelayMillis: number;
   /** The SDK's default: 30 s. */
@@ -75,7 +88,7 @@ export class EncodingBatchProcessor implements SpanProcessor {
     }
     batch.add(span);
     this.queued++;
-    if (batch.count >= this.maxExportBatchSize) {
+    if (batch.count >= this.maxExportBatchSize || batch.spanBytes >= (this.options.maxBatchBytes ?? MAX_BATCH_BYTES)) {
       this.seal();
       this.exportNext();
     } else if (this.timer === undefined && this.inFlight === undefined) this.startTimer();

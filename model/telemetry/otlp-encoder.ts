@@ -486,6 +486,11 @@ export class SpanBatch {
   private readonly head: number;
   count = 0;
 
+  /** Bytes of the spans encoded so far (the request is these, the header and the schema URLs). */
+  get spanBytes(): number {
+    return this.w.pos - this.head;
+  }
+
   constructor(
     readonly resource: Resource,
     readonly scope: Scope,

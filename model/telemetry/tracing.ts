@@ -36,9 +36,17 @@ interface Active {
 
 let active: Active | undefined;
 
-/** Spans per export request unless OTEL_BSP_MAX_EXPORT_BATCH_SIZE says, and the most waiting to be exported (more are dropped, counted by the SDK). */
-const EXPORT_BATCH_SPANS = 2048;
-const QUEUED_SPANS = 8192;
+/**
+ * Spans per export request unless OTEL_BSP_MAX_EXPORT_BATCH_SIZE says, and the most waiting to be
+ * exported (more are dropped and counted), by protocol. http/protobuf: 8192 spans a request (about
+ * 2 MiB, and never over 4 MiB: encoding-processor.ts MAX_BATCH_BYTES), four batches queued as
+ * bytes. Each export costs the loaded process far more than its bytes (an HTTP request, its
+ * response, the transport's promises and timers): 8192 against 2048 spans a request took tracing
+ * at full load from ×1.14 to ×1.04 CPU per read (docs/performance.md, "Fewer, larger exports").
+ * http/json keeps the SDK's processor, which queues span objects (~1–2 KiB of heap each): 2048.
+ */
+const EXPORT_BATCH_SPANS = { 'http/protobuf': 8192, 'http/json': 2048 } as const;
+const QUEUED_SPANS = { 'http/protobuf': 32768, 'http/json': 8192 } as const;
 
 /** The instrumentation scope of every span. */
 const TRACER_NAME = 'data-access';
@@ -92,7 +100,7 @@ export async function startTracing(config: TracingConfig, onExportError: (messag
   // Bigger batches than the SDK's 512: fewer export requests (each one an HTTP request and its
   // encoding's fixed cost on the event loop) when every request is sampled; spans queued longer
   // were measured to cost no more collections (docs/performance.md). The queue stays bounded.
-  const batching = { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: config.exportBatchSpans ?? EXPORT_BATCH_SPANS, maxQueueSize: QUEUED_SPANS };
+  const batching = { scheduledDelayMillis: config.scheduleDelayMs, maxExportBatchSize: config.exportBatchSpans ?? EXPORT_BATCH_SPANS[config.protocol], maxQueueSize: QUEUED_SPANS[config.protocol] };
   // http/protobuf: spans encoded as they end into their batch (encoding-processor.ts: the same
   // batching, nothing queued on the heap), sent by the SDK's transport; http/json: the SDK's
   // processor and exporter as they are.
