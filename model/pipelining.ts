@@ -217,14 +217,13 @@ function answered(this: TrackedResponse): void {
 
 /** The request listener to give `createServer`: `handler` behind the per-connection bounds above. */
 export function boundPipelining(handler: RequestListener, limits: PipeliningLimits = DEFAULT_PIPELINING_LIMITS, hooks: PipeliningHooks = {}): RequestListener {
-  const connections = new WeakMap<Socket, Connection>();
+  // Each connection's state on its socket, under a key of this listener: a property read per
+  // request instead of a WeakMap's lookup; it goes with the socket all the same.
+  const CONNECTION_OF = Symbol('pipelining connection state');
   return (req, res) => {
-    const socket = req.socket;
-    let connection = connections.get(socket);
-    if (!connection) {
-      connection = new Connection(socket, handler, limits, hooks);
-      connections.set(socket, connection);
-    }
+    const socket = req.socket as Socket & { [CONNECTION_OF]?: Connection };
+    let connection = socket[CONNECTION_OF];
+    if (connection === undefined) connection = socket[CONNECTION_OF] = new Connection(socket, handler, limits, hooks);
     connection.arrived(req, res);
   };
 }

@@ -12,6 +12,8 @@ export class AttributeTemplate {
   /** How many attributes, and the longest string among them (a span with a shorter value-length limit copies them instead). */
   readonly count: number;
   readonly longestString: number;
+  /** The attributes' OTLP/protobuf encoding, made by the encoder the first time a span of this template is encoded (otlp-encoder.ts). */
+  encoding: Uint8Array | undefined = undefined;
   /** The keys, for a span's check of a key set again (a Set's lookup: `hasOwnProperty` on the frozen object cost more, per attribute set). */
   readonly keys: ReadonlySet<string>;
 

@@ -301,15 +301,13 @@ interface TemplatedSpan {
   ownAttributes: Attributes;
 }
 
-/** Each template's attributes encoded once (as span attributes, field 9), for as long as the template lives. */
-const templates = new WeakMap<AttributeTemplate, Buffer>();
-
-function encodedTemplate(template: AttributeTemplate): Buffer {
-  let encoded = templates.get(template);
+/** Each template's attributes encoded once (as span attributes, field 9), kept on the template (attribute-template.ts `encoding`). */
+function encodedTemplate(template: AttributeTemplate): Uint8Array {
+  let encoded = template.encoding;
   if (encoded === undefined) {
     const w = new Writer(256);
     writeAttributes(w, template.attributes, 9);
-    templates.set(template, (encoded = w.buffer.subarray(0, w.pos)));
+    template.encoding = encoded = w.buffer.subarray(0, w.pos);
   }
   return encoded;
 }

@@ -25,9 +25,17 @@ const USAGE = 'send "Authorization: Proxy <principal identifier>"';
 const accepted = new WeakMap<DatasetConfig, Map<string, Caller>>();
 const MAX_ACCEPTED = 1024;
 
+/** The last dataset's map, looked up first: one comparison per request instead of a WeakMap's lookup. */
+let lastDataset: DatasetConfig | undefined;
+let lastKnown: Map<string, Caller> | undefined;
+
 export function authenticateIam(authorization: string | undefined, dataset: DatasetConfig): Caller {
   if (authorization === undefined) return checkIamCredentials(authorization, dataset);
-  let known = accepted.get(dataset);
+  let known = dataset === lastDataset ? lastKnown : accepted.get(dataset);
+  if (known) {
+    lastDataset = dataset;
+    lastKnown = known;
+  }
   const caller = known?.get(authorization);
   if (caller) return caller;
   const fresh = checkIamCredentials(authorization, dataset);

@@ -13,11 +13,16 @@ export interface CompiledFirewall {
 
 const compiled = new WeakMap<FirewallConfig, CompiledFirewall>();
 
+/** The last config compiled, looked up first: one comparison per request instead of a WeakMap's lookup (its identity hash). */
+let lastConfig: FirewallConfig | undefined;
+let lastCompiled: CompiledFirewall | undefined;
+
 /**
  * Parses the CIDR lists once per config object (a hot-reloaded config is a new object, so it is
  * compiled afresh). Throws on an invalid CIDR: the firewall fails closed rather than open.
  */
 export function compileFirewall(config: FirewallConfig): CompiledFirewall {
+  if (config === lastConfig) return lastCompiled!;
   let result = compiled.get(config);
   if (!result) {
     result = {
@@ -28,5 +33,7 @@ export function compileFirewall(config: FirewallConfig): CompiledFirewall {
     };
     compiled.set(config, result);
   }
+  lastConfig = config;
+  lastCompiled = result;
   return result;
 }

@@ -68,11 +68,18 @@ interface CompiledRoute {
 
 const compiled = new WeakMap<readonly DatasetRoute[], readonly CompiledRoute[]>();
 
+/** The last table compiled, looked up first: one comparison per request instead of a WeakMap's lookup. */
+let lastRoutes: readonly DatasetRoute[] | undefined;
+let lastCompiled: readonly CompiledRoute[] = [];
+
 function compiledRoutes(routes: readonly DatasetRoute[]): readonly CompiledRoute[] {
+  if (routes === lastRoutes) return lastCompiled;
   let list = compiled.get(routes);
   if (!list) {
     list = routes.map((route) => ({ route, names: route.path.map((segment) => (segment.startsWith(':') ? segment.slice(1) : undefined)) }));
     compiled.set(routes, list);
   }
+  lastRoutes = routes;
+  lastCompiled = list;
   return list;
 }

@@ -23,6 +23,7 @@ const spanOf = (req: IncomingMessage): Span | undefined => (req as Spanned)[SPAN
 
 /** Literal paths answered before routing, named as they are. */
 const LITERAL_PATHS = new Set(['/healthz', '/readyz', '/metrics', '/', '/invoke']);
+const LONGEST_LITERAL = Math.max(...[...LITERAL_PATHS].map((path) => path.length));
 
 /** `/{dataset}` and the route's segments, variables as `{name}`. */
 export function routeTemplate(path: readonly string[], prefix = '/{dataset}'): string {
@@ -104,7 +105,8 @@ export function startRequestSpan(req: IncomingMessage): Span | undefined {
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query < 0 ? url : url.slice(0, query);
-  const literal = path.startsWith('/_admin') ? '/_admin' : LITERAL_PATHS.has(path) ? path : undefined;
+  // The literal paths are short: a longer one (every dataset path) is not hashed for the Set.
+  const literal = path.startsWith('/_admin') ? '/_admin' : path.length <= LONGEST_LITERAL && LITERAL_PATHS.has(path) ? path : undefined;
   const userAgent = req.headers['user-agent'];
   const agent = typeof userAgent === 'string' ? userAgent : undefined;
   // Routed requests (the many) take their connection's template; the literal paths' attributes are built each time.
