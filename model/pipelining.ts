@@ -22,7 +22,7 @@
  *
  * Shared by every HTTP server of the project (data plane, function gateway, operator metrics).
  */
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { RequestListener, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 export interface PipeliningLimits {
@@ -82,7 +82,8 @@ class Connection {
     socket.once('close', () => this.close());
   }
 
-  arrived(req: IncomingMessage, res: ServerResponse): void {
+  /** A request parsed on this connection (its response carries it: `res.req`). */
+  arrived(res: ServerResponse): void {
     if (this.closing) {
       // Requests parsed from the chunk in hand are never answered, and freed with the socket. One
       // from a later read means node resumed reading (it does when its own write buffer drains):
@@ -224,6 +225,6 @@ export function boundPipelining(handler: RequestListener, limits: PipeliningLimi
     const socket = req.socket as Socket & { [CONNECTION_OF]?: Connection };
     let connection = socket[CONNECTION_OF];
     if (connection === undefined) connection = socket[CONNECTION_OF] = new Connection(socket, handler, limits, hooks);
-    connection.arrived(req, res);
+    connection.arrived(res);
   };
 }

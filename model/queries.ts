@@ -137,13 +137,12 @@ function checkSqlQuery(spec: DatasetSpec, query: SqlQueryDef, path: string): Spe
 const RESERVED_ARGUMENT_NAMES = ['limit', 'nextToken'];
 
 function reservedArguments(declared: Record<string, unknown>, path: string): SpecProblem[] {
-  return Object.keys(declared).flatMap((name) =>
-    RESERVED_ARGUMENT_NAMES.includes(name)
-      ? [{ path: member(`${path}.arguments`, name), message: `"${name}" is reserved (a query's page parameter); name the argument otherwise` }]
-      : INHERITED_NAMES.has(name)
-        ? [{ path: member(`${path}.arguments`, name), message: inheritedNameMessage(name, 'argument') }]
-        : [],
-  );
+  const problemOf = (name: string): string | undefined =>
+    RESERVED_ARGUMENT_NAMES.includes(name) ? `"${name}" is reserved (a query's page parameter); name the argument otherwise` : INHERITED_NAMES.has(name) ? inheritedNameMessage(name, 'argument') : undefined;
+  return Object.keys(declared).flatMap((name) => {
+    const message = problemOf(name);
+    return message === undefined ? [] : [{ path: member(`${path}.arguments`, name), message }];
+  });
 }
 
 /** What the raw SQL rewriter resolves `@{alias.path}` to: a scalar leaf, a link (or its `.id`), a system column. */

@@ -9,8 +9,7 @@
 export type TemplateValue = string | number | boolean;
 
 export class AttributeTemplate {
-  /** How many attributes, and the longest string among them (a span with a shorter value-length limit copies them instead). */
-  readonly count: number;
+  /** The longest string among the values (a span with a shorter value-length limit copies them instead). */
   readonly longestString: number;
   /** The attributes' OTLP/protobuf encoding, made by the encoder the first time a span of this template is encoded (otlp-encoder.ts). */
   encoding: Uint8Array | undefined = undefined;
@@ -18,18 +17,20 @@ export class AttributeTemplate {
   readonly keys: ReadonlySet<string>;
 
   private constructor(readonly attributes: Readonly<Record<string, TemplateValue>>) {
-    let count = 0;
     let longest = 0;
     const keys = new Set<string>();
     for (const key in attributes) {
-      count++;
       keys.add(key);
       const value = attributes[key];
       if (typeof value === 'string' && value.length > longest) longest = value.length;
     }
-    this.count = count;
     this.longestString = longest;
     this.keys = keys;
+  }
+
+  /** How many attributes. */
+  get count(): number {
+    return this.keys.size;
   }
 
   /**

@@ -60,12 +60,14 @@ export class EncodingBatchProcessor implements SpanProcessor {
   /** Resolves flushes: each waits for the export of the last batch queued when it was called. */
   private readonly waiters = new Map<SpanBatch, (() => void)[]>();
   private readonly maxExportBatchSize: number;
+  private readonly maxBatchBytes: number;
 
   constructor(
     private readonly exporter: BatchExporter,
     private readonly options: EncodingBatchOptions,
   ) {
     this.maxExportBatchSize = Math.min(options.maxExportBatchSize, options.maxQueueSize);
+    this.maxBatchBytes = options.maxBatchBytes ?? MAX_BATCH_BYTES;
   }
 
   onStart(): void {}
@@ -88,7 +90,7 @@ export class EncodingBatchProcessor implements SpanProcessor {
     }
     batch.add(span);
     this.queued++;
-    if (batch.count >= this.maxExportBatchSize || batch.spanBytes >= (this.options.maxBatchBytes ?? MAX_BATCH_BYTES)) {
+    if (batch.count >= this.maxExportBatchSize || batch.spanBytes >= this.maxBatchBytes) {
       this.seal();
       this.exportNext();
     } else if (this.timer === undefined && this.inFlight === undefined) this.startTimer();

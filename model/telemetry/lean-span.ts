@@ -152,8 +152,10 @@ export class LeanSpan implements api.Span, ReadableSpan {
   private attributeCount = 0;
   private readonly limits: Required<SpanLimits>;
   private readonly processor: SpanProcessor;
-  /** Epoch milliseconds at the start and performance.now() then and at the end: HrTimes are made from them when read (by the exporter, batched). */
-  /** Read by a child span's constructor (its clock). */
+  /**
+   * Epoch milliseconds at the start and performance.now() then and at the end: HrTimes are made
+   * from them when read (by the exporter, batched). The first two are a child span's clock.
+   */
   readonly startMs: number;
   readonly performanceStart: number;
   private performanceEnd = 0;

@@ -42,7 +42,7 @@ let active: Active | undefined;
  * 2 MiB, and never over 4 MiB: encoding-processor.ts MAX_BATCH_BYTES), four batches queued as
  * bytes. Each export costs the loaded process far more than its bytes (an HTTP request, its
  * response, the transport's promises and timers): 8192 against 2048 spans a request took tracing
- * at full load from ×1.14 to ×1.04 CPU per read (docs/performance.md, "Fewer, larger exports").
+ * at full load from ×1.14 to ×1.04 CPU per read (docs/performance.md, "Tracing: fewer, larger exports").
  * http/json keeps the SDK's processor, which queues span objects (~1–2 KiB of heap each): 2048.
  */
 const EXPORT_BATCH_SPANS = { 'http/protobuf': 8192, 'http/json': 2048 } as const;

@@ -10,6 +10,7 @@ import { parseAuthorization } from './authorization.js';
 import { anonymousCaller, type Caller } from './caller.js';
 import { forbidden, quote, unauthorized } from './errors.js';
 import { anyMatches, superPatterns } from './principals.js';
+import { WeakCache } from '../weak-cache.js';
 
 export const MAX_PRINCIPAL_LENGTH = 2048;
 /** Visible ASCII only: no whitespace, no control characters, nothing a header cannot carry faithfully. */
@@ -22,20 +23,12 @@ const USAGE = 'send "Authorization: Proxy <principal identifier>"';
  * config object (a changed config is a new object, so a removed principal is refused at once).
  * Refusals are not remembered. The remembered Caller is frozen: requests share it.
  */
-const accepted = new WeakMap<DatasetConfig, Map<string, Caller>>();
+const accepted = new WeakCache<DatasetConfig, Map<string, Caller>>();
 const MAX_ACCEPTED = 1024;
-
-/** The last dataset's map, looked up first: one comparison per request instead of a WeakMap's lookup. */
-let lastDataset: DatasetConfig | undefined;
-let lastKnown: Map<string, Caller> | undefined;
 
 export function authenticateIam(authorization: string | undefined, dataset: DatasetConfig): Caller {
   if (authorization === undefined) return checkIamCredentials(authorization, dataset);
-  let known = dataset === lastDataset ? lastKnown : accepted.get(dataset);
-  if (known) {
-    lastDataset = dataset;
-    lastKnown = known;
-  }
+  let known = accepted.get(dataset);
   const caller = known?.get(authorization);
   if (caller) return caller;
   const fresh = checkIamCredentials(authorization, dataset);

@@ -1,6 +1,7 @@
 /** The API gateway firewall's config (rendered from the Environment) and its compiled form. */
 import { CidrSet } from '../../../model/cidr.js';
 import type { EnvironmentConfig, ManagedRuleSet } from '../../../model/types.js';
+import { WeakCache } from '../weak-cache.js';
 
 export type FirewallConfig = EnvironmentConfig['gateways']['api']['firewall'];
 
@@ -11,18 +12,13 @@ export interface CompiledFirewall {
   managedRules: ReadonlySet<ManagedRuleSet>;
 }
 
-const compiled = new WeakMap<FirewallConfig, CompiledFirewall>();
-
-/** The last config compiled, looked up first: one comparison per request instead of a WeakMap's lookup (its identity hash). */
-let lastConfig: FirewallConfig | undefined;
-let lastCompiled: CompiledFirewall | undefined;
+const compiled = new WeakCache<FirewallConfig, CompiledFirewall>();
 
 /**
  * Parses the CIDR lists once per config object (a hot-reloaded config is a new object, so it is
  * compiled afresh). Throws on an invalid CIDR: the firewall fails closed rather than open.
  */
 export function compileFirewall(config: FirewallConfig): CompiledFirewall {
-  if (config === lastConfig) return lastCompiled!;
   let result = compiled.get(config);
   if (!result) {
     result = {
@@ -33,7 +29,5 @@ export function compileFirewall(config: FirewallConfig): CompiledFirewall {
     };
     compiled.set(config, result);
   }
-  lastConfig = config;
-  lastCompiled = result;
   return result;
 }

@@ -7,6 +7,8 @@
  * Schema names always contain a dot (model SCHEMA_NAME_PATTERN), so the literal words below can
  * never be a schema's name.
  */
+import { WeakCache } from '../weak-cache.js';
+
 export const DATASET_ROUTES = [
   { name: 'structured', path: [], methods: 'POST' },
   { name: 'echo', path: ['echo'], methods: 'GET' },
@@ -66,20 +68,13 @@ interface CompiledRoute {
   names: readonly (string | undefined)[];
 }
 
-const compiled = new WeakMap<readonly DatasetRoute[], readonly CompiledRoute[]>();
-
-/** The last table compiled, looked up first: one comparison per request instead of a WeakMap's lookup. */
-let lastRoutes: readonly DatasetRoute[] | undefined;
-let lastCompiled: readonly CompiledRoute[] = [];
+const compiled = new WeakCache<readonly DatasetRoute[], readonly CompiledRoute[]>();
 
 function compiledRoutes(routes: readonly DatasetRoute[]): readonly CompiledRoute[] {
-  if (routes === lastRoutes) return lastCompiled;
   let list = compiled.get(routes);
   if (!list) {
     list = routes.map((route) => ({ route, names: route.path.map((segment) => (segment.startsWith(':') ? segment.slice(1) : undefined)) }));
     compiled.set(routes, list);
   }
-  lastRoutes = routes;
-  lastCompiled = list;
   return list;
 }
