@@ -9,6 +9,7 @@
  * stopped. Exit code 0 when nothing was lost, 1 when some ASYNC writes could not be written
  * (each is logged). A second signal while draining (a second or more after the first) exits at once with 1.
  */
+import { warmUpNextTick } from './next-tick-warm-up.js';
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ManifestError } from '../../model/manifests.js';
@@ -20,6 +21,9 @@ import type { ConfigSource } from './server.js';
 import { USAGE } from './usage.js';
 import { assertPortFree, PortInUseError } from './listen-address.js';
 import { tracingConfigOf } from '../../model/settings/telemetry.js';
+
+// Before anything else calls nextTick (next-tick-warm-up.ts says why).
+await warmUpNextTick();
 
 if (process.argv.slice(2).some((a) => a === '--help' || a === '-h')) {
   process.stdout.write(USAGE);
