@@ -2,13 +2,15 @@
  * Calls `process.nextTick` in one shape, many times, before the data plane starts anything else.
  *
  * Why: Node 24's `nextTick` builds each tick as an object literal with computed (symbol) keys. In
- * most data-plane processes V8's optimising compiler compiled it during start-up on feedback that
- * start-up had made megamorphic, and from then on every tick defined its properties through the
- * runtime (`DefineKeyedOwnPropertyInLiteral`, map migrations): about 0.4 µs a tick, seven ticks
- * per read (node's HTTP server and streams, pg), 3.5 µs of a read's ~55 µs for the life of the
- * process. Ticks of one shape first get it compiled on monomorphic feedback, and start-up no
- * longer changes that (measured with perf, docs/performance.md "The tenth round": ten data-plane
- * processes of eleven without this, none of eight with it).
+ * a process that starts an embedded PostgreSQL (`npm start`, no DATABASE_URL), V8's optimising
+ * compiler compiled it during that start-up on feedback the start-up had made megamorphic, and from
+ * then on every tick defined its properties through the runtime (`DefineKeyedOwnPropertyInLiteral`,
+ * map migrations): about 0.4 µs a tick, seven ticks per read (node's HTTP server and streams, pg),
+ * 3.5 µs of a read's ~55 µs for the life of the process. Ticks of one shape first get it compiled
+ * on monomorphic feedback, and the start-up no longer changes that. Measured with perf
+ * (docs/performance.md, "The tenth round"): ten such processes of eleven without this, none of
+ * eight with it; a process given DATABASE_URL (as in a cluster) did not fall into it (two of two
+ * without this).
  *
  * In rounds of a few thousand, each round run before the next is queued, so no more than one
  * round's ticks are alive at once. About 200,000 no-op ticks: tens of milliseconds at start.
