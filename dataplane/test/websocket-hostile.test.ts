@@ -210,16 +210,27 @@ describe('WebSocket and GraphQL surface under hostile input (main.ts)', function
     // 64 KiB per record: about 26 MB of events, well over the budget and the loopback socket buffers (a few MB).
     const email = 'e'.repeat(64 * 1024);
 
-    /** WRITES creates, five at a time, while `keeping` reads; the peak RSS of the data plane meanwhile. */
+    /**
+     * WRITES creates, five at a time, while `keeping` reads; the peak RSS of the data plane meanwhile.
+     * Each five are written once `keeping` has the events of the ones before: the reading subscriber
+     * never has more than five events (about 320 KiB) in flight, so on a loaded machine, where this
+     * process may read late, it stays well inside the byte budget the paused one exceeds.
+     */
     async function writeRound(prefix: string, keeping: Awaited<ReturnType<typeof wsClient>>): Promise<number> {
       let peak = rssOf(main.child.pid!);
       const sampler = setInterval(() => (peak = Math.max(peak, rssOf(main.child.pid!))), 50);
+      let keepingClosed: number | undefined;
+      void keeping.closed.then((code) => (keepingClosed = code));
+      const received = (count: number) => () => {
+        if (keepingClosed !== undefined) throw new Error(`the reading subscriber was closed (${keepingClosed})`);
+        return keeping.messages.filter((m) => m.type === 'next').length >= count;
+      };
       try {
         for (let i = 0; i < WRITES; i += 5) {
           const results = await Promise.all([0, 1, 2, 3, 4].map((j) => api({ path: '/demo', body: { create: { schema: 'demo.Person', id: `${prefix}-${i + j}`, data: { name: 'n', email } } } })));
           for (const r of results) expect(r.status, r.text).to.equal(201);
+          await until(received(i + 5), 60_000);
         }
-        await until(() => keeping.messages.filter((m) => m.type === 'next').length >= WRITES, 60_000);
       } finally {
         clearInterval(sampler);
       }
