@@ -15,7 +15,7 @@
  * In rounds of a few thousand, each round run before the next is queued, so no more than one
  * round's ticks are alive at once. About 200,000 no-op ticks: tens of milliseconds at start.
  */
-export const WARM_UP_TICKS = 200_000;
+const WARM_UP_TICKS = 200_000;
 const PER_ROUND = 2_000;
 
 export async function warmUpNextTick(ticks = WARM_UP_TICKS): Promise<number> {
